@@ -1,0 +1,65 @@
+"""Start `buzz-relay serve --embedded-db` for a benchmark and wait until it is ready."""
+
+import asyncio
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+
+READY_TIMEOUT_S = 60
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@asynccontextmanager
+async def running_relay(data_dir: Path) -> AsyncIterator[str]:
+    port = free_port()
+    relay_bin = Path(sys.executable).with_name("buzz-relay")
+    log = (data_dir / "relay.log").open("wb")
+    process = await asyncio.create_subprocess_exec(
+        *[
+            str(relay_bin),
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--embedded-db",
+            str(data_dir / "db"),
+        ],
+        stdout=log,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "BUZZ_RELAY_LOG_LEVEL": "warning"},
+    )
+    try:
+        async with httpx.AsyncClient() as http:
+            deadline = asyncio.get_running_loop().time() + READY_TIMEOUT_S
+            while True:
+                if process.returncode is not None:
+                    raise RuntimeError(
+                        f"buzz-relay exited with {process.returncode}; see {log.name}"
+                    )
+                try:
+                    if (
+                        await http.get(f"http://127.0.0.1:{port}/_readiness", timeout=1)
+                    ).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if asyncio.get_running_loop().time() > deadline:
+                    raise RuntimeError("buzz-relay did not become ready within 60 s")
+                await asyncio.sleep(
+                    0.05
+                )  # polling interval of a readiness probe, not a synchronisation
+        yield f"ws://127.0.0.1:{port}"
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await asyncio.wait_for(process.wait(), 30)
+        log.close()

@@ -1,0 +1,97 @@
+"""Fault plans for the oracle (orchestrator.md §4.5, "Fault injection").
+
+An `oracle` endpoint's `ORACLE_*` env keys configure the oracle server, never the
+agents. They are validated at preflight, so every error names the key and the value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+FaultKind = Literal["429", "500", "slow", "malformed", "unknown_tool", "truncated"]
+FAULT_KINDS: tuple[str, ...] = ("429", "500", "slow", "malformed", "unknown_tool", "truncated")
+DEFAULT_SLOW_SECONDS = 5.0
+KNOWN_KEYS = ("ORACLE_FAULTS", "ORACLE_SLOW_SECONDS")
+
+
+class OracleConfigError(ValueError):
+    """An invalid `ORACLE_*` setting; `str()` is `<key>: <reason>`."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
+class FaultItem(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    kind: FaultKind
+    count: int
+
+
+class FaultPlan(BaseModel):
+    """Which of one agent's first requests are replaced by which fault."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    items: tuple[FaultItem, ...] = ()
+    slow_seconds: float = DEFAULT_SLOW_SECONDS
+
+    def fault_for(self, request_number: int) -> FaultKind | None:
+        """The fault replacing request `request_number` (1-based), or None."""
+        remaining = request_number
+        for item in self.items:
+            if remaining <= item.count:
+                return item.kind
+            remaining -= item.count
+        return None
+
+
+def parse_faults(text: str) -> tuple[FaultItem, ...]:
+    """Parse `ORACLE_FAULTS`, e.g. `429:1,500:1,slow:2`."""
+    items: list[FaultItem] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        kind, sep, count_text = entry.partition(":")
+        kind = kind.strip()
+        if not sep:
+            raise OracleConfigError(
+                "ORACLE_FAULTS", f'malformed item "{entry}" (expected <kind>:<N>)'
+            )
+        if kind not in FAULT_KINDS:
+            raise OracleConfigError("ORACLE_FAULTS", f'unknown fault kind "{kind}"')
+        count_text = count_text.strip()
+        if not count_text.isdigit() or int(count_text) < 1:
+            raise OracleConfigError(
+                "ORACLE_FAULTS", f'malformed item "{entry}" (N must be an integer >= 1)'
+            )
+        items.append(FaultItem(kind=kind, count=int(count_text)))  # type: ignore[arg-type]
+    return tuple(items)
+
+
+def parse_slow_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise OracleConfigError("ORACLE_SLOW_SECONDS", f'not a number: "{text}"') from None
+    if not math.isfinite(value) or value <= 0:
+        raise OracleConfigError("ORACLE_SLOW_SECONDS", f'must be a number > 0, got "{text}"')
+    return value
+
+
+def fault_plan_from_env(env: Mapping[str, str]) -> FaultPlan:
+    """Build the plan from an endpoint's env; non-`ORACLE_*` keys are not ours and are skipped."""
+    for key in env:
+        if key.startswith("ORACLE_") and key not in KNOWN_KEYS:
+            raise OracleConfigError(key, "unknown oracle setting")
+    items = parse_faults(env.get("ORACLE_FAULTS", ""))
+    slow = env.get("ORACLE_SLOW_SECONDS")
+    slow_seconds = parse_slow_seconds(slow) if slow is not None else DEFAULT_SLOW_SECONDS
+    return FaultPlan(items=items, slow_seconds=slow_seconds)

@@ -1,0 +1,28 @@
+"""Canonical JSON and SHA-256 helpers (orchestrator.md §3.5, reused by §2.5)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Keys sorted at every level, `,`/`:` separators, non-ASCII literal, NaN/inf rejected."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def canonical_sha256(value: Any) -> str:
+    """Lowercase hex SHA-256 of the UTF-8 bytes of `canonical_json(value)`."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,166 @@
+"""Configuration errors: one line each, naming the file, the field and the problem."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+_MAX_VALUE_CHARS = 100
+
+
+class ConfigError(Exception):
+    """One configuration problem; `str()` is `<file>: <field>: <problem>` on one line.
+
+    `errors` is the tuple of single problems, so callers handle `ConfigError` and
+    `ConfigErrors` alike: `for err in exc.errors: print(f"error: {err}")`.
+    """
+
+    def __init__(self, file: str, field: str, problem: str, *, message: str | None = None) -> None:
+        self.file = file
+        self.field = field
+        self.problem = problem
+        self.message = message if message is not None else _join(file, field, problem)
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def errors(self) -> tuple[ConfigError, ...]:
+        return (self,)
+
+
+class ConfigErrors(ConfigError):
+    """Several problems reported together; `str()` has one line per problem."""
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        flat = tuple(single for err in errors for single in err.errors)
+        if not flat:
+            raise ValueError("ConfigErrors needs at least one error")
+        first = flat[0]
+        super().__init__(
+            first.file, first.field, first.problem, message="\n".join(str(e) for e in flat)
+        )
+        self._errors = flat
+
+    @property
+    def errors(self) -> tuple[ConfigError, ...]:
+        return self._errors
+
+
+def raise_if_any(errors: Sequence[ConfigError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors)
+
+
+def _join(file: str, field: str, problem: str) -> str:
+    return ": ".join(part for part in (file, field, problem) if part)
+
+
+def find_duplicates(keyed: Iterable[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """`(key, where)` pairs → `(key, where, where it first appeared)` for every repeat."""
+    first: dict[str, str] = {}
+    repeats: list[tuple[str, str, str]] = []
+    for key, where in keyed:
+        if key in first:
+            repeats.append((key, where, first[key]))
+        else:
+            first[key] = where
+    return repeats
+
+
+def display_path(path: Path | str) -> str:
+    """The path as a person would type it: relative to the working directory when inside it."""
+    path = Path(path)
+    if path.is_absolute():
+        try:
+            return path.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return path.as_posix()
+    return path.as_posix()
+
+
+def show_value(value: Any) -> str:
+    """A short, single-line rendering of an offending value."""
+    if isinstance(value, str):
+        text = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    elif isinstance(value, dict):
+        text = "a mapping"
+    elif isinstance(value, list | tuple):
+        text = "a list"
+    elif value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    else:
+        text = repr(value)
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 1] + "…"
+    return text
+
+
+def dotted_field(loc: Iterable[str | int]) -> str:
+    """`("roster", 0, "generation", "temperature")` → `roster[0].generation.temperature`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def toml_field(loc: Sequence[str | int]) -> str:
+    """`("metadata", "evaluation_layer")` → `[metadata].evaluation_layer` (task.toml style)."""
+    if len(loc) < 2 or not isinstance(loc[0], str):
+        return dotted_field(loc)
+    return f"[{loc[0]}]." + dotted_field(loc[1:]).lstrip(".")
+
+
+_PROBLEMS = {
+    "extra_forbidden": "unknown key",
+    "missing": "required key is missing",
+}
+
+
+def _problem(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    if kind in _PROBLEMS:
+        return _PROBLEMS[kind]
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            # our own validators phrase the whole problem themselves
+            return message[len(prefix) :]
+    if kind in ("model_type", "dict_type"):
+        message = "expected a mapping"
+    else:
+        message = message[0].lower() + message[1:] if message else kind
+    value = error.get("input")
+    # a container's own value adds nothing unless its type is what is wrong
+    if "input" in error and (kind.endswith("_type") or not isinstance(value, dict | list)):
+        message += f" (got {show_value(value)})"
+    return message
+
+
+def from_validation_error(
+    file: str, exc: ValidationError, *, prefix: Sequence[str | int] = (), toml_style: bool = False
+) -> list[ConfigError]:
+    """Translate pydantic errors into one `ConfigError` per problem, each naming its path."""
+    render = toml_field if toml_style else dotted_field
+    errors: list[ConfigError] = []
+    for error in exc.errors(include_url=False):
+        loc = [*prefix, *(part for part in error["loc"] if not _is_internal_loc(part))]
+        errors.append(ConfigError(file, render(loc) or "(top level)", _problem(error)))
+    return errors
+
+
+def _is_internal_loc(part: str | int) -> bool:
+    # pydantic inserts validator/union tags such as "function-after[...]" into locations
+    return isinstance(part, str) and ("[" in part or part.startswith("function-"))

@@ -1,0 +1,1 @@
+"""Jobs directory, trial scheduling and resume (orchestrator.md §2.5, §10)."""

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Reference solution for buzz-native/reply-to-thread; replayed by the built-in oracle model.
+set -euo pipefail
+
+: "${BUZZ_CHANNEL_ID:?BUZZ_CHANNEL_ID is required}"
+: "${BUZZ_REPLY_TO:?BUZZ_REPLY_TO is required}"
+: "${BUZZ_REQUESTER_PUBKEY:?BUZZ_REQUESTER_PUBKEY is required}"
+: "${BUZZ_REQUESTER_NAME:?BUZZ_REQUESTER_NAME is required}"
+
+STATE_DIR="${TMPDIR:-/tmp}/buzz-solve-${BUZZ_CHANNEL_ID}"
+mkdir -p "$STATE_DIR"
+
+# send_once STEP [messages-send options...]: publish stdin at most once per STEP.
+send_once() {
+  local step="$1"; shift
+  if [ -e "$STATE_DIR/$step.sent" ]; then
+    cat >/dev/null
+    return 0
+  fi
+  buzz messages send --channel "$BUZZ_CHANNEL_ID" --content - "$@" >"$STATE_DIR/$step.json"
+  touch "$STATE_DIR/$step.sent"
+}
+
+# reply STEP: a thread reply to the task that p-tags the requester.
+reply() {
+  local step="$1"; shift
+  send_once "$step" --reply-to "$BUZZ_REPLY_TO" --mention "$BUZZ_REQUESTER_PUBKEY" "$@"
+}
+
+answer="$(python3 - <<'PY'
+revenue, expenses, profit = 120_000.0, 75_000.0, 0.0
+for _month in range(1, 7):
+    revenue *= 1.05
+    expenses *= 1.02
+    profit += revenue - expenses
+print(f"Month 6 revenue: ${round(revenue):,}")
+print(f"Month 6 expenses: ${round(expenses):,}")
+print(f"Cumulative operating profit (months 1-6): ${round(profit):,}")
+PY
+)"
+printf '@%s\n%s\n' "$BUZZ_REQUESTER_NAME" "$answer" | reply answer
+
+touch "$STATE_DIR/done"
