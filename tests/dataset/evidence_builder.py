@@ -85,6 +85,15 @@ class EvidenceBuilder:
         self.agent(content, event_id=answer["id"], **options)
         return self
 
+    def replace_agent_messages(
+        self, *replies: tuple[str, str | None, tuple[str, ...]]
+    ) -> EvidenceBuilder:
+        """Drops every agent message, then posts `replies` as (text, thread, mentions)."""
+        self.events = [event for event in self.events if event["pubkey"] != AGENT_PUBKEY]
+        for text, thread, mentions in replies:
+            self.agent(text, reply_to=thread, mentions=mentions)
+        return self
+
     def agent_before_answer(self, content: str, **options: Any) -> EvidenceBuilder:
         """Posts an agent message just before the last one (e.g. an acknowledgement)."""
         answer = self.events.pop()

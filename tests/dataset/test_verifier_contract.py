@@ -96,19 +96,20 @@ def test_unreadable_evidence_file_fails_closed(task, case, tmp_path):  # C2, C3
         assert "buzz-evidence.json" in result.details["error"]
 
 
-@pytest.mark.parametrize("task", CHECKS_TRUNCATED)
-def test_truncated_snapshot_is_incomplete(task, tmp_path):  # C5
-    evidence = positive(task)
-    evidence["truncated"] = True
-    result = run_verifier(task, tmp_path, evidence)
-    assert result.metrics["evidence_complete"] == 0.0
-    assert result.metrics["reward"] == 0.0
+def other_task_name(task: str) -> str:
+    return "user-mention" if task != "user-mention" else "reply-to-thread"
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_other_task_name_is_incomplete(task, tmp_path):  # C6
+INCOMPLETE_SNAPSHOTS = [  # C5 (tasks that check truncation) and C6 (every task)
+    *((task, "truncated", True) for task in CHECKS_TRUNCATED),
+    *((task, "task_name", other_task_name(task)) for task in TASKS),
+]
+
+
+@pytest.mark.parametrize(("task", "key", "value"), INCOMPLETE_SNAPSHOTS)
+def test_incomplete_snapshot_costs_the_reward(task, key, value, tmp_path):
     evidence = positive(task)
-    evidence["task_name"] = "user-mention" if task != "user-mention" else "reply-to-thread"
+    evidence[key] = value
     result = run_verifier(task, tmp_path, evidence)
     assert result.metrics["evidence_complete"] == 0.0
     assert result.metrics["reward"] == 0.0

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from evidence_builder import USER_PUBKEY, message
 from positives import B, C, ambiguous_user_mention
-from verifier_harness import assert_scores
+from verifier_harness import adversarial_test, assert_scores
 
 TASK = "ambiguous-user-mention"
 DELIVERY = ("@Taylor Morgan Lee ORCHID-72 approved", "root", (B,))
@@ -13,11 +12,8 @@ CALLBACK = ("Sent to the matching Taylor Morgan Lee.", "root", (USER_PUBKEY,))
 
 
 def messages(*replies: tuple[str, str | None, tuple[str, ...]]) -> dict:
-    trial = ambiguous_user_mention()
-    del trial.events[-2:]
-    for text, thread, mentions in replies:
-        trial.agent(text, reply_to=thread, mentions=mentions)
-    return trial.build()
+    """The positive trial with its agent messages replaced by (text, thread, mentions)."""
+    return ambiguous_user_mention().replace_agent_messages(*replies).build()
 
 
 def observer_appended() -> dict:
@@ -76,10 +72,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 def test_details_count_notifications(tmp_path):

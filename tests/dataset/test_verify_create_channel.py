@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 from evidence_builder import AGENT_PUBKEY, USER_PUBKEY
 from positives import CHANNEL_TARGETS, create_channel, directory_pubkey
-from verifier_harness import assert_scores
+from verifier_harness import adversarial_test, assert_scores
 
 TASK = "create-channel-invite-users"
 
@@ -106,10 +105,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 def test_two_channels_are_counted(tmp_path):

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
 from evidence_builder import USER_PUBKEY
 from positives import cross_thread_requests
-from verifier_harness import assert_scores
+from verifier_harness import adversarial_test, assert_scores
 
 TASK = "cross-thread-requests"
 
 
 def answers(*replies: tuple[str, str | None, tuple[str, ...]]) -> dict:
-    """The positive trial with its two answers replaced by `replies` (text, thread, mentions)."""
-    trial = cross_thread_requests()
-    del trial.events[-2:]
-    for text, thread, mentions in replies:
-        trial.agent(text, reply_to=thread, mentions=mentions)
-    return trial.build()
+    """The positive trial with its agent messages replaced by (text, thread, mentions)."""
+    return cross_thread_requests().replace_agent_messages(*replies).build()
 
 
 MENTION = (USER_PUBKEY,)
@@ -72,10 +67,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 def test_details_of_the_positive_fixture(tmp_path):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from evidence_builder import USER_PUBKEY
 from positives import FORECAST_ANSWER, B, interleaved_agent_reports
-from verifier_harness import assert_scores
+from verifier_harness import adversarial_test, assert_scores
 
 TASK = "interleaved-agent-reports"
 
@@ -86,10 +85,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 def test_details_of_the_positive_fixture(tmp_path):

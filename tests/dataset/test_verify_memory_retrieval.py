@@ -8,7 +8,7 @@ import tomllib
 import pytest
 from evidence_builder import USER_PUBKEY, message
 from positives import memory_retrieval
-from verifier_harness import TASKS_ROOT, assert_scores, load_verifier
+from verifier_harness import TASKS_ROOT, adversarial_test, assert_scores, load_verifier
 
 TASK = "memory-retrieval"
 QUESTION = "memory-question"
@@ -119,28 +119,27 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
-@pytest.mark.parametrize("distractor", DISTRACTORS)
-def test_distractor_next_to_the_answer_is_noise(distractor, tmp_path):
-    text = f"We had 352,345 total customers. Another relevant count was {distractor:,}."
+NOISE = [
+    *(
+        (f"We had 352,345 total customers. Another relevant count was {d:,}.", d, True)
+        for d in DISTRACTORS
+    ),
+    *(
+        (f"We had 352,345 total customers, approximately {n:,}.", n, False)
+        for n in (352000, 999999)
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "noise", "is_distractor"), NOISE)
+def test_a_second_number_next_to_the_answer_is_noise(text, noise, is_distractor, tmp_path):
     result = assert_scores(TASK, tmp_path, answer(text), {"answer_correct": 0.0})
     assert result.details["mentions_expected"] is True
-    assert result.details["mentions_distractor"] is True
-    assert result.details["noise_numbers"] == [float(distractor)]
-
-
-@pytest.mark.parametrize("approximation", [352000, 999999])
-def test_approximation_next_to_the_answer_is_noise(approximation, tmp_path):
-    text = f"We had 352,345 total customers, approximately {approximation:,}."
-    result = assert_scores(TASK, tmp_path, answer(text), {"answer_correct": 0.0})
-    assert result.details["mentions_expected"] is True
-    assert result.details["mentions_distractor"] is False
-    assert result.details["noise_numbers"] == [float(approximation)]
+    assert result.details["mentions_distractor"] is is_distractor
+    assert result.details["noise_numbers"] == [float(noise)]
 
 
 def test_later_top_level_message_leaves_the_answer_selected(tmp_path):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from evidence_builder import USER_PUBKEY
 from positives import MULTILINE_NOTE, multiline_message
-from verifier_harness import assert_scores, load_verifier
+from verifier_harness import adversarial_test, assert_scores, load_verifier
 
 TASK = "multiline-message"
 
@@ -60,10 +59,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 def test_expected_block_is_the_instruction_note():

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from evidence_builder import USER_PUBKEY, message
 from positives import B, narrative_agent_names
-from verifier_harness import assert_scores
+from verifier_harness import adversarial_test, assert_scores
 
 TASK = "narrative-agent-names"
 STATUS = "Aurora Audit Bot completed the audit.\nBeacon Deploy Bot remains idle."
@@ -87,10 +86,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 def test_details_of_a_wake_up(tmp_path):

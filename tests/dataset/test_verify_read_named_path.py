@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 from positives import read_named_path
-from verifier_harness import ACTION, CHECK_ID, assert_scores, load_verifier, run_verifier
+from verifier_harness import (
+    ACTION,
+    CHECK_ID,
+    adversarial_test,
+    assert_scores,
+    load_verifier,
+    run_verifier,
+)
 
 TASK = "read-named-path-outside-workspace"
 
@@ -58,10 +65,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 SKILL_FILES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from evidence_builder import ROOT_ID, USER_PUBKEY, message
 from positives import PROJECTION_ANSWER, reply_to_thread
-from verifier_harness import assert_scores, load_verifier
+from verifier_harness import adversarial_test, assert_scores, load_verifier
 
 TASK = "reply-to-thread"
 
@@ -110,10 +110,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_adversarial_case(case, tmp_path):
-    build, expected = CASES[case]
-    assert_scores(TASK, tmp_path, build(), expected)
+test_adversarial_case = adversarial_test(TASK, CASES)
 
 
 def test_later_top_level_message_is_the_selected_one(tmp_path):

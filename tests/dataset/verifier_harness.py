@@ -12,6 +12,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "buzz-native"
 SKILL_TASK = "read-named-path-outside-workspace"
 CHECK_ID = "chc-unit-test-42"
@@ -101,3 +103,15 @@ def assert_scores(
     actual = {name: result.metrics.get(name) for name in expected}
     assert actual == expected, result.details
     return result
+
+
+def adversarial_test(task: str, cases: dict[str, tuple[Any, dict[str, float]]]):
+    """A test over a task's table of adversarial cases: name -> (evidence builder, expected
+    metrics); assign it to a module-level `test_...` name so pytest collects it."""
+
+    @pytest.mark.parametrize("case", cases)
+    def test_adversarial_case(case: str, tmp_path: Path) -> None:
+        build, expected = cases[case]
+        assert_scores(task, tmp_path, build(), expected)
+
+    return test_adversarial_case

@@ -89,6 +89,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -168,9 +172,9 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+TARGET_ID = "taylor-release-captain"
 TASK_NAME = "ambiguous-user-mention"
 USER_DISPLAY_NAME = "Olivia Grace Park"
-TARGET_ID = "taylor-release-captain"
 OTHER_ID = "taylor-observer"
 DELIVERY_TEXT = "ORCHID-72 approved"
 CALLBACK_WORDS = ("sent", "notified", "delivered")

@@ -89,6 +89,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -168,9 +172,9 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+TARGET_USERS = {"benchmark-user-07", "benchmark-user-19", "benchmark-user-42"}
 TASK_NAME = "create-channel-invite-users"
 CHANNEL_NAME = "fix-pr-1234"
-TARGET_USERS = {"benchmark-user-07", "benchmark-user-19", "benchmark-user-42"}
 TARGET_BOTS = {"benchmark-bot-03", "benchmark-bot-08"}
 TTL_SECONDS = 3600
 DIRECTORY_ROLES = {"user": 50, "bot": 10}
@@ -233,9 +237,9 @@ def _score(trial: Trial) -> tuple:
     }
     details = {
         "matching_channel_count": len(channels),
-        "channel_id": channel.get("channel_id"),
         "expected_members": expected,
         "actual_members": actual,
+        "channel_id": channel.get("channel_id"),
     }
     return checks, details
 

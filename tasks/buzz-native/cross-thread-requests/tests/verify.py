@@ -90,6 +90,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -169,11 +173,10 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+EXPECTED = {"ALPHA": 346, "BETA": 41}
 TASK_NAME = "cross-thread-requests"
 USER_DISPLAY_NAME = "Priya Simone Patel"
 BETA_LABEL = "beta-request"
-ALPHA_VALUE = 346
-BETA_VALUE = 41
 REWARD_PARTS = tuple(
     "alpha_correct beta_correct thread_isolation user_mentioned_twice evidence_complete".split()
 )
@@ -185,8 +188,9 @@ def matches(message: dict, label: str, value: int) -> bool:
     return re.search(rf"{label}\D+{value}(?:\D|$)", content(message), re.IGNORECASE) is not None
 
 
-def answer_in(trial: Trial, root: object, label: str, value: int) -> dict | None:
+def answer_in(trial: Trial, root: object, label: str) -> dict | None:
     """The last agent message in thread `root` that answers `label` correctly."""
+    value = EXPECTED[label]
     answers = [m for m in trial.authored if trial.replies_to(m, root) and matches(m, label, value)]
     return answers[-1] if answers else None
 
@@ -196,8 +200,8 @@ def _score(trial: Trial) -> tuple:
     beta_rows = [row for row in scripted if row.get("label") == BETA_LABEL]
     alpha_root = trial.task_event_id
     beta_root = beta_rows[0].get("event_id") if len(beta_rows) == 1 else None
-    alpha = answer_in(trial, alpha_root, "ALPHA", ALPHA_VALUE)
-    beta = answer_in(trial, beta_root, "BETA", BETA_VALUE)
+    alpha = answer_in(trial, alpha_root, "ALPHA")
+    beta = answer_in(trial, beta_root, "BETA")
     user_pubkey = trial.user_pubkey(USER_DISPLAY_NAME)
     both = alpha is not None and beta is not None
     checks = {
@@ -216,14 +220,10 @@ def _score(trial: Trial) -> tuple:
         and isinstance(alpha_root, str)
         and isinstance(beta_root, str),
     }
-    details = {
-        "alpha_root": alpha_root,
-        "beta_root": beta_root,
-        "alpha_message_id": message_id(alpha),
-        "beta_message_id": message_id(beta),
-        "alpha_content": content(alpha),
-        "beta_content": content(beta),
-    }
+    details = {"alpha_root": alpha_root, "beta_root": beta_root}
+    for label, answer in (("alpha", alpha), ("beta", beta)):
+        details[f"{label}_message_id"] = message_id(answer)
+        details[f"{label}_content"] = content(answer)  # "" when absent
     return checks, details
 
 

@@ -90,6 +90,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -169,9 +173,9 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+REPORTERS = ("Ledger Scout", "Risk Sentinel", "Ops Forecaster")
 TASK_NAME = "interleaved-agent-reports"
 USER_DISPLAY_NAME = "Nora Isabel Grant"
-REPORTERS = ("Ledger Scout", "Risk Sentinel", "Ops Forecaster")
 LABELS = {"ledger-report", "risk-report", "operations-report"}
 INPUT_PATTERNS = tuple(
     re.compile(pattern, re.IGNORECASE)
@@ -215,17 +219,15 @@ def _score(trial: Trial) -> tuple:
             trial.wakes(message, reporter_pubkeys, REPORTERS) for message in trial.authored
         ),
         "reply_to_thread": trial.replies_to_task(final),
-        "evidence_complete": trial.complete_snapshot(TASK_NAME)
-        and len(by_name) == len(REPORTERS)
-        and len(trial.authored) == 1,
+        "evidence_complete": trial.single_answer(TASK_NAME) and len(by_name) == len(REPORTERS),
     }
     details = {
-        "scripted_event_ids": sorted({str(event_id) for event_id in script_ids}),
         "selected_message_id": message_id(final),
         "content": text,
         "mentioned_pubkeys": sorted(
             pubkey for pubkey in mentions(final) if isinstance(pubkey, str)
         ),
+        "scripted_event_ids": sorted({str(event_id) for event_id in script_ids}),
     }
     return checks, details
 

@@ -91,6 +91,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -170,8 +174,8 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
-TASK_NAME = "memory-retrieval"
 EXPECTED_CUSTOMERS = 352345
+TASK_NAME = "memory-retrieval"
 ALLOWED_CONTEXT_NUMBERS = frozenset({2024})
 DISTRACTOR_NUMBERS = frozenset({361250, 351340, 2400, 325401, 3710, 21604})
 # Upstream's pattern (no "$"), not the shared parser of §2.6.
@@ -218,10 +222,10 @@ def _score(trial: Trial) -> tuple:
         "parsed_numbers": parsed,
         "expected_customers": EXPECTED_CUSTOMERS,
         "mentions_expected": mentions_expected,
-        "mentions_distractor": any(n in DISTRACTOR_NUMBERS for n in parsed),
         "noise_numbers": noise,
         "allowed_context_numbers": sorted(ALLOWED_CONTEXT_NUMBERS),
         "distractor_numbers": sorted(DISTRACTOR_NUMBERS),
+        "mentions_distractor": any(n in DISTRACTOR_NUMBERS for n in parsed),
     }
     return checks, details
 

@@ -89,6 +89,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -168,8 +172,6 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
-TASK_NAME = "multiline-message"
-USER_DISPLAY_NAME = "Eleanor June Brooks"
 EXPECTED = (
     "Release readiness\n"
     "\n"
@@ -179,6 +181,8 @@ EXPECTED = (
     "\n"
     "Owner: Platform Operations"
 )
+TASK_NAME = "multiline-message"
+USER_DISPLAY_NAME = "Eleanor June Brooks"
 REWARD_PARTS = tuple(
     "evidence_complete layout_preserved real_newlines reply_to_thread user_mentioned".split()
 )
@@ -191,11 +195,10 @@ def _score(trial: Trial) -> tuple:
     text = content(final)
     user_pubkey = trial.user_pubkey(USER_DISPLAY_NAME)
     checks = {
-        "evidence_complete": trial.complete_snapshot(TASK_NAME)
+        "evidence_complete": trial.single_answer(TASK_NAME)
         and isinstance(trial.task_event_id, str)
         and isinstance(trial.channel_id, str)
-        and user_pubkey is not None
-        and len(trial.authored) == 1,
+        and user_pubkey is not None,
         "layout_preserved": EXPECTED in text,
         # A literal backslash-n is the signature of shell-quoted "\n" escapes; CRs do not count.
         "real_newlines": "\\n" not in text and text.count("\n") >= EXPECTED.count("\n"),

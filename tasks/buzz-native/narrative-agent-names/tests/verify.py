@@ -90,6 +90,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -169,9 +173,9 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+BOT_NAMES = ("Aurora Audit Bot", "Beacon Deploy Bot")
 TASK_NAME = "narrative-agent-names"
 USER_DISPLAY_NAME = "Maya Elise Chen"
-BOT_NAMES = ("Aurora Audit Bot", "Beacon Deploy Bot")
 # A status must follow its bot within one sentence and one line, so swapped statuses fail.
 STATUS_PATTERNS = (
     re.compile(r"Aurora Audit Bot[^.\n]*completed", re.IGNORECASE),
@@ -195,9 +199,7 @@ def _score(trial: Trial) -> tuple:
         and not any(trial.wakes(message, bot_pubkeys, BOT_NAMES) for message in trial.authored),
         "user_mentioned": user_pubkey is not None and user_pubkey in mentions(final),
         "reply_to_thread": trial.replies_to_task(final),
-        "evidence_complete": trial.complete_snapshot(TASK_NAME)
-        and len(by_name) == len(BOT_NAMES)
-        and len(trial.authored) == 1,
+        "evidence_complete": trial.single_answer(TASK_NAME) and len(by_name) == len(BOT_NAMES),
     }
     details = {
         "selected_message_id": message_id(final),

@@ -90,6 +90,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -186,8 +190,8 @@ def parse_numbers(text: str) -> list:
 
 # --- end shared ---
 
-TASK_NAME = "reply-to-thread"
 EXPECTED_ANSWERS = (("revenue", 160811.0), ("expense", 84462.0), ("profit", 374470.0))
+TASK_NAME = "reply-to-thread"
 EXPECTED_AMOUNTS = tuple(amount for _label, amount in EXPECTED_ANSWERS)
 REWARD_PARTS = tuple(
     "evidence_complete expected_author same_channel reply_to_thread answer_correct".split()
@@ -227,8 +231,8 @@ def _score(trial: Trial) -> tuple:
         "task_event_id": root,
         "selected_message_id": message_id(final),
         "selected_message_content": content(final) if final is not None else None,
-        "parsed_numbers": parse_numbers(content(final)),
         "expected_amounts": list(EXPECTED_AMOUNTS),
+        "parsed_numbers": parse_numbers(content(final)),
     }
     return checks, details
 

@@ -90,6 +90,10 @@ class Trial:
         truncated = self.evidence.get("truncated")
         return self.header_ok(task_name) and truncated is False and self.single_orchestrator
 
+    def single_answer(self, task_name: str) -> bool:
+        """A complete snapshot in which the agent authored exactly one message."""
+        return self.complete_snapshot(task_name) and len(self.authored) == 1
+
     def in_channel(self, message: dict | None) -> bool:
         message = as_dict(message)
         channel = self.channel_id
@@ -186,8 +190,8 @@ def parse_numbers(text: str) -> list:
 
 # --- end shared ---
 
-TASK_NAME = "user-mention"
 USER_DISPLAY_NAME = "John Vincent Doe"
+TASK_NAME = "user-mention"
 EXPECTED_TOTAL = 5328.0
 REWARD_PARTS = tuple(
     "evidence_complete three_word_user expected_author same_channel user_p_tagged"
