@@ -1,0 +1,77 @@
+"""`buzz-agent` entry point: an ACP agent on stdin/stdout; logs on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orchestra.agents.agent.config import AgentConfig
+
+log = logging.getLogger("buzz_agent")
+
+_IGNORED_VARIABLES = (
+    "BUZZ_AGENT_THINKING_SUMMARY",
+    "BUZZ_AGENT_MAX_HANDOFFS",
+    "BUZZ_AGENT_STRICT_TOOLS",
+    "BUZZ_AGENT_MAX_PARALLEL_TOOLS",
+    "BUZZ_AGENT_REQUIRE_REPLY",
+)
+
+
+async def _serve(config: AgentConfig) -> None:
+    import acp
+
+    from orchestra.agents.agent.acp_agent import BuzzAgent
+    from orchestra.agents.llm.client import LLMClient
+
+    llm = LLMClient(
+        config.provider_settings(),
+        effort=config.effort,
+        timeout_secs=config.llm_timeout_secs,
+        max_retries=config.llm_max_retries,
+    )
+    agent = BuzzAgent(config, llm)
+    main_task = asyncio.current_task()
+    assert main_task is not None
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, main_task.cancel)
+    try:
+        await acp.run_agent(agent)
+    except asyncio.CancelledError:
+        log.info("buzz-agent stopping on signal")
+    finally:
+        await agent.close()
+
+
+def main() -> None:
+    from orchestra.agents.agent.logs import setup_logging
+
+    setup_logging(logging.INFO)
+    from orchestra.agents.agent.config import ConfigError, load_config
+    from orchestra.agents.llm.effort import warn_if_budget_disabled
+
+    try:
+        config = load_config(os.environ)
+    except ConfigError as exc:
+        log.error("configuration error: %s", exc)
+        sys.exit(1)
+    setup_logging(logging.getLevelName(config.log_level.upper()))
+    for name in _IGNORED_VARIABLES:
+        if name in os.environ:
+            log.info("%s is accepted for compatibility and ignored", name)
+    warn_if_budget_disabled(
+        config.effort, config.anthropic_thinking, config.max_output_tokens, config.provider
+    )
+    log.info(
+        "buzz-agent starting: provider=%s model=%s route=%s",
+        config.provider,
+        config.model,
+        config.route,
+    )
+    asyncio.run(_serve(config))

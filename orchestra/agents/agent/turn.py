@@ -1,0 +1,150 @@
+"""The tool loop of one `session/prompt` (agent-harness.md §2.4, §2.9)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from orchestra.agents.agent.config import AgentConfig
+from orchestra.agents.agent.session import ClientChannel, Session
+from orchestra.agents.agent.trimming import trim_history
+from orchestra.agents.llm.client import LLMClient
+from orchestra.agents.llm.errors import LLMError
+from orchestra.agents.llm.types import (
+    Conversation,
+    LLMResponse,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+
+log = logging.getLogger("buzz_agent")
+
+CONTINUE_AFTER_TRUNCATION = (
+    "Your previous response was cut off at the output limit. Continue from where it stopped, "
+    "and keep individual tool calls small."
+)
+NOT_PERMITTED = "tool call was not permitted"
+
+
+@dataclass
+class TurnResult:
+    stop_reason: str
+    usage: Usage
+
+
+class Turn:
+    def __init__(
+        self, session: Session, config: AgentConfig, llm: LLMClient, client: ClientChannel
+    ) -> None:
+        self.session = session
+        self.config = config
+        self.llm = llm
+        self.client = client
+        self.usage = Usage()
+        self._overflow_retry_used = False
+
+    async def run(self, prompt_text: str) -> TurnResult:
+        history = self.session.history
+        history.append(UserMessage(prompt_text))
+        rounds = 0
+        recoveries = 0
+        while True:
+            self.session.round_start = len(history)
+            if self.config.max_rounds and rounds == self.config.max_rounds:
+                return self._stop("max_turn_requests")
+            self._trim(self.config.trim_threshold)
+            response = await self._call_llm(rounds + 1)
+            if response is None:  # context overflow absorbed by trimming; same round again
+                continue
+            rounds += 1
+            await self._report(response)
+            if response.outcome == "context_exceeded":
+                if self._take_overflow_retry():
+                    continue
+                return self._stop("max_tokens")
+            message = response.message
+            if response.outcome == "truncated":
+                message.tool_calls = [c for c in message.tool_calls if c.arguments_are_valid()]
+            history.append(message)
+            if message.tool_calls:
+                await self._run_tools(message.tool_calls)
+            if response.outcome == "truncated":
+                recoveries += 1
+                if recoveries > self.config.max_token_recoveries:
+                    return self._stop("max_tokens")
+                history.append(UserMessage(CONTINUE_AFTER_TRUNCATION, starts_turn=False))
+                continue
+            if message.tool_calls or response.outcome == "pause":
+                continue
+            if response.outcome == "refusal":
+                return self._stop("refusal")
+            return self._stop("end_turn")
+
+    def _stop(self, reason: str) -> TurnResult:
+        return TurnResult(stop_reason=reason, usage=self.usage)
+
+    def _take_overflow_retry(self) -> bool:
+        """Trim to half the estimate once per turn when the provider says the prompt is too
+        long; False when that was already tried."""
+        if self._overflow_retry_used:
+            return False
+        self._overflow_retry_used = True
+        estimate = self.session.meter.estimate(self.session.history)
+        self._trim(min(self.config.trim_threshold, estimate // 2))
+        return True
+
+    def _trim(self, threshold: int) -> None:
+        trim_history(self.session.history, self.session.meter, threshold)
+
+    async def _call_llm(self, round_number: int) -> LLMResponse | None:
+        session = self.session
+        conversation = Conversation(
+            model=self.llm.model,
+            system=session.system,
+            history=list(session.history),
+            tools=session.toolbox.specs,
+            max_output_tokens=self.config.max_output_tokens,
+            effort=self.llm.effort,
+        )
+        try:
+            response = await self.llm.complete(conversation, round_number)
+        except LLMError as err:
+            if err.is_context_overflow and self._take_overflow_retry():
+                return None
+            raise
+        session.meter.record(response.usage.input_tokens, conversation.history)
+        return response
+
+    async def _report(self, response: LLMResponse) -> None:
+        self.usage.add(response.usage)
+        self.session.usage.add(response.usage)
+        await self.client.usage(self.session.usage, self.llm.model, self.llm.effort)
+        if response.thought:
+            await self.client.thought(response.thought)
+        if response.message.text:
+            await self.client.message(response.message.text)
+
+    async def _run_tools(self, calls: list[ToolCall]) -> None:
+        limit = self.config.max_tool_calls_per_response
+        for index, call in enumerate(calls):
+            await self.client.tool_started(call)
+            if index >= limit:
+                text, is_error = (
+                    (f"too many tool calls in one response (limit {limit}); this call was not run"),
+                    True,
+                )
+            else:
+                text, is_error = await self._run_tool(call)
+            self.session.history.append(ToolResult(call.id, text, is_error))
+            await self.client.tool_finished(call, text, is_error)
+
+    async def _run_tool(self, call: ToolCall) -> tuple[str, bool]:
+        toolbox = self.session.toolbox
+        if (problem := toolbox.problem(call)) is not None:
+            return problem.text, problem.is_error
+        if self.config.request_permission and not await self.client.may_run(call):
+            return NOT_PERMITTED, True
+        outcome = await toolbox.execute(call)
+        return outcome.text, outcome.is_error

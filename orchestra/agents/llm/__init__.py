@@ -1,0 +1,1 @@
+"""Provider clients for buzz-agent: OpenAI chat/Responses and Anthropic Messages over httpx."""

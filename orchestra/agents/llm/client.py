@@ -1,0 +1,212 @@
+"""One LLM call with retries, effort downgrade and route fallback (agent-harness.md §2.5-§2.8)."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import httpx
+
+from orchestra.agents.llm import anthropic, openai_chat, openai_responses
+from orchestra.agents.llm.effort import AnthropicThinking, lower_effort
+from orchestra.agents.llm.errors import LLMError
+from orchestra.agents.llm.types import Conversation, LLMResponse, Route
+
+log = logging.getLogger("llm")
+
+CONNECT_TIMEOUT_SECS = 30.0
+MAX_RETRY_WAIT_SECS = 120.0
+_ERROR_DETAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    route: Route
+    base_url: str  # without trailing slash; Anthropic paths add /v1 themselves
+    api_key: str = field(repr=False)
+    model: str
+    anthropic_version: str = "2023-06-01"
+    anthropic_thinking: AnthropicThinking = "budget"
+    prompt_caching: bool = True
+    max_tokens_field: str = "max_completion_tokens"
+    # Only api.openai.com-style servers have a Responses route to fall back to.
+    may_switch_to_responses: bool = False
+
+
+def retry_delay(attempt: int, retry_after: float | None) -> float:
+    """Delay before retry `attempt` (1-based): jittered exponential, at least Retry-After."""
+    delay = min(30.0, 2.0 ** (attempt - 1)) * random.uniform(0.75, 1.25)
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return min(delay, MAX_RETRY_WAIT_SECS)
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_detail(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:_ERROR_DETAIL_CHARS]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"][:_ERROR_DETAIL_CHARS]
+    return json.dumps(data)[:_ERROR_DETAIL_CHARS]
+
+
+class LLMClient:
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        *,
+        effort: str | None,
+        timeout_secs: float,
+        max_retries: int,
+    ) -> None:
+        self._settings = settings
+        self.effort = effort  # effective value; lowered for the process when a server rejects it
+        self._max_retries = max_retries
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_secs, connect=CONNECT_TIMEOUT_SECS)
+        )
+
+    @property
+    def route(self) -> Route:
+        return self._settings.route
+
+    @property
+    def model(self) -> str:
+        return self._settings.model
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def complete(self, conv: Conversation, round_number: int) -> LLMResponse:
+        """Retries 429/5xx/network/bad responses; raises LLMError when it gives up."""
+        attempt = 0
+        while True:
+            try:
+                return await self._once(replace(conv, effort=self.effort), round_number)
+            except LLMError as err:
+                if self._adapted_to(err):
+                    continue
+                if not err.retryable or attempt >= self._max_retries:
+                    raise
+                attempt += 1
+                delay = retry_delay(attempt, err.retry_after)
+                log.warning(
+                    "llm retry %d/%d: %s; waiting %.1fs",
+                    attempt,
+                    self._max_retries,
+                    err.describe(),
+                    delay,
+                )
+                await asyncio.sleep(delay)
+
+    def _adapted_to(self, err: LLMError) -> bool:
+        """One-time, process-wide adaptations to what the server can do; True = call again."""
+        if (
+            err.status == 400
+            and self.effort is not None
+            and self.route != "anthropic"
+            and err.mentions("reasoning_effort", "reasoning.effort")
+        ):
+            lower = lower_effort(self.effort)
+            if lower is not None:
+                log.warning(
+                    "server rejected thinking effort %r; using %r from now on", self.effort, lower
+                )
+                self.effort = lower
+                return True
+        if (
+            err.status in (400, 404)
+            and self.route == "chat"
+            and self._settings.may_switch_to_responses
+            and err.mentions("/responses", "responses api")
+        ):
+            log.warning("model is only available on the Responses API; switching route")
+            self._settings = replace(self._settings, route="responses")
+            return True
+        return False
+
+    def _request(self, conv: Conversation) -> tuple[str, dict[str, str], dict[str, Any]]:
+        s = self._settings
+        if s.route == "anthropic":
+            headers = {"x-api-key": s.api_key, "anthropic-version": s.anthropic_version}
+            body = anthropic.build_body(conv, s.anthropic_thinking, s.prompt_caching)
+            return s.base_url + anthropic.PATH, headers, body
+        headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
+        if s.route == "responses":
+            return s.base_url + openai_responses.PATH, headers, openai_responses.build_body(conv)
+        body = openai_chat.build_body(conv, s.max_tokens_field)
+        return s.base_url + openai_chat.PATH, headers, body
+
+    def _parse(self, data: Any) -> LLMResponse:
+        if self.route == "anthropic":
+            return anthropic.parse_response(data)
+        if self.route == "responses":
+            return openai_responses.parse_response(data)
+        return openai_chat.parse_response(data)
+
+    async def _once(self, conv: Conversation, round_number: int) -> LLMResponse:
+        url, headers, body = self._request(conv)
+        headers["content-type"] = "application/json"
+        payload = json.dumps(body, ensure_ascii=False)
+        log.info("llm call %d model=%s route=%s", round_number, conv.model, self.route)
+        log.debug("llm request body: %s", payload)
+        started = time.monotonic()
+        try:
+            response = await self._http.post(url, headers=headers, content=payload.encode())
+        except httpx.TimeoutException as exc:
+            raise LLMError("llm_network_error", f"timeout ({type(exc).__name__})") from None
+        except httpx.HTTPError as exc:
+            raise LLMError("llm_network_error", f"{type(exc).__name__}: {exc}") from None
+        if response.status_code >= 400:
+            raise LLMError(
+                "llm_http_error",
+                _error_detail(response),
+                status=response.status_code,
+                retry_after=parse_retry_after(response.headers),
+            )
+        log.debug("llm response body: %s", response.text)
+        try:
+            data = response.json()
+        except ValueError:
+            raise LLMError("llm_bad_response", "response body is not JSON") from None
+        result = self._parse(data)
+        u = result.usage
+        log.info(
+            "llm response %d finish=%s input=%d output=%d cached=%d ms=%d",
+            round_number,
+            result.finish_reason,
+            u.input_tokens,
+            u.output_tokens,
+            u.cached_tokens,
+            int((time.monotonic() - started) * 1000),
+        )
+        return result

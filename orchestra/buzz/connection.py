@@ -1,0 +1,226 @@
+"""One NIP-42-authenticated WebSocket connection to a relay (buzz-cli.md §2, protocol.md §3, §7).
+
+A background reader task routes every relay frame: `EVENT`/`EOSE`/`CLOSED` to the queue of their
+subscription id, `OK` to the futures waiting for that event id. When the socket drops, every
+queue receives `Lost` and every waiting future fails with a retryable `network_error`.
+"""
+
+import asyncio
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from orchestra.buzz.errors import EOSE, BuzzError, network_error
+from orchestra.nostr.event import Event
+from orchestra.nostr.keys import Keys
+from orchestra.nostr.nip42 import make_auth_event
+
+CONNECT_RETRY_DELAYS = (0.5, 1.0)
+# The relay caps frames at 256 KiB; leave room so an oversized frame is reported, not fatal.
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Closed:
+    """The relay ended or refused a subscription (`CLOSED`)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The connection dropped; no more frames will arrive for any subscription."""
+
+    reason: str
+
+
+SubscriptionItem = dict[str, Any] | Closed | Lost | type(EOSE)
+
+
+async def _open_socket(url: str, wait_limit: float) -> ClientConnection:
+    delays = (*CONNECT_RETRY_DELAYS, None)
+    for delay in delays:
+        try:
+            return await connect(
+                url,
+                compression=None,
+                open_timeout=wait_limit,
+                max_size=MAX_FRAME_BYTES,
+                ping_interval=20,
+                ping_timeout=60,
+            )
+        except InvalidURI as exc:
+            raise BuzzError("user_error", f"invalid relay URL {url!r}: {exc}") from None
+        except (ConnectionRefusedError, socket.gaierror, TimeoutError) as exc:
+            reason = _describe(exc)
+            if delay is None:
+                raise network_error(f"cannot connect to relay {url}: {reason}") from None
+            await asyncio.sleep(delay)
+        except (OSError, InvalidHandshake) as exc:
+            raise network_error(f"cannot connect to relay {url}: {_describe(exc)}") from None
+    raise AssertionError("unreachable")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+
+
+class RelayConnection:
+    """Use `await RelayConnection.open(url, keys, wait_limit)`; it returns once AUTH succeeded."""
+
+    def __init__(self, ws: ClientConnection, url: str) -> None:
+        self.url = url
+        self.notices: list[str] = []
+        self._ws = ws
+        self._subscriptions: dict[str, asyncio.Queue[SubscriptionItem]] = {}
+        self._pending_ok: dict[str, list[asyncio.Future[tuple[bool, str]]]] = {}
+        self._challenge: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._lost_reason: str | None = None
+        self._reader = asyncio.create_task(self._read_loop(), name=f"buzz-reader {url}")
+
+    @classmethod
+    async def open(cls, url: str, keys: Keys, wait_limit: float) -> "RelayConnection":
+        ws = await _open_socket(url, wait_limit)
+        conn = cls(ws, url)
+        try:
+            await conn._authenticate(keys, wait_limit)
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    @property
+    def is_open(self) -> bool:
+        return self._lost_reason is None
+
+    async def _authenticate(self, keys: Keys, wait_limit: float) -> None:
+        try:
+            challenge = await asyncio.wait_for(asyncio.shield(self._challenge), wait_limit)
+        except TimeoutError:
+            raise network_error("timed out waiting for the relay's AUTH challenge") from None
+        event = make_auth_event(keys, self.url, challenge)
+        accepted, message = await self.send_event(event, wait_limit, frame_type="AUTH")
+        if not accepted:
+            raise BuzzError("auth_error", message or "auth-required: authentication failed")
+
+    async def send_event(
+        self, event: Event, wait_limit: float, *, frame_type: str = "EVENT"
+    ) -> tuple[bool, str]:
+        """Send `EVENT` (or `AUTH`) and wait for the relay's `OK`: `(accepted, message)`."""
+        future: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
+        self._pending_ok.setdefault(event.id, []).append(future)
+        try:
+            await self._send(f'["{frame_type}",{event.raw}]')
+            return await asyncio.wait_for(asyncio.shield(future), wait_limit)
+        except TimeoutError:
+            raise network_error("timed out waiting for the relay's OK") from None
+        finally:
+            waiting = self._pending_ok.get(event.id)
+            if waiting and future in waiting:
+                waiting.remove(future)
+                if not waiting:
+                    del self._pending_ok[event.id]
+
+    def open_subscription(self, sub_id: str) -> "asyncio.Queue[SubscriptionItem]":
+        queue: asyncio.Queue[SubscriptionItem] = asyncio.Queue()
+        if self._lost_reason is not None:
+            queue.put_nowait(Lost(self._lost_reason))
+        self._subscriptions[sub_id] = queue
+        return queue
+
+    async def request(self, sub_id: str, filters: list[dict[str, Any]]) -> None:
+        await self._send(orjson.dumps(["REQ", sub_id, *filters]).decode())
+
+    async def close_subscription(
+        self, sub_id: str, queue: "asyncio.Queue[SubscriptionItem]"
+    ) -> None:
+        # Only forget the queue if a newer REQ with the same id has not replaced it.
+        if self._subscriptions.get(sub_id) is queue:
+            del self._subscriptions[sub_id]
+            if self.is_open:
+                try:
+                    await self._send(orjson.dumps(["CLOSE", sub_id]).decode())
+                except BuzzError:
+                    pass  # the connection dropped: the relay forgot the subscription anyway
+
+    async def close(self) -> None:
+        await self._ws.close()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+    async def _send(self, frame: str) -> None:
+        if self._lost_reason is not None:
+            raise network_error(f"connection to relay lost: {self._lost_reason}")
+        try:
+            await self._ws.send(frame)
+        except ConnectionClosed as exc:
+            raise network_error(f"connection to relay lost: {_close_reason(exc)}") from None
+
+    async def _read_loop(self) -> None:
+        reason = "connection closed"
+        try:
+            async for frame in self._ws:
+                if isinstance(frame, str):
+                    self._dispatch(frame)
+        except ConnectionClosed as exc:
+            reason = _close_reason(exc)
+        except Exception as exc:  # a transport failure must still wake every waiter below
+            reason = _describe(exc)
+        finally:
+            self._mark_lost(reason)
+
+    def _dispatch(self, frame: str) -> None:
+        try:
+            message = orjson.loads(frame)
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(message, list) or not message or not isinstance(message[0], str):
+            return
+        kind, args = message[0], message[1:]
+        if kind == "EVENT" and len(args) >= 2 and isinstance(args[1], dict):
+            self._to_subscription(args[0], args[1])
+        elif kind == "EOSE" and args:
+            self._to_subscription(args[0], EOSE)
+        elif kind == "CLOSED" and args:
+            self._to_subscription(args[0], Closed(str(args[1]) if len(args) > 1 else ""))
+        elif kind == "OK" and len(args) >= 2 and isinstance(args[0], str):
+            result = (args[1] is True, str(args[2]) if len(args) > 2 else "")
+            for future in self._pending_ok.pop(args[0], []):
+                if not future.done():
+                    future.set_result(result)
+        elif kind == "AUTH" and args and isinstance(args[0], str):
+            if not self._challenge.done():
+                self._challenge.set_result(args[0])
+        elif kind == "NOTICE" and args:
+            self.notices.append(str(args[0]))
+
+    def _to_subscription(self, sub_id: object, item: SubscriptionItem) -> None:
+        queue = self._subscriptions.get(sub_id) if isinstance(sub_id, str) else None
+        if queue is not None:
+            queue.put_nowait(item)
+
+    def _mark_lost(self, reason: str) -> None:
+        self._lost_reason = reason
+        for queue in self._subscriptions.values():
+            queue.put_nowait(Lost(reason))
+        error = network_error(f"connection to relay lost: {reason}")
+        for futures in self._pending_ok.values():
+            for future in futures:
+                if not future.done():
+                    future.set_exception(error)
+        self._pending_ok.clear()
+        if not self._challenge.done():
+            self._challenge.set_exception(error)
+            self._challenge.exception()  # mark retrieved: nobody may be waiting for it
+
+
+def _close_reason(exc: ConnectionClosed) -> str:
+    if exc.rcvd is not None:
+        text = f"code {exc.rcvd.code}"
+        return f"{text} ({exc.rcvd.reason})" if exc.rcvd.reason else text
+    return "connection closed without a close frame"
