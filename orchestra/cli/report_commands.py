@@ -1,0 +1,94 @@
+"""`orchestra report` and `orchestra compare` (issue 8); `register(app)` adds them to the app."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestra.cli.errors import fail
+from orchestra.report.compare import FORMATTERS, CompareInputError, compare_paths, exit_code
+from orchestra.report.html import write_report_html
+from orchestra.report.junit import write_junit_xml
+from orchestra.report.load import JobDirError
+from orchestra.report.report_json import build_report, write_report_json
+
+REPORT_JSON = "report.json"
+JUNIT_XML = "junit.xml"
+REPORT_HTML = "report.html"
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    report_json: Path
+    junit_xml: Path
+    report_html: Path
+
+
+def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
+    """Write report.json, junit.xml and report.html for these jobs into `out_dir`.
+
+    Raises `JobDirError` when a directory is not a readable job.
+    """
+    report = build_report(job_dirs)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = ReportFiles(out_dir / REPORT_JSON, out_dir / JUNIT_XML, out_dir / REPORT_HTML)
+    write_report_json(report, files.report_json)
+    write_junit_xml(report, files.junit_xml)
+    write_report_html(report, files.report_html)
+    return files
+
+
+class CompareFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def report(
+    job_dirs: Annotated[list[Path], typer.Argument(help="One or more job directories.")],
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out-dir", "-o", help="Where to write the files (default: the only job directory)."
+        ),
+    ] = None,
+) -> None:
+    """Write report.json, junit.xml and report.html for one or more jobs."""
+    if out_dir is None:
+        if len(job_dirs) != 1:
+            fail("--out-dir is required when reporting on more than one job directory")
+        out_dir = job_dirs[0]
+    try:
+        files = write_reports(job_dirs, out_dir)
+    except JobDirError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(f"{error.filename or out_dir}: cannot write the report ({error.strerror or error})")
+    for path in (files.report_json, files.junit_xml, files.report_html):
+        typer.echo(f"wrote {path}")
+
+
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="Baseline job directory (or its report.json).")],
+    candidate: Annotated[
+        Path, typer.Argument(help="Candidate job directory (or its report.json).")
+    ],
+    output_format: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.text,
+) -> None:
+    """Regressions and improvements per task and metric; exit 3 when any task regressed."""
+    try:
+        comparison = compare_paths(baseline, candidate)
+    except (JobDirError, CompareInputError) as error:
+        fail(str(error))
+    sys.stdout.write(FORMATTERS[output_format.value](comparison))
+    raise typer.Exit(exit_code(comparison))
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="report")(report)
+    app.command(name="compare")(compare)

@@ -1,0 +1,1 @@
+"""Aggregation and summary (orchestrator.md §11)."""

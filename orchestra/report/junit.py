@@ -1,0 +1,187 @@
+"""`junit.xml`: one testcase per trial, in the JUnit XML dialect CI servers read.
+
+Mapping: a scored trial with reward 1 passes; a scored trial below 1 is a `failure` carrying
+its failing metrics and the verifier's details; an `error` trial is an `error` carrying the
+exception type, message and traceback (a harness fault, not a product failure); a cancelled
+or still-running trial is `skipped`. One `testsuite` per job; `classname` is the task name so
+consumers group attempts of one task together.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from orchestra.jobs.jsonio import write_text_atomic
+
+# XML 1.0 cannot carry most C0 controls even escaped; verifier output and tracebacks may.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _clean(text: object) -> str:
+    return _XML_INVALID.sub("\ufffd", "" if text is None else str(text))
+
+
+def _seconds(trial: dict[str, Any]) -> str:
+    value = trial["durations"]["total_seconds"]
+    return f"{max(0.0, value or 0.0):.3f}"
+
+
+def _pretty(value: object) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _failure_text(trial: dict[str, Any]) -> str:
+    rewards = trial["rewards"] or {}
+    lines = [f"reward: {trial['reward']}", "metrics:"]
+    lines += [
+        f"  {name}: {value}{'  <- failed' if name in trial['failing_metrics'] else ''}"
+        for name, value in sorted(rewards.items())
+    ]
+    lines += [
+        f"stop reason: {trial['stop_reason']}",
+        "verifier details:",
+        _pretty(trial["details"]),
+    ]
+    return "\n".join(lines)
+
+
+def _token_line(tokens: object) -> str:
+    if not isinstance(tokens, dict):
+        return "-"
+    return " ".join(f"{key}={tokens.get(key)}" for key in ("input", "cached_input", "output"))
+
+
+def _summary_text(trial: dict[str, Any]) -> str:
+    """Every metric and the facts a CI reader needs, whatever the outcome (the schema has no
+    per-testcase properties)."""
+    metrics = ", ".join(f"{k}={v}" for k, v in sorted((trial["rewards"] or {}).items()))
+    return "\n".join(
+        (
+            f"trial: {trial['trial_name']} (layer {trial['layer']}, attempt {trial['attempt']})",
+            f"status: {trial['status']}; stop reason: {trial['stop_reason']}",
+            f"reward: {trial['reward']}; metrics: {metrics or '-'}",
+            f"cost: {trial['cost_usd']}; tokens: {_token_line(trial['tokens'])}",
+            f"trial directory: {trial['files']['dir']}",
+        )
+    )
+
+
+def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
+    """Append the trial's testcase; return its outcome (passed/failure/error/skipped)."""
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        {
+            "classname": _clean(trial["task_name"]),
+            "name": _clean(
+                f"{trial['short_name']} attempt {trial['attempt']} ({trial['trial_name']})"
+            ),
+            "time": _seconds(trial),
+        },
+    )
+    status = trial["status"]
+    if status == "scored" and trial["succeeded"]:
+        outcome = "passed"
+    elif status == "scored":
+        outcome = "failure"
+        failing = [m for m in trial["failing_metrics"] if m != "reward"] or ["reward"]
+        element = ET.SubElement(
+            case,
+            "failure",
+            {"message": _clean(f"failing metrics: {', '.join(failing)}"), "type": "RewardBelowOne"},
+        )
+        element.text = _clean(_failure_text(trial))
+    elif status == "error":
+        outcome = "error"
+        info = trial["exception_info"] or {}
+        kind = str(info.get("exception_type") or "UnknownError")
+        element = ET.SubElement(
+            case,
+            "error",
+            {"message": _clean(f"{kind}: {info.get('exception_message') or ''}"), "type": kind},
+        )
+        element.text = _clean(info.get("exception_traceback") or info.get("exception_message"))
+    else:
+        outcome = "skipped"
+        ET.SubElement(case, "skipped", {"message": _clean(f"trial {status}")})
+    ET.SubElement(case, "system-out").text = _clean(_summary_text(trial))
+    return outcome
+
+
+def junit_xml(report: dict[str, Any]) -> str:
+    root = ET.Element("testsuites", {"name": "buzz-orchestra"})
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    hostname = socket.gethostname()
+    for job in report["jobs"]:
+        trials: Sequence[dict[str, Any]] = [
+            t for t in report["trials"] if t["job_name"] == job["name"]
+        ]
+        suite = ET.SubElement(root, "testsuite", {"name": _clean(job["name"])})
+        suite_properties = ET.SubElement(suite, "properties")
+        for name, value in (
+            ("condition", job["condition"]),
+            ("manifest_sha256", job["manifest_sha256"]),
+            ("attempts", job["attempts"]),
+            ("oracle", str(job["oracle"]).lower()),
+        ):
+            ET.SubElement(suite_properties, "property", {"name": name, "value": _clean(value)})
+        outcomes = [_testcase(suite, trial) for trial in trials]
+        for slot in job["pending"]:
+            # A planned trial that never started still shows up, so CI sees the full plan.
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                {
+                    "classname": _clean(slot["task_name"]),
+                    "name": _clean(
+                        f"{slot['task_name'].rpartition('/')[2]} attempt {slot['attempt']} (not run)"
+                    ),
+                    "time": "0.000",
+                },
+            )
+            ET.SubElement(
+                case, "skipped", {"message": "not run: the job stopped before this trial started"}
+            )
+            outcomes.append("skipped")
+        counts = {
+            "tests": len(outcomes),
+            "failures": outcomes.count("failure"),
+            "errors": outcomes.count("error"),
+            "skipped": outcomes.count("skipped"),
+            "time": sum(float(_seconds(t)) for t in trials),
+        }
+        for key, value in counts.items():
+            totals[key] += value
+        started = min((str(t["started_at"]) for t in trials if t["started_at"]), default=None)
+        suite.attrib.update(
+            {
+                "tests": str(counts["tests"]),
+                "failures": str(counts["failures"]),
+                "errors": str(counts["errors"]),
+                "skipped": str(counts["skipped"]),
+                "time": f"{counts['time']:.3f}",
+                "hostname": hostname,
+                **({"timestamp": started[:19]} if started else {}),
+            }
+        )
+    root.attrib.update(
+        {
+            "tests": str(totals["tests"]),
+            "failures": str(totals["failures"]),
+            "errors": str(totals["errors"]),
+            "skipped": str(totals["skipped"]),
+            "time": f"{totals['time']:.3f}",
+        }
+    )
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit_xml(report: dict[str, Any], path: Path) -> None:
+    write_text_atomic(path, junit_xml(report))

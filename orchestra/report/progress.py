@@ -1,0 +1,70 @@
+"""Live progress: trials done/running/errors and elapsed time, plus per-trial lines."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+STATUS_STYLE = {"scored": "green", "error": "red", "cancelled": "yellow"}
+
+
+class Progress:
+    """One overall line kept live at the bottom; finished trials are printed above it."""
+
+    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+        self.console = console
+        self.quiet = quiet
+        self._live: Live | None = None
+        self._job = ""
+        self._planned = 0
+        self._status: dict[str, str] = {}
+        self._started = time.monotonic()
+
+    def start_job(self, name: str, planned: int, kept: list[dict[str, Any]]) -> None:
+        self._job, self._planned = name, planned
+        self._status = {r["trial_name"]: r["status"] for r in kept}
+        self._started = time.monotonic()
+        if kept and not self.quiet:
+            self.console.print(f"{name}: resuming, {len(kept)} trial(s) kept")
+        self._live = Live(self._line(), console=self.console, refresh_per_second=4, transient=True)
+        self._live.start()
+
+    def trial_update(self, result: dict[str, Any]) -> None:
+        name, status = result["trial_name"], result["status"]
+        before = self._status.get(name)
+        self._status[name] = status
+        if status != before and status in STATUS_STYLE and not self.quiet:
+            reward = result.get("reward")
+            detail = f" reward={reward:.2f}" if isinstance(reward, float) else ""
+            info = result.get("exception_info") or {}
+            if status != "scored" and info:
+                detail = f" {info.get('exception_type')}: {info.get('exception_message', '')[:120]}"
+            self.console.print(
+                Text.assemble(
+                    (f"{status:9}", STATUS_STYLE[status]),
+                    f" {result['task_name']} #{result['attempt']} ({name}){detail}",
+                )
+            )
+        if self._live is not None:
+            self._live.update(self._line())
+
+    def _line(self) -> Text:
+        statuses = list(self._status.values())
+        done = sum(1 for s in statuses if s in STATUS_STYLE)
+        errors = statuses.count("error")
+        running = statuses.count("running")
+        elapsed = int(time.monotonic() - self._started)
+        return Text(
+            f"{self._job}: {done}/{self._planned} done, {running} running, {errors} errors, "
+            f"elapsed {elapsed // 60}:{elapsed % 60:02d}"
+        )
+
+    def end_job(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        self.console.print(self._line())

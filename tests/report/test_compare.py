@@ -1,0 +1,167 @@
+"""`compare`: exactly the regressions that happened, with significance notes, and exit codes."""
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from jobs_builder import TrialSpec, build_job
+from typer.testing import CliRunner
+
+from orchestra.cli.report_commands import register
+from orchestra.report.compare import compare_paths, exit_code, format_markdown, format_text
+from orchestra.report.stats import fisher_exact_greater, fisher_exact_less, wilson_interval
+
+MENTION_PASS = {"reward": 1.0, "answer_correct": 1.0, "user_p_tagged": 1.0}
+MENTION_FAIL = {"reward": 0.0, "answer_correct": 1.0, "user_p_tagged": 0.0}
+THREAD_PASS = {"reward": 1.0, "reply_to_thread": 1.0}
+
+
+def cli() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+def regression_jobs(jobs: Path) -> tuple[Path, Path]:
+    baseline = build_job(jobs, "baseline", [
+        TrialSpec("user-mention", rewards=MENTION_PASS),
+        TrialSpec("reply-to-thread", rewards=THREAD_PASS),
+    ])  # fmt: skip
+    candidate = build_job(jobs, "candidate", [
+        TrialSpec("user-mention", rewards=MENTION_FAIL),
+        TrialSpec("reply-to-thread", rewards=THREAD_PASS),
+    ])  # fmt: skip
+    return baseline, candidate
+
+
+def test_wilson_interval_known_values() -> None:
+    low, high = wilson_interval(0, 3)
+    assert low == 0.0 and high == pytest.approx(0.5615, abs=1e-4)
+    low, high = wilson_interval(3, 3)
+    assert low == pytest.approx(0.4385, abs=1e-4) and high == 1.0
+    assert wilson_interval(1, 2) == pytest.approx((0.0945, 0.9055), abs=1e-4)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson_interval(4, 3)
+
+
+def test_fisher_exact_known_values() -> None:
+    # 0/3 against 3/3: the only more extreme table is itself, 1 / C(6, 3).
+    assert fisher_exact_less(0, 3, 3, 3) == pytest.approx(0.05)
+    assert fisher_exact_less(1, 3, 3, 3) == pytest.approx(0.2)
+    assert fisher_exact_less(3, 3, 3, 3) == pytest.approx(1.0)
+    assert fisher_exact_greater(3, 3, 0, 3) == pytest.approx(0.05)
+    assert fisher_exact_less(2, 10, 9, 10) == pytest.approx(0.002739, abs=1e-6)
+
+
+def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
+    baseline, candidate = regression_jobs(tmp_path)
+    comparison = compare_paths(baseline, candidate)
+    assert comparison["regressed_tasks"] == ["buzz-native/user-mention"]
+    assert comparison["improved_tasks"] == []
+    assert exit_code(comparison) == 3
+    tasks = {t["task"]: t for t in comparison["tasks"]}
+    assert tasks["buzz-native/reply-to-thread"]["status"] == "unchanged"
+    changes = {m["metric"]: m for m in tasks["buzz-native/user-mention"]["metrics"]}
+    assert {name for name, m in changes.items() if m["change"] == "regression"} == {
+        "reward",
+        "user_p_tagged",
+    }
+    assert changes["answer_correct"]["change"] == "unchanged"
+    assert changes["user_p_tagged"]["baseline"] == (1, 1)
+    assert changes["user_p_tagged"]["candidate"] == (0, 1)
+    assert "single attempt" in changes["reward"]["note"]
+    text = format_text(comparison)
+    assert "REGRESSION   buzz-native/user-mention (regression)" in text
+    assert "user_p_tagged: 1/1 → 0/1" in text
+    assert "reply-to-thread" not in text.split("result:")[0].split("candidate:")[1]
+    assert text.rstrip().endswith("result: 1 task(s) regressed, 0 improved, 1 unchanged")
+    reverse = compare_paths(candidate, baseline)
+    assert exit_code(reverse) == 0 and reverse["improved_tasks"] == ["buzz-native/user-mention"]
+
+
+def test_k_greater_than_one_carries_a_significance_note(tmp_path: Path) -> None:
+    def job(name: str, rewards: list[float]) -> Path:
+        return build_job(tmp_path, name, [
+            TrialSpec("cross-thread-requests", layer="workflow", attempt=i + 1,
+                      rewards={"reward": r, "both_answered": r})
+            for i, r in enumerate(rewards)
+        ], attempts=3)  # fmt: skip
+
+    comparison = compare_paths(job("b", [1.0, 1.0, 1.0]), job("c", [1.0, 0.0, 0.0]))
+    reward = comparison["tasks"][0]["metrics"][0]
+    assert reward["metric"] == "reward" and reward["change"] == "regression"
+    assert reward["p_value"] == pytest.approx(0.2)
+    assert reward["candidate_interval"] == pytest.approx(wilson_interval(1, 3))
+    assert "Fisher one-sided p=0.200 (not significant: may be sampling noise)" in reward["note"]
+    assert "Wilson 95% [0.44, 1.00] → [0.06, 0.79]" in reward["note"]
+    assert exit_code(comparison) == 3
+    markdown = format_markdown(comparison)
+    assert (
+        "| buzz-native/cross-thread-requests | workflow | regression | reward | 3/3 | 1/3 |"
+        in markdown
+    )
+
+
+def test_unscored_missing_and_new_tasks(tmp_path: Path) -> None:
+    baseline = build_job(tmp_path, "b", [
+        TrialSpec("user-mention", rewards=MENTION_PASS),
+        TrialSpec("reply-to-thread", rewards=THREAD_PASS),
+    ])  # fmt: skip
+    candidate = build_job(tmp_path, "c", [
+        TrialSpec("user-mention", status="error", exception_type="AgentLaunchError"),
+        TrialSpec("multiline-message", rewards={"reward": 1.0}),
+    ])  # fmt: skip
+    comparison = compare_paths(baseline, candidate)
+    statuses = {t["task"]: t["status"] for t in comparison["tasks"]}
+    assert statuses == {
+        "buzz-native/user-mention": "unscored",
+        "buzz-native/reply-to-thread": "missing",
+        "buzz-native/multiline-message": "new",
+    }
+    assert comparison["regressed_tasks"] == ["buzz-native/user-mention"]
+
+
+def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
+    baseline, candidate = regression_jobs(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(cli(), ["compare", str(baseline), str(candidate), "--format", "json"])
+    assert result.exit_code == 3, result.output
+    assert json.loads(result.stdout)["regressed_tasks"] == ["buzz-native/user-mention"]
+    same = runner.invoke(cli(), ["compare", str(baseline), str(baseline), "--format", "markdown"])
+    assert same.exit_code == 0 and "result: 0 task(s) regressed" in same.stdout
+    # A saved report.json is a valid baseline too.
+    report = runner.invoke(cli(), ["report", str(baseline)])
+    assert report.exit_code == 0, report.output
+    saved = runner.invoke(cli(), ["compare", str(baseline / "report.json"), str(candidate)])
+    assert saved.exit_code == 3 and "REGRESSION" in saved.stdout
+    missing = runner.invoke(cli(), ["compare", str(tmp_path / "nope"), str(candidate)])
+    assert missing.exit_code == 1
+    assert (
+        missing.stderr.strip()
+        == f"error: {tmp_path / 'nope'}: no such job directory or report file"
+    )
+    bad = runner.invoke(cli(), ["compare", str(baseline), str(candidate), "--format", "yaml"])
+    assert bad.exit_code == 2
+
+
+def test_malformed_saved_reports_are_one_line_errors(tmp_path: Path) -> None:
+    baseline, _ = regression_jobs(tmp_path)
+    runner = CliRunner()
+    for name, content in (
+        ("list.json", "[1, 2]"),
+        ("noconditions.json", '{"conditions": 3}'),
+        ("nolayers.json", '{"conditions": [{"condition": "c"}]}'),
+        (
+            "notasks.json",
+            '{"conditions": [{"condition": "c", "layers": {"r": {"tasks": {"buzz-native/user-mention": {}}}}}]}',
+        ),
+    ):
+        path = tmp_path / name
+        path.write_text(content)
+        result = runner.invoke(cli(), ["compare", str(path), str(baseline)])
+        assert result.exit_code == 1, (name, result.output)
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, name
+    not_job = runner.invoke(cli(), ["compare", str(tmp_path), str(baseline)])
+    assert not_job.exit_code == 1 and "config.json: missing or not a JSON object" in not_job.stderr

@@ -1,0 +1,213 @@
+"""report.html: self-contained, escaped, and rendered by a real browser (headless Chromium)."""
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from browser import CHROMIUM, MISSING_REASON, colour_counts, dump_dom, screenshot
+from jobs_builder import USER, Msg, TrialSpec, build_job
+from report_samples import HOSTILE
+
+from orchestra.report.html import report_html, write_report_html
+from orchestra.report.html_transcript import identities_of, render_content
+from orchestra.report.report_json import build_report
+
+TEXT_ONLY_MENTION_RGB = (0xFF, 0xEB, 0xE9)  # background of a mention without a p tag
+GRADED_OUTLINE_RGB = (0x2D, 0xA4, 0x4E)
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text inside each `a.mention`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.mentions: list[tuple[dict[str, str], str]] = []
+        self._in_mention: dict[str, str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k: v or "" for k, v in attrs}
+        self.tags.append((tag, attributes))
+        if tag == "a" and "mention" in attributes.get("class", ""):
+            self._in_mention = attributes
+
+    def handle_data(self, data: str) -> None:
+        if self._in_mention is not None:
+            self.mentions.append((self._in_mention, data))
+            self._in_mention = None
+
+
+def parse(html: str) -> Elements:
+    parser = Elements()
+    parser.feed(html)
+    return parser
+
+
+def trial_index(report: dict, task: str, attempt: int) -> int:
+    return next(
+        i
+        for i, t in enumerate(report["trials"])
+        if t["short_name"] == task and t["attempt"] == attempt
+    )
+
+
+def test_page_is_self_contained_and_escapes_messages(sample_job: Path) -> None:
+    report = build_report([sample_job])
+    html = report_html(report, sample_job)
+    elements = parse(html)
+    assert not [tag for tag, _ in elements.tags if tag in ("script", "link", "img", "iframe")]
+    assert not re.search(r"https?://", html)  # nothing to fetch: works offline
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert "&lt;script&gt;document.title=&quot;pwned&quot;" in html
+    assert "<b>bold?</b>" not in html
+
+
+def test_links_are_relative_and_point_at_the_trial_files(sample_job: Path) -> None:
+    report = build_report([sample_job])
+    write_report_html(report, sample_job / "report.html")
+    elements = parse((sample_job / "report.html").read_text(encoding="utf-8"))
+    hrefs = [a["href"] for tag, a in elements.tags if tag == "a" and not a["href"].startswith("#")]
+    assert hrefs, "no file links"
+    for href in hrefs:
+        assert not href.startswith("/")
+        assert (sample_job / unquote(href)).is_file(), href
+    assert any(h.endswith("solo-1.stderr.log") for h in hrefs)
+    assert any(h.endswith("trial.log") for h in hrefs)
+    anchors = {a["id"] for _, a in elements.tags if "id" in a}
+    internal = [
+        a["href"][1:] for tag, a in elements.tags if tag == "a" and a["href"].startswith("#")
+    ]
+    assert internal and set(internal) <= anchors  # every in-page link has a target
+
+
+def test_transcript_marks_threads_mentions_scripted_and_graded(sample_job: Path) -> None:
+    report = build_report([sample_job])
+    elements = parse(report_html(report, sample_job))
+    failed = f"t{trial_index(report, 'user-mention', 2)}"
+    mentions = [(a, text) for a, text in elements.mentions if a["href"].startswith(f"#{failed}-")]
+    # The failing answer names the user in text only: highlighted as such, linked to the user.
+    assert (f"@{USER}") in [text for a, text in mentions if "text-only" in a["class"]]
+    user_anchor = next(a["href"][1:] for a, text in mentions if text == f"@{USER}")
+    identity = next(a for _, a in elements.tags if a.get("id") == user_anchor)
+    assert identity is not None
+    messages = {
+        a["id"]: a
+        for tag, a in elements.tags
+        if tag == "div" and "msg" in a.get("class", "").split()
+    }
+    assert (
+        "graded" in messages[f"{failed}-m1"]["class"]
+        and "depth-1" in messages[f"{failed}-m1"]["class"]
+    )
+    workflow = f"t{trial_index(report, 'interleaved-agent-reports', 1)}"
+    classes = {
+        key[len(workflow) + 1 :]: a["class"]
+        for key, a in messages.items()
+        if key.startswith(f"{workflow}-")
+    }
+    assert "scripted" in classes["m1"] and "depth-1" in classes["m1"]
+    assert "depth-2" in classes["m2"]  # a reply to the scripted bot reply: nested one level more
+    assert "depth-0" in classes["m3"] and "scripted" in classes["m3"]
+    notified = [
+        text
+        for a, text in elements.mentions
+        if a["href"].startswith(f"#{workflow}-") and "notified" in a["class"]
+    ]
+    assert "@Build Bot" in notified and "@Deploy Bot" in notified
+
+
+def chosen_trial() -> TrialSpec:
+    """A failing user-mention trial: the answer names the user without a p tag, and a
+    hostile message sits in the thread."""
+    return TrialSpec(
+        "user-mention",
+        rewards={"reward": 0.0, "answer_correct": 1.0, "user_p_tagged": 0.0},
+        messages=[
+            Msg(
+                USER,
+                "@solo-1 We pay $37 per month for each of our 12 software licenses. "
+                "What is our total annual cost?",
+                mentions=("solo-1",),
+            ),
+            Msg(USER, HOSTILE, reply_to=0),
+            Msg("solo-1", f"@{USER} The total annual cost is $5,328.", reply_to=0),
+        ],
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=MISSING_REASON)
+def test_chromium_renders_the_chosen_trial_and_never_runs_a_message(tmp_path: Path) -> None:
+    job = build_job(tmp_path / "jobs", "chosen-job", [chosen_trial()])
+    report = build_report([job])
+    page = job / "report.html"
+    write_report_html(report, page)
+    dom = dump_dom(page.as_uri(), tmp_path / "profile-dom")
+    assert "pwned" not in re.sub(r"&lt;script&gt;.*?&lt;/script&gt;", "", dom)  # never ran
+    assert "<title>Buzz Orchestra report: chosen-job</title>" in dom
+    assert "&lt;script&gt;document.title=" in dom  # shown as text
+    assert 'class="mention text-only" href="#t0-id-0"' in dom
+    assert 'id="t0-id-0"' in dom
+    shot = screenshot(page.as_uri(), tmp_path / "profile-shot", tmp_path / "report.png", 1200, 1300)
+    colours = colour_counts(shot)
+    assert len(colours) > 50  # a rendered page, not a blank one
+    # The chosen trial's transcript is on screen: its text-only mention and graded outline.
+    assert colours[TEXT_ONLY_MENTION_RGB] > 200
+    assert colours[GRADED_OUTLINE_RGB] > 200
+
+
+def test_a_mention_of_a_shared_display_name_links_the_identity_it_notifies() -> None:
+    evidence = {
+        "identities": {"solo-1": {"role": "orchestrator", "pubkey": "a" * 64}},
+        "directory": [
+            {"identity_id": "taylor-1", "name": "Taylor Lee", "role": "user", "pubkey": "b" * 64},
+            {"identity_id": "taylor-2", "name": "Taylor Lee", "role": "user", "pubkey": "c" * 64},
+        ],
+    }
+    identities = identities_of(evidence, "t9")
+    pattern = re.compile("@(Taylor Lee|solo-1)")
+    html = render_content("@Taylor Lee approved", identities, ["c" * 64], pattern)
+    assert html == (
+        '<a class="mention notified" href="#t9-id-2" title="p-tagged: notified">@Taylor Lee</a>'
+        " approved"
+    )
+    unnotified = render_content("@Taylor Lee <hi>", identities, [], pattern)
+    assert 'class="mention text-only" href="#t9-id-1"' in unnotified
+    assert unnotified.endswith(" &lt;hi&gt;")
+
+
+def test_junk_evidence_renders_without_crashing(sample_job: Path) -> None:
+    report = build_report([sample_job])
+    trial = report["trials"][0]
+    junk = {
+        "identities": {"x": "not a dict", "<i>": {"role": 5, "pubkey": None}},
+        "directory": "nope",
+        "scripted_events": "abc",
+        "messages": [
+            "text",
+            {"id": 7, "kind": "9", "created_at": 10**20, "content": ["list"], "tags": "x",
+             "mentioned_pubkeys": "p", "reply_to_event_id": 7, "pubkey": {"a": 1}},
+            {"id": "loop-a", "reply_to_event_id": "loop-b", "content": "<a>"},
+            {"id": "loop-b", "reply_to_event_id": "loop-a", "content": "b"},
+        ],
+        "truncated": True,
+    }  # fmt: skip
+    Path(trial["files"]["evidence_json"]).write_text(json.dumps(junk), encoding="utf-8")
+    html = report_html(report, sample_job)
+    assert "Truncated evidence" in html and "&lt;a&gt;" in html
+    assert "&lt;i&gt;" in html and "<i>" not in html
+    loop = re.findall(r'data-event-id="(loop-[ab])"', html)
+    assert sorted(loop) == ["loop-a", "loop-b"]  # a reply loop is shown, not dropped
+
+
+def test_a_deep_reply_chain_renders(sample_job: Path) -> None:
+    report = build_report([sample_job])
+    trial = report["trials"][0]
+    messages = [{"id": "m0", "content": "root"}] + [
+        {"id": f"m{i}", "content": str(i), "reply_to_event_id": f"m{i - 1}"} for i in range(1, 3000)
+    ]
+    Path(trial["files"]["evidence_json"]).write_text(json.dumps({"messages": messages}))
+    html = report_html(report, sample_job)
+    assert html.count('class="msg depth-4') == 2996  # indentation is capped

@@ -1,0 +1,102 @@
+"""report.json: every number matches the trial results it was built from."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestra.report.aggregate import aggregate
+from orchestra.report.load import JobDirError, load_job_record
+from orchestra.report.report_json import build_report, write_report_json
+
+
+def trial_results(job: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in job.glob("*/result.json")}
+
+
+def test_trials_carry_the_trial_results_verbatim(sample_job: Path) -> None:
+    report = build_report([sample_job])
+    results = trial_results(sample_job)
+    assert sorted(t["trial_name"] for t in report["trials"]) == sorted(results)
+    for trial in report["trials"]:
+        result = results[trial["trial_name"]]
+        for key in (
+            "status",
+            "reward",
+            "rewards",
+            "stop_reason",
+            "tokens",
+            "cost_usd",
+            "layer",
+            "attempt",
+            "exception_info",
+            "started_at",
+            "finished_at",
+        ):
+            assert trial[key] == result[key], (trial["trial_name"], key)
+        phases = {k: v["seconds"] for k, v in result["timings"].items() if isinstance(v, dict)}
+        assert trial["durations"]["phase_seconds"] == phases
+        assert (
+            trial["durations"]["agent_active_seconds"] == result["timings"]["agent_active_seconds"]
+        )
+    by_name = {t["trial_name"]: t for t in report["trials"]}
+    failed = next(
+        t
+        for t in by_name.values()
+        if t["task_name"] == "buzz-native/user-mention" and t["attempt"] == 2
+    )
+    assert failed["failing_metrics"] == ["reward", "user_p_tagged"]
+    assert failed["succeeded"] is False
+    assert failed["durations"]["total_seconds"] == 20.0
+    assert failed["details"]["parsed_numbers"] == [5328.0]
+    error = next(t for t in by_name.values() if t["status"] == "error")
+    assert error["exception_info"]["exception_type"] == "AgentProcessExited"
+    assert "evidence_json" not in error["files"] and error["files"]["evidence_error"]
+    assert set(error["files"]["agents"]["solo-1"]) == {
+        "system_prompt",
+        "stdout",
+        "stderr",
+        "events",
+    }
+
+
+def test_summary_is_the_section_11_aggregation_plus_metric_counts(sample_job: Path) -> None:
+    report = build_report([sample_job])
+    expected = aggregate([load_job_record(sample_job)])["conditions"]
+    condition = report["conditions"][0]
+    for layer_name, layer in expected[0]["layers"].items():
+        for task_name, task in layer["tasks"].items():
+            mine = dict(condition["layers"][layer_name]["tasks"][task_name])
+            mine.pop("metrics")
+            mine.pop("stop_reasons")
+            assert mine == task
+    tasks = condition["layers"]["regression"]["tasks"]
+    mention = tasks["buzz-native/user-mention"]
+    assert mention["metrics"]["user_p_tagged"] == {"passed": 1, "scored": 2, "rate": 0.5}
+    assert mention["metrics"]["answer_correct"] == {"passed": 2, "scored": 2, "rate": 1.0}
+    assert mention["pass_rate"] == 0.5 and mention["tokens"]["input"] == 3000
+    assert mention["cost_usd"] == 0.75
+    thread = tasks["buzz-native/reply-to-thread"]
+    assert thread["errors"] == 1 and thread["scored"] == 1
+    assert thread["metrics"]["reward"] == {"passed": 1, "scored": 1, "rate": 1.0}
+    assert thread["stop_reasons"] == {"done_message": 1, "none": 1}
+    regression = condition["layers"]["regression"]
+    assert regression["metrics"]["reward"] == {"passed": 2, "scored": 3, "rate": 2 / 3}
+    assert regression["stop_reasons"] == {"done_message": 1, "none": 1, "turn_end": 2}
+    assert condition["totals"]["metrics"]["reward"] == {"passed": 3, "scored": 5, "rate": 0.6}
+    assert condition["error_types"] == {
+        "AgentProcessExited": [t["trial_name"] for t in report["trials"] if t["status"] == "error"]
+    }
+    assert report["jobs"][0]["attempts"] == 2 and report["jobs"][0]["oracle"] is True
+
+
+def test_written_file_round_trips(sample_job: Path, tmp_path: Path) -> None:
+    report = build_report([sample_job])
+    write_report_json(report, tmp_path / "report.json")
+    text = (tmp_path / "report.json").read_text(encoding="utf-8")
+    assert json.loads(text) == report and text.endswith("}\n")
+
+
+def test_not_a_job_directory_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(JobDirError, match="config.json: missing or not a JSON object"):
+        build_report([tmp_path])
