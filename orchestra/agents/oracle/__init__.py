@@ -2,7 +2,7 @@
 
 Usage from the orchestrator:
 
-    server = OracleServer(model_names=["oracle"])          # host="127.0.0.1" or the bridge gateway
+    server = OracleServer(model_names=["oracle"])  # docker env: host=docker_listen_host(gw)
     await server.start(); url = server.base_url()           # or base_url("host.docker.internal")
     server.register(OracleTrial(trial_id=..., channel_id=..., requester_pubkey=...,
         requester_name=..., solve_path=..., state_dir=..., log_path=Path(...),
@@ -26,7 +26,7 @@ from orchestra.agents.oracle.registry import (
     OracleTrial,
     oracle_token,
 )
-from orchestra.agents.oracle.server import OracleServer
+from orchestra.agents.oracle.server import OracleServer, docker_listen_host
 
 __all__ = [
     "FaultPlan",
@@ -35,6 +35,7 @@ __all__ = [
     "OracleRegistrationError",
     "OracleServer",
     "OracleTrial",
+    "docker_listen_host",
     "fault_plan_from_env",
     "oracle_token",
 ]

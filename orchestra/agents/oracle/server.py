@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from typing import Any
 
@@ -44,6 +45,20 @@ def _json_response(
 
 def _error(status: int, message: str, kind: str) -> HttpResponse:
     return _json_response(status, {"error": {"message": message, "type": kind}})
+
+
+def docker_listen_host(gateway: str | None) -> str:
+    """Where to listen for the docker env: the bridge gateway address when it is an interface
+    of this host (Linux engines), else 127.0.0.1 (Docker Desktop reaches the host's loopback).
+    Never all interfaces."""
+    if not gateway or gateway in ("0.0.0.0", "::"):
+        return "127.0.0.1"
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in gateway else socket.AF_INET) as probe:
+            probe.bind((gateway, 0))
+    except OSError:
+        return "127.0.0.1"
+    return gateway
 
 
 class OracleServer:

@@ -1,0 +1,3 @@
+from orchestra.agents.acp.cli import main
+
+main()

@@ -1,0 +1,89 @@
+"""`buzz-acp` entry point (agent-harness.md §1.1, §1.2, §1.10)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import sys
+import traceback
+
+from orchestra.agents.acp.config import AcpConfig, ConfigError, help_text, load_config, parse_flags
+from orchestra.agents.acp.eventlog import EventLog, PromptLog, open_log
+from orchestra.agents.acp.prompt import compose_system_prompt
+from orchestra.agents.agent.logs import LOG_LEVELS, setup_logging
+
+VERSION = "0.1.0"
+log = logging.getLogger("buzz_acp")
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def startup_record(events: EventLog, config: AcpConfig, system_prompt: str) -> None:
+    events.emit(
+        "startup",
+        version=VERSION,
+        pid=os.getpid(),
+        relay_url=config.relay_url,
+        channels=list(config.channels) or None,
+        nullable=("channels",),
+        subscribe=config.subscribe,
+        respond_to=config.respond_to,
+        pool_size=config.pool_size,
+        agent_command=config.agent_command,
+        mcp_command=config.mcp_command or "none",
+        base_prompt=config.base_prompt_source,
+        base_prompt_sha256=sha256(config.base_prompt) if config.base_prompt else None,
+        system_prompt_sha256=sha256(system_prompt),
+        memory=config.memory,
+    )
+
+
+async def serve(config: AcpConfig, events: EventLog, prompts: PromptLog) -> int:
+    # Imported here so that `--help` and configuration errors do not pay for the ACP SDK.
+    from orchestra.agents.acp.bridge import Bridge
+
+    return await Bridge(config, events, prompts).run()
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if "--help" in argv or "-h" in argv:
+        print(help_text())
+        sys.exit(0)
+    try:
+        flags = parse_flags(argv)
+    except ConfigError:
+        flags = {}
+    settings = {**os.environ, **flags}
+    setup_logging(LOG_LEVELS.get(settings.get("BUZZ_ACP_LOG_LEVEL", "info").lower(), logging.INFO))
+    try:
+        stream = open_log(settings.get("BUZZ_ACP_EVENT_LOG") or None)
+    except OSError as error:
+        log.error("configuration error: BUZZ_ACP_EVENT_LOG: cannot open: %s", error.strerror)
+        sys.exit(1)
+    try:
+        config = load_config(os.environ, argv)
+        prompt_stream = open_log(config.prompt_log) if config.prompt_log else None
+    except (ConfigError, OSError) as error:
+        message = str(error) if isinstance(error, ConfigError) else f"BUZZ_ACP_PROMPT_LOG: {error}"
+        log.error("configuration error: %s", message)
+        EventLog(stream, None).emit("shutdown", reason="configuration_error", exit_code=1)
+        sys.exit(1)
+    events = EventLog(stream, config.keys.pubkey)
+    if config.ignored_set:
+        log.info("ignored (accepted for compatibility): %s", ", ".join(config.ignored_set))
+    # The startup hash covers base + persona; the `core` memory is added per session.
+    static_prompt = compose_system_prompt(config.base_prompt, config.persona, None)
+    startup_record(events, config, static_prompt)
+    log.info("system prompt sha256 %s", sha256(static_prompt))
+    try:
+        code = asyncio.run(serve(config, events, PromptLog(prompt_stream)))
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
+        events.emit("shutdown", reason="internal_error", exit_code=4)
+        code = 4
+    sys.exit(code)

@@ -1,0 +1,85 @@
+"""Ending a process tree (agent-harness.md §1.10).
+
+An agent runs in its own process group, but its MCP servers and their shells start their
+own groups too, so a plain group kill would orphan them. We collect every descendant from
+/proc before signalling and signal each one's group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+
+def descendants(root_pid: int) -> list[int]:
+    """Pids of every live descendant of `root_pid` (Linux /proc; empty elsewhere)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Field 4 (ppid) follows the parenthesised command, which may itself contain spaces.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    stack = [root_pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def signal_tree(pids: list[int], sig: signal.Signals) -> None:
+    """Signal each pid's process group (and the pid itself, should it share ours)."""
+    own_group = os.getpgrp()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(pid)
+            if group != own_group:
+                os.killpg(group, sig)
+            else:
+                os.kill(pid, sig)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    with contextlib.suppress(OSError):
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+async def end_tree(
+    process: asyncio.subprocess.Process, grace_s: float = 2.0, known: list[int] | None = None
+) -> None:
+    """TERM the agent and all its descendants, wait, then KILL whatever is left.
+
+    `known` are descendants seen earlier: once the agent has exited they are no longer
+    reachable through /proc parent links.
+    """
+    pids = [process.pid, *descendants(process.pid)]
+    pids += [pid for pid in known or [] if pid not in pids]
+    signal_tree(pids, signal.SIGTERM)
+    deadline = asyncio.get_running_loop().time() + grace_s
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), grace_s)
+    pids += [pid for pid in descendants(process.pid) if pid not in pids]
+    # Descendants are not our children, so there is nothing to await: poll their exit.
+    while any(alive(pid) for pid in pids[1:]) and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    leftovers = [pid for pid in pids if alive(pid)]
+    if leftovers:
+        signal_tree(leftovers, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        await process.wait()
