@@ -17,9 +17,10 @@ setup:
         echo "$want" > "$stamp"
     fi
 
-# Run the test suite (arguments go to pytest).
+# Run the test suite (arguments go to pytest unchanged).
+[positional-arguments]
 test *ARGS: setup
-    {{bin}}/pytest {{ARGS}}
+    {{bin}}/pytest "$@"
 
 # Lint and check formatting.
 lint: setup
@@ -31,10 +32,33 @@ fmt: setup
     {{bin}}/ruff format .
     {{bin}}/ruff check --fix .
 
-# Run the benchmark (arguments go to `orchestra benchmark`).
+# Run the benchmark (arguments go to `orchestra benchmark` unchanged).
+[positional-arguments]
 benchmark *ARGS: setup
-    {{bin}}/orchestra benchmark {{ARGS}}
+    {{bin}}/orchestra benchmark "$@"
 
 # Stop the benchmark stack (data is kept).
 benchmark-down: setup
     {{bin}}/orchestra stack down
+
+# Regression layer with reports, compared against --baseline DIR (exit 3 when a task regressed).
+[positional-arguments]
+nightly *ARGS: setup
+    #!/usr/bin/env bash
+    set -euo pipefail
+    baseline=""; jobs_dir="jobs"; args=()
+    while [ $# -gt 0 ]; do case "$1" in
+        --baseline) baseline="${2:?--baseline needs a job directory or report.json}"; shift 2 ;;
+        --baseline=*) baseline="${1#*=}"; shift ;;
+        --jobs-dir) jobs_dir="${2:?}"; args+=("$1" "$2"); shift 2 ;;
+        --jobs-dir=*) jobs_dir="${1#*=}"; args+=("$1"); shift ;;
+        *) args+=("$1"); shift ;;
+    esac; done
+    [ -n "$baseline" ] || { echo "error: just nightly needs --baseline <job dir or report.json>" >&2; exit 1; }
+    job="nightly-$(date -u +%Y%m%dT%H%M%SZ)"; ran=0; compared=0
+    {{bin}}/orchestra benchmark --layer regression --job-name "$job" --report "${args[@]}" || ran=$?
+    [ "$ran" -eq 0 ] || [ "$ran" -eq 3 ] || exit "$ran"
+    {{bin}}/orchestra compare "$baseline" "$jobs_dir/$job" --format markdown > "$jobs_dir/$job/compare.md" || compared=$?
+    cat "$jobs_dir/$job/compare.md"
+    [ "$compared" -eq 0 ] || exit "$compared"
+    exit "$ran"

@@ -12,7 +12,7 @@ import traceback
 from orchestra.agents.acp.config import AcpConfig, ConfigError, help_text, load_config, parse_flags
 from orchestra.agents.acp.eventlog import EventLog, PromptLog, open_log
 from orchestra.agents.acp.prompt import compose_system_prompt
-from orchestra.agents.agent.logs import LOG_LEVELS, setup_logging
+from orchestra.agents.logs import LOG_LEVELS, setup_logging
 
 VERSION = "0.1.0"
 log = logging.getLogger("buzz_acp")

@@ -50,7 +50,7 @@ async def _serve(config: AgentConfig) -> None:
 
 
 def main() -> None:
-    from orchestra.agents.agent.logs import setup_logging
+    from orchestra.agents.logs import setup_logging
 
     setup_logging(logging.INFO)
     from orchestra.agents.agent.config import ConfigError, load_config

@@ -16,7 +16,7 @@ def _exit_on_term(signum: int, _frame: object) -> None:
 
 
 def main() -> None:
-    from orchestra.agents.agent.logs import parse_level, setup_logging
+    from orchestra.agents.logs import parse_level, setup_logging
 
     try:
         level = parse_level(
