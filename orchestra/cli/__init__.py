@@ -1,0 +1,1 @@
+"""The `orchestra` command line (orchestrator.md §2)."""

@@ -1,0 +1,371 @@
+"""`orchestra benchmark` and `orchestra resume`: preflight, stack, jobs, summary (§2.3-§2.5)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from orchestra.cli.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PREFLIGHT,
+    EXIT_TRIAL_ERRORS,
+    EXIT_USAGE,
+    error_lines,
+)
+from orchestra.config.condition import Condition, condition_problems, load_condition
+from orchestra.config.endpoints import resolve_api_key
+from orchestra.config.errors import ConfigError
+from orchestra.config.task import load_task
+from orchestra.jobs.identity import differing_fields, replay_components, replay_record
+from orchestra.jobs.jsonio import read_json_object
+from orchestra.jobs.layout import JobConfigMismatch
+from orchestra.jobs.plan import (
+    Plan,
+    PlannedJob,
+    Selection,
+    dataset_path,
+    discover_tasks,
+    job_base_name,
+    plan_jobs,
+    render_dry_run,
+    select_tasks,
+)
+from orchestra.jobs.runner import Interrupt, JobOutcome, Settings, run_job
+from orchestra.paths import JobPaths
+from orchestra.report.aggregate import aggregate
+from orchestra.report.load import load_job_record
+from orchestra.report.progress import Progress
+from orchestra.report.render import render_summary
+from orchestra.stack.info import scripts_dir
+from orchestra.stack.readiness import StackError
+from orchestra.stack.select import ModeError, Modes, choose_modes, running_stack
+from orchestra.stack.state import StateError, load_state
+from orchestra.trial.context import RunOptions
+
+AGENT_PROGRAMS = ("buzz-acp", "buzz-agent", "buzz-dev-mcp")
+SUMMARY_WIDTH = 180
+UNSAFE_PATH_CHARS = re.compile(r"""[\s'"$\\`;&|<>()*?\[\]{}!]""")
+
+
+class Preflight(Exception):
+    """A preflight failure: exit 2 with the message."""
+
+
+@dataclass(frozen=True)
+class BenchmarkOptions:
+    path: Path | None
+    dataset: str | None
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    layer: str | None
+    attempts: int | None
+    manifest: Path
+    endpoint_config: Path
+    n_concurrent: int
+    jobs_dir: Path
+    job_name: str | None
+    dry_run: bool
+    stack: str
+    env: str
+    relay_url: str | None
+    database_url: str | None
+    relay_port: int
+    buzz_bin_dir: Path | None
+    state_dir: Path
+    artifact_root: Path | None
+    timeout_multiplier: float
+    keep_channels: bool
+    fresh: bool
+    keep_errors: bool
+    quiet: bool
+
+
+def _config_errors(error: ConfigError) -> None:
+    error_lines("\n".join(str(single) for single in error.errors))
+
+
+def run_benchmark_command(opts: BenchmarkOptions) -> int:
+    try:
+        selection = Selection(
+            dataset_path(opts.path, opts.dataset), opts.layer, opts.include, opts.exclude
+        )
+        selected, warnings = select_tasks(discover_tasks(selection.path), selection)
+        condition = load_condition(
+            opts.manifest, opts.endpoint_config, opts.artifact_root, verify=False
+        )
+        plan = Plan(
+            selection,
+            plan_jobs(selected, opts.attempts, job_base_name(condition.name, opts.job_name)),
+            tuple(warnings),
+        )
+        modes = choose_modes(opts.stack, opts.env, opts.relay_url)
+    except ConfigError as error:
+        _config_errors(error)
+        return EXIT_USAGE
+    except ModeError as error:
+        error_lines(str(error))
+        return EXIT_USAGE
+    problems = condition_problems(condition)
+    if opts.dry_run:
+        if problems:
+            error_lines("\n".join(map(str, problems)))
+            return EXIT_USAGE
+        print(
+            render_dry_run(
+                plan, condition, stack_mode=modes.stack, env_mode=modes.env, environ=os.environ
+            ),
+            end="",
+        )
+        return EXIT_OK
+    for warning in plan.warnings:
+        Console(stderr=True).print(f"warning: {warning}")
+    if problems:
+        error_lines("\n".join(map(str, problems)))
+        return EXIT_PREFLIGHT
+    options = RunOptions(opts.timeout_multiplier, opts.keep_channels, opts.buzz_bin_dir)
+    return _run_plan(
+        list(plan.jobs),
+        condition,
+        modes,
+        options,
+        jobs_dir=opts.jobs_dir,
+        state_dir=opts.state_dir,
+        relay_port=opts.relay_port,
+        relay_url=opts.relay_url,
+        database_url=opts.database_url,
+        n_concurrent=opts.n_concurrent,
+        keep_errors=opts.keep_errors,
+        quiet=opts.quiet,
+    )
+
+
+def run_resume_command(
+    job_dir: Path,
+    *,
+    n_concurrent: int,
+    keep_errors: bool,
+    endpoint_config: Path | None,
+    stack: str,
+    env: str,
+    relay_url: str | None,
+    database_url: str | None,
+    relay_port: int | None,
+    state_dir: Path | None,
+    quiet: bool,
+) -> int:
+    config = read_json_object(JobPaths(job_dir).config_json)
+    if config is None:
+        error_lines(f"{JobPaths(job_dir).config_json}: missing or not a JSON object")
+        return EXIT_USAGE
+    try:
+        stored = config["options"]
+        plan = config["plan"]
+        condition = load_condition(
+            Path(config["manifest"]["path"]),
+            endpoint_config or Path(stored["endpoint_config"]),
+            Path(stored["artifact_root"]),
+            verify=False,
+        )
+        tasks = tuple(load_task(Path(task["dir"])) for task in plan["tasks"])
+        job = PlannedJob(config["job_name"], plan["layer"], int(plan["attempts"]), tasks)
+        modes = choose_modes(stack, env, relay_url)
+    except ConfigError as error:
+        _config_errors(error)
+        return EXIT_USAGE
+    except (KeyError, TypeError, ValueError) as error:
+        error_lines(f"{JobPaths(job_dir).config_json}: malformed ({error})")
+        return EXIT_USAGE
+    except ModeError as error:
+        error_lines(str(error))
+        return EXIT_USAGE
+    problems = condition_problems(condition)
+    if problems:
+        error_lines("\n".join(map(str, problems)))
+        return EXIT_PREFLIGHT
+    buzz_bin_dir = stored.get("buzz_bin_dir")
+    options = RunOptions(
+        float(stored.get("timeout_multiplier", 1.0)),
+        bool(stored.get("keep_channels", False)),
+        Path(buzz_bin_dir) if buzz_bin_dir else None,
+    )
+    return _run_plan(
+        [job],
+        condition,
+        modes,
+        options,
+        jobs_dir=job_dir.absolute().parent,
+        state_dir=state_dir or Path(stored["state_dir"]),
+        relay_port=relay_port or int(stored.get("relay_port", 3600)),
+        relay_url=relay_url,
+        database_url=database_url,
+        n_concurrent=n_concurrent,
+        keep_errors=keep_errors,
+        quiet=quiet,
+    )
+
+
+# --- preflight --------------------------------------------------------------------------------
+
+
+def _api_keys(condition: Condition) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    missing = []
+    for name, endpoint in condition.used_endpoints().items():
+        if endpoint.api_key_env is None:
+            continue
+        value = resolve_api_key(endpoint.api_key_env, os.environ)
+        if value is None:
+            missing.append(f"{endpoint.api_key_env} is not set (endpoint {name})")
+        else:
+            keys[endpoint.api_key_env] = value
+    if missing:
+        raise Preflight("\n".join(missing))
+    return keys
+
+
+def _check_programs(buzz_bin_dir: Path | None) -> None:
+    directory = buzz_bin_dir or scripts_dir()
+    missing = [
+        name
+        for name in AGENT_PROGRAMS
+        if not ((directory / name).is_file() and os.access(directory / name, os.X_OK))
+    ]
+    if missing:
+        raise Preflight(f"{directory}: missing executable {', '.join(missing)}")
+
+
+def _check_jobs_dir(jobs_dir: Path) -> None:
+    if UNSAFE_PATH_CHARS.search(str(jobs_dir.absolute())):
+        raise Preflight(
+            f"jobs dir {jobs_dir.absolute()} contains whitespace or shell metacharacters; "
+            "the local verifier substitutes it into a shell script"
+        )
+
+
+def _check_resumable(
+    jobs: list[PlannedJob], condition: Condition, env: str, jobs_dir: Path
+) -> None:
+    for job in jobs:
+        stored = read_json_object(JobPaths.of(jobs_dir, job.name).config_json)
+        if stored is None:
+            continue
+        current = replay_record(replay_components(condition, env, job.attempts, job.tasks))
+        changed = differing_fields(stored.get("replay_identity"), current)
+        if changed:
+            raise JobConfigMismatch(
+                f"job {job.name} exists with a different configuration ({', '.join(changed)}); "
+                "choose another --job-name"
+            )
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def _run_plan(
+    jobs: list[PlannedJob],
+    condition: Condition,
+    modes: Modes,
+    options: RunOptions,
+    *,
+    jobs_dir: Path,
+    state_dir: Path,
+    relay_port: int,
+    relay_url: str | None,
+    database_url: str | None,
+    n_concurrent: int,
+    keep_errors: bool,
+    quiet: bool,
+) -> int:
+    try:
+        _check_resumable(jobs, condition, modes.env, jobs_dir)
+    except JobConfigMismatch as error:
+        error_lines(str(error))
+        return EXIT_USAGE
+    try:
+        api_keys = _api_keys(condition)
+        _check_programs(options.buzz_bin_dir)
+        _check_jobs_dir(jobs_dir)
+        state = load_state(state_dir)
+    except (Preflight, StateError) as error:
+        error_lines(str(error))
+        return EXIT_PREFLIGHT
+    console = Console()
+    if condition.is_oracle:
+        console.print(
+            "[yellow]oracle condition: agents replay the reference solutions; "
+            "scores measure the pipeline, not a model[/yellow]"
+        )
+
+    async def run() -> tuple[list[JobOutcome], bool]:
+        interrupt = Interrupt()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, interrupt.trigger)
+        outcomes: list[JobOutcome] = []
+        async with running_stack(
+            modes, state, relay_port=relay_port, relay_url=relay_url, database_url=database_url
+        ) as stack:
+            settings = Settings(
+                condition=condition,
+                environment=modes.env,
+                stack=stack,
+                state=state,
+                options=options,
+                api_keys=api_keys,
+                jobs_dir=jobs_dir,
+                n_concurrent=n_concurrent,
+                keep_errors=keep_errors,
+                relay_port=relay_port,
+                endpoint_config_path=condition.endpoint_config.path,
+            )
+            progress = Progress(console, quiet=quiet)
+            try:
+                for job in jobs:
+                    outcome = await run_job(job, settings, progress, interrupt)
+                    outcomes.append(outcome)
+                    if (
+                        outcome.interrupted
+                        or outcome.count("scored") + outcome.count("error") < job.n_trials
+                    ):
+                        break
+            finally:
+                await settings.oracle.stop()
+        return outcomes, interrupt.requested.is_set()
+
+    try:
+        outcomes, interrupted = asyncio.run(run())
+    except StackError as error:
+        error_lines(str(error))
+        return EXIT_PREFLIGHT
+    except JobConfigMismatch as error:
+        error_lines(str(error))
+        return EXIT_USAGE
+    _print_summary(console, outcomes)
+    return _exit_code(outcomes, interrupted, sum(job.n_trials for job in jobs))
+
+
+def _print_summary(console: Console, outcomes: list[JobOutcome]) -> None:
+    if not outcomes:
+        return
+    records = [load_job_record(outcome.path) for outcome in outcomes]
+    console.print()
+    # a summary table is read, not glanced at: never squeeze it below its natural width
+    wide = Console(width=max(console.width, SUMMARY_WIDTH), soft_wrap=True)
+    render_summary(aggregate(records), wide)
+
+
+def _exit_code(outcomes: list[JobOutcome], interrupted: bool, planned: int) -> int:
+    if interrupted:
+        return EXIT_INTERRUPTED
+    results: list[dict[str, Any]] = [r for o in outcomes for r in o.results]
+    if any(r["status"] != "scored" for r in results) or len(results) < planned:
+        return EXIT_TRIAL_ERRORS
+    return EXIT_OK

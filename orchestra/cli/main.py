@@ -1,0 +1,212 @@
+"""`orchestra`: the benchmark command line (orchestrator.md §2)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+try:  # typer >= 0.25 vendors click; older versions use the click package itself
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import ClickException
+
+from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command, run_resume_command
+from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_PREFLIGHT, EXIT_USAGE, fail
+from orchestra.cli.report_commands import register as register_report_commands
+from orchestra.cli.stack import stack_app
+from orchestra.paths import (
+    DEFAULT_ENDPOINT_CONFIG,
+    DEFAULT_JOBS_DIR,
+    DEFAULT_MANIFEST,
+    DEFAULT_STATE_DIR,
+)
+from orchestra.report.aggregate import aggregate
+from orchestra.report.load import JobDirError, load_job_record
+from orchestra.report.render import render_summary, summary_csv, summary_json
+from orchestra.trial.agents import kill_sandbox_escapees
+from orchestra.trial.docker_env import DockerEnvError, cleanup_containers
+
+app = typer.Typer(
+    name="orchestra",
+    help="Harbor-style benchmark orchestrator for AI agents in Buzz group chat.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(stack_app, name="stack")
+register_report_commands(app)
+
+
+class StackMode(StrEnum):
+    auto = "auto"
+    docker = "docker"
+    embedded = "embedded"
+    external = "external"
+
+
+class EnvMode(StrEnum):
+    auto = "auto"
+    docker = "docker"
+    local = "local"
+
+
+class Layer(StrEnum):
+    regression = "regression"
+    workflow = "workflow"
+
+
+@app.command()
+def benchmark(
+    path: Annotated[
+        Path | None, typer.Option("--path", "-p", help="Task or dataset directory.")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", "-d", help="Local dataset directory.")
+    ] = None,
+    include_task: Annotated[list[str] | None, typer.Option("--include-task", "-i")] = None,
+    exclude_task: Annotated[list[str] | None, typer.Option("--exclude-task", "-x")] = None,
+    layer: Annotated[Layer | None, typer.Option("--layer")] = None,
+    attempts: Annotated[int | None, typer.Option("--attempts", "-k", min=1)] = None,
+    manifest: Annotated[Path, typer.Option("--manifest")] = DEFAULT_MANIFEST,
+    endpoint_config: Annotated[Path, typer.Option("--endpoint-config")] = DEFAULT_ENDPOINT_CONFIG,
+    n_concurrent: Annotated[int, typer.Option("--n-concurrent", "-n", min=1)] = 4,
+    jobs_dir: Annotated[Path, typer.Option("--jobs-dir")] = DEFAULT_JOBS_DIR,
+    job_name: Annotated[str | None, typer.Option("--job-name")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
+    stack: Annotated[StackMode, typer.Option("--stack")] = StackMode.auto,
+    env: Annotated[EnvMode, typer.Option("--env")] = EnvMode.auto,
+    relay_url: Annotated[str | None, typer.Option("--relay-url")] = None,
+    database_url: Annotated[str | None, typer.Option("--database-url")] = None,
+    relay_port: Annotated[int, typer.Option("--relay-port", min=1, max=65535)] = 3600,
+    buzz_bin_dir: Annotated[Path | None, typer.Option("--buzz-bin-dir")] = None,
+    state_dir: Annotated[Path, typer.Option("--state-dir")] = DEFAULT_STATE_DIR,
+    artifact_root: Annotated[Path | None, typer.Option("--artifact-root")] = None,
+    timeout_multiplier: Annotated[float, typer.Option("--timeout-multiplier")] = 1.0,
+    keep_channels: Annotated[bool, typer.Option("--keep-channels")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh")] = False,
+    keep_errors: Annotated[bool, typer.Option("--keep-errors")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Run tasks × attempts under one condition (default: the oracle, offline)."""
+    if timeout_multiplier <= 0:
+        fail(f"--timeout-multiplier must be > 0 (got {timeout_multiplier:g})")
+    options = BenchmarkOptions(
+        path=path,
+        dataset=dataset,
+        include=tuple(include_task or ()),
+        exclude=tuple(exclude_task or ()),
+        layer=layer.value if layer else None,
+        attempts=attempts,
+        manifest=manifest,
+        endpoint_config=endpoint_config,
+        n_concurrent=n_concurrent,
+        jobs_dir=jobs_dir,
+        job_name=job_name,
+        dry_run=dry_run,
+        stack=stack.value,
+        env=env.value,
+        relay_url=relay_url,
+        database_url=database_url,
+        relay_port=relay_port,
+        buzz_bin_dir=buzz_bin_dir,
+        state_dir=state_dir,
+        artifact_root=artifact_root,
+        timeout_multiplier=timeout_multiplier,
+        keep_channels=keep_channels,
+        fresh=fresh,
+        keep_errors=keep_errors,
+        quiet=quiet,
+    )
+    raise typer.Exit(run_benchmark_command(options))
+
+
+@app.command()
+def resume(
+    job_dir: Annotated[Path, typer.Argument(help="The job directory to resume.")],
+    n_concurrent: Annotated[int, typer.Option("--n-concurrent", "-n", min=1)] = 4,
+    keep_errors: Annotated[bool, typer.Option("--keep-errors")] = False,
+    endpoint_config: Annotated[Path | None, typer.Option("--endpoint-config")] = None,
+    stack: Annotated[StackMode, typer.Option("--stack")] = StackMode.auto,
+    env: Annotated[EnvMode, typer.Option("--env")] = EnvMode.auto,
+    relay_url: Annotated[str | None, typer.Option("--relay-url")] = None,
+    database_url: Annotated[str | None, typer.Option("--database-url")] = None,
+    relay_port: Annotated[int | None, typer.Option("--relay-port", min=1, max=65535)] = None,
+    state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Re-open a job from its config.json and run the trials it still owes."""
+    raise typer.Exit(
+        run_resume_command(
+            job_dir,
+            n_concurrent=n_concurrent,
+            keep_errors=keep_errors,
+            endpoint_config=endpoint_config,
+            stack=stack.value,
+            env=env.value,
+            relay_url=relay_url,
+            database_url=database_url,
+            relay_port=relay_port,
+            state_dir=state_dir,
+            quiet=quiet,
+        )
+    )
+
+
+@app.command()
+def summarize(
+    job_dirs: Annotated[list[Path], typer.Argument(help="One or more job directories.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv")] = False,
+) -> None:
+    """Print the aggregation of §11 for one or more jobs."""
+    if as_json and as_csv:
+        fail("--json and --csv are mutually exclusive")
+    try:
+        records = [load_job_record(job_dir) for job_dir in job_dirs]
+    except JobDirError as error:
+        fail(str(error))
+    document = aggregate(records)
+    if as_json:
+        sys.stdout.write(summary_json(document))
+    elif as_csv:
+        sys.stdout.write(summary_csv(document))
+    else:
+        render_summary(document, Console(width=max(Console().width, 180)))
+
+
+@app.command()
+def cleanup(
+    job: Annotated[str | None, typer.Option("--job", help="Only this job's leftovers.")] = None,
+    jobs_dir: Annotated[Path, typer.Option("--jobs-dir")] = DEFAULT_JOBS_DIR,
+) -> None:
+    """Remove leftover trial containers and kill leftover local-env processes."""
+    if shutil.which("docker") is not None:
+        try:
+            removed = asyncio.run(cleanup_containers(job))
+        except DockerEnvError as error:
+            fail(str(error), EXIT_PREFLIGHT)
+        typer.echo(f"removed {len(removed)} container(s)")
+    roots = [jobs_dir / job] if job else sorted(p for p in jobs_dir.glob("*") if p.is_dir())
+    killed = sum(
+        len(kill_sandbox_escapees(sandbox)) for root in roots for sandbox in root.glob("*/sandbox")
+    )
+    typer.echo(f"killed {killed} leftover process(es)")
+
+
+def main() -> None:
+    """Console-script entry point; usage errors exit 1 as orchestrator.md §2.4 requires."""
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as error:  # bad options or arguments: printed, exit 1 (not click's 2)
+        error.show()
+        sys.exit(EXIT_USAGE)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,1 @@
+"""Evidence export: `buzz-evidence.json`, schema version 1 (orchestrator.md §8)."""

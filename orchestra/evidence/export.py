@@ -1,0 +1,226 @@
+"""Evidence export through the client library (orchestrator.md §8.3-§8.6)."""
+
+from __future__ import annotations
+
+import shutil
+import traceback
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from orchestra.evidence.normalize import TRANSCRIPT_CAP, build_evidence, transcript_of
+from orchestra.jobs.jsonio import write_json_atomic, write_text_atomic
+from orchestra.paths import TrialPaths
+
+PAGE_SIZE = 200
+
+
+class EvidenceExportError(Exception):
+    """Raised for every export failure; the trial records it as `EvidenceExportError`."""
+
+
+class MessageReader(Protocol):
+    async def messages_get(self, **kwargs: Any) -> list[dict[str, Any]]: ...
+
+
+class ChannelReader(Protocol):
+    async def channels_search(self, **kwargs: Any) -> list[dict[str, Any]]: ...
+
+    async def channels_members(self, **kwargs: Any) -> list[dict[str, Any]]: ...
+
+    async def query(self, filters: list[dict[str, Any]], sub_id: str | None = None) -> list: ...
+
+
+Operation = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+
+
+async def _direct(call: Callable[[], Awaitable[Any]]) -> Any:
+    return await call()
+
+
+async def collect_channel_events(
+    reader: MessageReader, channel_id: str, *, run: Operation = _direct
+) -> list[dict[str, Any]]:
+    """Read the channel newest first in pages of 200, de-duplicated, up to just over the cap.
+
+    Each next page asks for `before` = smallest created_at seen + 1, so events sharing the
+    boundary second are fetched again whatever the bound's inclusivity; a full page adding no
+    new id proves nothing about completeness and is an export failure (§8.4).
+    """
+    collected: dict[str, dict[str, Any]] = {}
+    before: int | None = None
+    while True:
+        kwargs: dict[str, Any] = {"channel": channel_id, "limit": PAGE_SIZE}
+        if before is not None:
+            kwargs["before"] = before
+        page = await run(lambda kwargs=kwargs: reader.messages_get(**kwargs))
+        if not isinstance(page, list):
+            raise EvidenceExportError(f"messages get returned {type(page).__name__}, not a list")
+        new_ids = 0
+        for event in page:
+            event_id = event.get("id") if isinstance(event, dict) else None
+            if isinstance(event_id, str) and event_id not in collected:
+                collected[event_id] = event
+                new_ids += 1
+        if len(page) < PAGE_SIZE or len(collected) > TRANSCRIPT_CAP:
+            return list(collected.values())
+        if new_ids == 0:
+            raise EvidenceExportError(
+                f"cannot prove a complete transcript: more than {PAGE_SIZE} events share one "
+                f"second before {before}"
+            )
+        created = [
+            e["created_at"] for e in collected.values() if isinstance(e.get("created_at"), int)
+        ]
+        if not created:
+            raise EvidenceExportError("messages get returned events without created_at")
+        before = min(created) + 1
+
+
+def _ttl_from_metadata(events: Sequence[Mapping[str, Any]]) -> int | None:
+    for event in sorted(events, key=lambda e: e.get("created_at") or 0, reverse=True):
+        for tag in event.get("tags") or []:
+            if isinstance(tag, list) and len(tag) >= 2 and tag[0] == "ttl":
+                try:
+                    return int(tag[1])
+                except ValueError:
+                    return None
+        return None
+    return None
+
+
+@dataclass
+class ObservedChannels:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+
+
+async def collect_observed_channels(
+    reader: ChannelReader,
+    names: Sequence[str],
+    agent_pubkeys: Sequence[str],
+    *,
+    run: Operation = _direct,
+) -> ObservedChannels:
+    """Snapshot named channels as seen by the orchestrator agent (§8.3).
+
+    Rows whose members include none of this trial's agents are dropped: a same-named channel
+    created by another trial on the shared relay must not leak into this trial's evidence.
+    """
+    observed = ObservedChannels()
+    agents = set(agent_pubkeys)
+    for name in names:
+        rows = await run(
+            lambda name=name: reader.channels_search(query=name, exact=True, include_archived=True)
+        )
+        for row in rows:
+            channel_id = row.get("channel_id") if isinstance(row, dict) else None
+            if not isinstance(channel_id, str) or not channel_id:
+                continue
+            members = await run(lambda cid=channel_id: reader.channels_members(channel=cid))
+            reduced = [{"pubkey": m.get("pubkey"), "role": m.get("role")} for m in members]
+            if not agents & {m["pubkey"] for m in reduced}:
+                observed.dropped += 1
+                continue
+            snapshot = dict(row)
+            if "ttl_seconds" not in snapshot:
+                metadata = await run(
+                    lambda cid=channel_id: reader.query([{"kinds": [39000], "#d": [cid]}])
+                )
+                snapshot["ttl_seconds"] = _ttl_from_metadata(metadata)
+            snapshot["members"] = reduced
+            observed.rows.append(snapshot)
+    return observed
+
+
+def write_evidence_files(evidence: Mapping[str, Any], trial: TrialPaths) -> None:
+    """Host copy plus transcript, then the verifier's copy in an emptied artifacts dir (§8.5)."""
+    write_json_atomic(trial.evidence_json, evidence, ensure_ascii=True)
+    write_json_atomic(trial.transcript_json, transcript_of(evidence), ensure_ascii=True)
+    empty_directory(trial.artifacts_dir)
+    write_json_atomic(trial.artifacts_evidence_json, evidence, ensure_ascii=True)
+
+
+def empty_directory(path: Path) -> None:
+    if path.exists():
+        for child in path.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def record_export_failure(error: BaseException, trial: TrialPaths) -> str:
+    """Write `buzz-evidence-error.txt`, remove partial evidence; return the one-line reason."""
+    reason = f"{type(error).__name__}: {error}"
+    detail = "".join(traceback.format_exception(error))
+    write_text_atomic(trial.evidence_error_txt, f"{reason}\n\n{detail}")
+    for path in (trial.evidence_json, trial.transcript_json, trial.artifacts_evidence_json):
+        path.unlink(missing_ok=True)
+    return reason
+
+
+@dataclass(frozen=True)
+class EvidenceContext:
+    """What the trial knows for certain, in the shapes of §8.1."""
+
+    run_id: str
+    trial_id: str
+    channel_id: str
+    task_name: str
+    task_event_id: str | None
+    completion_message_id: str | None
+    identities: Mapping[str, Mapping[str, Any]]
+    directory: Sequence[Mapping[str, Any]]
+    scripted_events: Sequence[Mapping[str, Any]]
+    observe_channel_names: Sequence[str]
+    agent_pubkeys: Sequence[str]
+    arrival: Mapping[str, int]
+
+
+async def export_evidence(
+    context: EvidenceContext,
+    *,
+    user_reader: MessageReader,
+    orchestrator_reader: ChannelReader,
+    trial: TrialPaths,
+    run: Operation = _direct,
+    log: Callable[[str], None] = lambda _line: None,
+) -> dict[str, Any]:
+    """Collect, build and write the evidence; raise `EvidenceExportError` on any failure.
+
+    On failure the error file is written and partial files removed before raising.
+    """
+    try:
+        observed = await collect_observed_channels(
+            orchestrator_reader,
+            context.observe_channel_names,
+            context.agent_pubkeys,
+            run=run,
+        )
+        if observed.dropped:
+            log(
+                f"evidence: dropped {observed.dropped} observed channel row(s) without trial agents"
+            )
+        raw_events = await collect_channel_events(user_reader, context.channel_id, run=run)
+        evidence = build_evidence(
+            run_id=context.run_id,
+            trial_id=context.trial_id,
+            channel_id=context.channel_id,
+            task_name=context.task_name,
+            task_event_id=context.task_event_id,
+            completion_message_id=context.completion_message_id,
+            identities=context.identities,
+            directory=context.directory,
+            scripted_events=context.scripted_events,
+            observed_channels=observed.rows,
+            raw_events=raw_events,
+            arrival=context.arrival,
+        )
+        write_evidence_files(evidence, trial)
+        return evidence
+    except Exception as error:
+        reason = record_export_failure(error, trial)
+        raise EvidenceExportError(reason) from error

@@ -1,0 +1,192 @@
+"""Running one planned job: open or resume its directory, dispatch its trials (§2.3, §2.5, §7.5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestra.config.condition import Condition
+from orchestra.config.task import Task
+from orchestra.jobs.identity import replay_components, replay_record
+from orchestra.jobs.jsonio import utc_timestamp
+from orchestra.jobs.layout import open_job
+from orchestra.jobs.plan import PlannedJob
+from orchestra.jobs.result import JobResult
+from orchestra.paths import JobPaths, TrialPaths
+from orchestra.report.progress import Progress
+from orchestra.stack.info import StackInfo, scripts_dir
+from orchestra.stack.registry import Registry
+from orchestra.stack.state import BenchmarkState
+from orchestra.trial.clients import ClientPool
+from orchestra.trial.context import JobContext, OracleHost, RunOptions
+from orchestra.trial.environment import TrialEnvironment
+from orchestra.trial.lifecycle import Trial
+from orchestra.trial.local_env import LocalEnvironment
+
+
+class Interrupt:
+    """SIGINT/SIGTERM: stop starting trials and cancel the ones in flight (§7.6)."""
+
+    def __init__(self) -> None:
+        self.requested = asyncio.Event()
+        self.running: set[asyncio.Task[Any]] = set()
+
+    def trigger(self) -> None:
+        if self.requested.is_set():
+            return  # in-flight trials are already stopping; their results must still be written
+        self.requested.set()
+        for task in list(self.running):
+            task.cancel()
+
+
+@dataclass
+class Settings:
+    """Everything the command line decided, shared by the jobs of one plan."""
+
+    condition: Condition
+    environment: str
+    stack: StackInfo
+    state: BenchmarkState
+    options: RunOptions
+    api_keys: dict[str, str]
+    jobs_dir: Path
+    n_concurrent: int
+    keep_errors: bool
+    relay_port: int
+    endpoint_config_path: Path
+    oracle: OracleHost = field(default_factory=OracleHost)
+
+
+@dataclass
+class JobOutcome:
+    name: str
+    path: Path
+    results: list[dict[str, Any]]
+    interrupted: bool
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r["status"] == status)
+
+
+def environment_factory(settings: Settings) -> Callable[[TrialPaths, Task], TrialEnvironment]:
+    """How each trial of the job gets its environment (§5.8); the one place env kinds plug in."""
+    if settings.environment != "local":
+        raise ValueError(f"the {settings.environment} env is not available in this build")
+    bin_dir = settings.options.buzz_bin_dir
+    return lambda paths, task: LocalEnvironment(
+        paths, task.fixture, bin_dir or scripts_dir(), bin_dir
+    )
+
+
+def job_config(planned: PlannedJob, settings: Settings) -> dict[str, Any]:
+    condition = settings.condition
+    components = replay_components(condition, settings.environment, planned.attempts, planned.tasks)
+    options = settings.options
+    return {
+        "job_name": planned.name,
+        "replay_identity": replay_record(components),
+        "plan": planned.plan_record(),
+        "manifest": {
+            "path": condition.manifest_path.absolute().as_posix(),
+            "sha256": condition.manifest_sha256,
+            "condition": condition.name,
+            "normalized": condition.manifest.normalized(),
+        },
+        "endpoints": {name: ep.summary() for name, ep in condition.used_endpoints().items()},
+        "stack": settings.stack.config_record(),
+        "environment": settings.environment,
+        "options": {
+            "n_concurrent": settings.n_concurrent,
+            "timeout_multiplier": options.timeout_multiplier,
+            "keep_channels": options.keep_channels,
+            "jobs_dir": settings.jobs_dir.absolute().as_posix(),
+            "state_dir": settings.state.paths.root.absolute().as_posix(),
+            "relay_port": settings.relay_port,
+            "buzz_bin_dir": options.buzz_bin_dir.as_posix() if options.buzz_bin_dir else None,
+            "endpoint_config": settings.endpoint_config_path.absolute().as_posix(),
+            "artifact_root": condition.artifact_root.as_posix(),
+        },
+    }
+
+
+async def run_job(
+    planned: PlannedJob, settings: Settings, progress: Progress, interrupt: Interrupt
+) -> JobOutcome:
+    paths = JobPaths.of(settings.jobs_dir, planned.name)
+    slots = [(attempt, task.name) for attempt, task in planned.slots()]
+    config, inventory, _ = open_job(
+        paths, job_config(planned, settings), slots=slots, keep_errors=settings.keep_errors
+    )
+    result = JobResult(paths, config, planned.n_trials)
+    result.seed(inventory.kept.values())
+    result.write()
+    tasks_by_name = {task.name: task for task in planned.tasks}
+    registry = Registry(settings.stack.database_url)
+    await registry.open()
+    stable_clients = ClientPool(settings.stack.relay_ws_url)
+
+    def on_update(trial_result: dict[str, Any]) -> None:
+        result.update(trial_result)
+        progress.trial_update(trial_result)
+
+    ctx = JobContext(
+        job_name=planned.name,
+        job_paths=paths,
+        condition=settings.condition,
+        stack=settings.stack,
+        environment=settings.environment,
+        state=settings.state,
+        options=settings.options,
+        api_keys=settings.api_keys,
+        stable_clients=stable_clients,
+        registry=registry,
+        oracle=settings.oracle,
+        make_environment=environment_factory(settings),
+        log=lambda line: _append(paths.job_log, line),
+        on_trial_update=on_update,
+    )
+    progress.start_job(planned.name, planned.n_trials, list(inventory.kept.values()))
+    ctx.log(
+        f"job {planned.name}: {len(inventory.owed)} trial(s) owed, "
+        f"{len(inventory.superseded)} superseded"
+    )
+    slots_free = asyncio.Semaphore(settings.n_concurrent)
+    finished: list[dict[str, Any]] = list(inventory.kept.values())
+
+    async def run_one(attempt: int, task_name: str) -> None:
+        try:
+            finished.append(await Trial(ctx, tasks_by_name[task_name], attempt).run())
+        except Exception as error:  # a trial that cannot even write its record
+            ctx.log(f"trial of {task_name} #{attempt} failed: {type(error).__name__}: {error}")
+        finally:
+            slots_free.release()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for attempt, task_name in inventory.owed:
+                await slots_free.acquire()
+                if interrupt.requested.is_set():
+                    slots_free.release()
+                    break
+                task = group.create_task(run_one(attempt, task_name))
+                interrupt.running.add(task)
+                task.add_done_callback(interrupt.running.discard)
+    finally:
+        if settings.oracle.server is not None:
+            ctx.log(
+                f"oracle: {settings.oracle.server.unauthorized_requests} unauthorized request(s)"
+            )
+        progress.end_job()
+        await stable_clients.close()
+        await registry.close()
+        result.write()
+    return JobOutcome(planned.name, paths.root, finished, interrupt.requested.is_set())
+
+
+def _append(path: Path, line: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(f"{utc_timestamp()} {line}\n")

@@ -1,0 +1,3 @@
+from orchestra.relay.cli import main
+
+main()

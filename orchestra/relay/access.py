@@ -1,0 +1,23 @@
+"""The read rule `can_read` (protocol.md §10), applied at every live delivery.
+
+Stored-result queries apply the same rule in SQL (storage/queries.py)."""
+
+from orchestra.nostr.event import Event
+from orchestra.relay.channels import STATE_KINDS, ChannelCache
+
+MEMORY_KIND = 30174
+
+
+def event_channel_id(event: Event) -> str | None:
+    """The channel an event belongs to for access control: its `h`, or `d` for state kinds."""
+    if event.kind in STATE_KINDS:
+        return event.first_tag_value("d")
+    return event.first_tag_value("h")
+
+
+def can_read(reader: str | None, event: Event, channel_id: str | None, cache: ChannelCache) -> bool:
+    # Both rules apply (as in the SQL of §15.3): an h-tagged memory event stays author-only
+    # and channel-restricted.
+    if event.kind == MEMORY_KIND and event.pubkey != reader:
+        return False
+    return channel_id is None or cache.can_read(channel_id, reader)

@@ -1,0 +1,147 @@
+"""The relay process: database, caches, writer, TTL sweep and the WebSocket server
+(protocol.md §1.2, §15.5)."""
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+import asyncpg
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+from orchestra.nostr.keys import Keys
+from orchestra.relay.channels import ChannelCache
+from orchestra.relay.config import RelayConfig
+from orchestra.relay.connection import Connection
+from orchestra.relay.fanout import SubscriptionIndex
+from orchestra.relay.http import make_process_request
+from orchestra.relay.storage.migrate import migrate
+from orchestra.relay.storage.writes import Writer
+
+log = logging.getLogger("buzz.relay")
+
+TRANSPORT_MAX_FRAME_BYTES = 1024 * 1024
+POOL_SIZE = 10
+CONNECT_RETRY_SECONDS = 60.0
+
+
+class DatabaseUnavailable(RuntimeError):
+    pass
+
+
+async def connect_pool(database_url: str, retry_for: float = CONNECT_RETRY_SECONDS) -> asyncpg.Pool:
+    """Create the pool, retrying every second while PostgreSQL is not reachable."""
+    deadline = time.monotonic() + retry_for
+    while True:
+        try:
+            return await asyncpg.create_pool(database_url, min_size=2, max_size=POOL_SIZE)
+        except (TimeoutError, OSError, asyncpg.PostgresError) as error:
+            if time.monotonic() >= deadline:
+                raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {error}") from None
+            log.warning("database not reachable yet (%s); retrying", error)
+            await asyncio.sleep(1.0)
+
+
+async def load_relay_keys(pool: asyncpg.Pool, configured: str | None) -> Keys:
+    """The configured key, else the one stored on first start (§1.1)."""
+    if configured:
+        return Keys.parse(configured)
+    async with pool.acquire() as connection:
+        secret = await connection.fetchval(
+            "SELECT value FROM relay_meta WHERE key = 'relay_private_key'"
+        )
+        if secret is None:
+            generated = Keys.generate()
+            await connection.execute(
+                "INSERT INTO relay_meta (key, value) VALUES ('relay_private_key', $1) "
+                "ON CONFLICT (key) DO NOTHING",
+                generated.secret_hex,
+            )
+            secret = await connection.fetchval(
+                "SELECT value FROM relay_meta WHERE key = 'relay_private_key'"
+            )
+    return Keys.parse(secret)
+
+
+class Relay:
+    """A running relay. `start()` returns once it listens; `stop()` shuts it down cleanly."""
+
+    def __init__(
+        self, config: RelayConfig, database_url: str, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.config = config
+        self.database_url = database_url
+        self.clock = clock
+        self.cache = ChannelCache()
+        self.index = SubscriptionIndex(self.cache)
+        self.connections: set[Connection] = set()
+        self.pool: asyncpg.Pool
+        self.relay_keys: Keys
+        self.writer: Writer
+        self._server: Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.sockets[0].getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.config.host}:{self.port}"
+
+    async def start(self) -> None:
+        self.pool = await connect_pool(self.database_url)
+        async with self.pool.acquire() as connection:
+            await migrate(connection)
+        self.relay_keys = await load_relay_keys(self.pool, self.config.private_key)
+        async with self.pool.acquire() as connection:
+            await self.cache.load(connection, self.relay_keys.pubkey)
+        self.writer = Writer(self.pool, self.cache, self.index, self.relay_keys, self.clock)
+        self._tasks = [
+            asyncio.create_task(self.writer.run(), name="relay-writer"),
+            asyncio.create_task(self._ttl_sweeper(), name="relay-ttl-sweep"),
+        ]
+        self._server = await serve(
+            self._handle,
+            self.config.host,
+            self.config.port,
+            process_request=make_process_request(self),
+            compression=None,
+            max_size=TRANSPORT_MAX_FRAME_BYTES,
+            ping_interval=30,
+            ping_timeout=60,
+            close_timeout=2,
+        )
+        log.info("listening on ws://%s:%d", self.config.host, self.port)
+
+    async def _handle(self, websocket: ServerConnection) -> None:
+        connection = Connection(self, websocket)
+        self.connections.add(connection)
+        try:
+            await connection.run()
+        finally:
+            self.connections.discard(connection)
+
+    async def _ttl_sweeper(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.ttl_sweep_secs)
+            await self.writer.sweep_ttl()
+
+    async def stop(self) -> None:
+        """Stop accepting, close sockets with 1001, finish queued writes, close the pool."""
+        if self._server is not None:
+            self._server.close(close_connections=True)
+            await self._server.wait_closed()
+        sweeper = self._tasks[1] if len(self._tasks) > 1 else None
+        if sweeper is not None:
+            sweeper.cancel()
+        self.writer.stop()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.pool.close()

@@ -1,0 +1,332 @@
+"""The single writer task: group commit of queued events (protocol.md §4 steps 8-11, §15.2).
+
+Connections verify events and `submit` them; the writer drains the queue in batches, checks
+duplicates and channel rules in submission order, commits plain events of a batch in one
+transaction, and only then fans out and resolves each caller's future (so `OK true` always
+follows COMMIT). Channel operations commit on their own, in order, and update the cache after
+their commit; as every write passes through this one task, no per-channel locks are needed.
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from orchestra.nostr.event import Event, kind_class
+from orchestra.nostr.keys import Keys
+from orchestra.relay import channel_rules
+from orchestra.relay.channel_rules import MESSAGE, STATE_CHANGING_KINDS, ChannelPlan
+from orchestra.relay.channels import Channel, ChannelCache, build_state_events, note_state_events
+from orchestra.relay.fanout import SubscriptionIndex
+from orchestra.relay.outcome import (
+    ACCEPTED,
+    DUPLICATE,
+    FAILED,
+    NEWER_VERSION_EXISTS,
+    Rejected,
+    WriteResult,
+)
+from orchestra.relay.storage.rows import insert_events, replace_event
+
+log = logging.getLogger("buzz.relay.writer")
+
+MAX_BATCH = 1000
+UPSERT_CHANNEL = """
+INSERT INTO channels (channel_id, name, about, visibility, channel_type, ttl_seconds, creator,
+                      created_at, archived, archived_at, last_activity_at, create_event_id)
+VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (channel_id) DO UPDATE SET
+  name = EXCLUDED.name, about = EXCLUDED.about, visibility = EXCLUDED.visibility,
+  channel_type = EXCLUDED.channel_type, ttl_seconds = EXCLUDED.ttl_seconds,
+  archived = EXCLUDED.archived, archived_at = EXCLUDED.archived_at,
+  last_activity_at = EXCLUDED.last_activity_at
+"""
+UPSERT_MEMBERS = """
+INSERT INTO channel_members (channel_id, pubkey, role, added_by, added_at)
+SELECT $1::uuid, pubkey, role, $4, $5 FROM unnest($2::text[], $3::text[]) AS t(pubkey, role)
+ON CONFLICT (channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role
+"""
+DELETE_MEMBERS = (
+    "DELETE FROM channel_members WHERE channel_id = $1::uuid AND pubkey = ANY($2::text[])"
+)
+
+
+@dataclass(eq=False)
+class _Job:
+    event: Event
+    future: asyncio.Future[WriteResult]
+
+
+@dataclass(eq=False)
+class _Sweep:
+    """A TTL sweep, queued like a write so it is ordered with them."""
+
+    future: asyncio.Future[WriteResult]
+
+
+@dataclass
+class _Segment:
+    """Plain (non state-changing) events committed together."""
+
+    jobs: list[_Job] = field(default_factory=list)
+    activity: dict[str, int] = field(default_factory=dict)  # channel -> newest kind-9 created_at
+
+
+def _resolve(job: "_Job | _Sweep", result: WriteResult) -> None:
+    if not job.future.done():
+        job.future.set_result(result)
+
+
+class Writer:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        cache: ChannelCache,
+        index: SubscriptionIndex,
+        relay_keys: Keys,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._pool = pool
+        self._cache = cache
+        self._index = index
+        self._relay_keys = relay_keys
+        self._clock = clock
+        self._queue: asyncio.Queue[_Job | _Sweep | None] = asyncio.Queue()
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def submit(self, event: Event) -> asyncio.Future[WriteResult]:
+        future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Job(event, future))
+        return future
+
+    def sweep_ttl(self) -> asyncio.Future[WriteResult]:
+        future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Sweep(future))
+        return future
+
+    def stop(self) -> None:
+        """Finish what is queued, then end `run`."""
+        self._queue.put_nowait(None)
+
+    async def run(self) -> None:
+        while True:
+            first = await self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stopping = False
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                job = self._queue.get_nowait()
+                if job is None:
+                    stopping = True
+                    break
+                batch.append(job)
+            try:
+                await self._process(batch)
+            except Exception:
+                log.exception("write batch of %d events failed", len(batch))
+            finally:
+                for job in batch:
+                    _resolve(job, FAILED)
+            if stopping:
+                return
+
+    async def _process(self, batch: list[_Job | _Sweep]) -> None:
+        async with self._pool.acquire() as connection:
+            # One lookup serves the duplicate check and the thread references of the batch.
+            events = [job.event for job in batch if isinstance(job, _Job)]
+            ids = {event.id for event in events}
+            refs = {ref for event in events for _, ref in channel_rules.thread_refs(event)}
+            rows = await connection.fetch(
+                "SELECT id, h_tag::text AS h FROM events WHERE id = ANY($1::text[])",
+                list(ids | refs),
+            )
+            existing = {row["id"] for row in rows} & ids
+            ref_channels: dict[str, str | None] = {row["id"]: row["h"] for row in rows}
+            first_of: dict[str, _Job] = {}
+            followers: list[tuple[_Job, _Job]] = []
+            segment = _Segment()
+            for job in batch:
+                if isinstance(job, _Sweep):
+                    await self._flush(connection, segment)
+                    segment = _Segment()
+                    await self._sweep(connection)
+                    _resolve(job, ACCEPTED)
+                    continue
+                event = job.event
+                if event.id in existing:
+                    _resolve(job, DUPLICATE)
+                    continue
+                if event.id in first_of:
+                    followers.append((job, first_of[event.id]))
+                    continue
+                first_of[event.id] = job
+                try:
+                    plan = self._check(event, ref_channels)
+                except Rejected as rejected:
+                    _resolve(job, WriteResult(False, rejected.message))
+                    continue
+                # Later events of this batch may reply to this one.
+                ref_channels[event.id] = plan.channel_id if plan is not None else None
+                if plan is not None and event.kind in STATE_CHANGING_KINDS:
+                    await self._flush(connection, segment)
+                    segment = _Segment()
+                    await self._commit_channel_operation(connection, job, plan)
+                    continue
+                segment.jobs.append(job)
+                if plan is not None and event.kind == MESSAGE:
+                    previous = segment.activity.get(plan.channel_id, 0)
+                    segment.activity[plan.channel_id] = max(previous, event.created_at)
+            await self._flush(connection, segment)
+        for job, first in followers:
+            result = first.future.result() if first.future.done() else FAILED
+            _resolve(job, DUPLICATE if result.accepted else result)
+
+    def _check(self, event: Event, ref_channels: dict[str, str | None]) -> ChannelPlan | None:
+        if not channel_rules.is_channel_scoped(event):
+            return None
+        plan = channel_rules.plan(event, self._cache, self._now())
+        for _, ref in plan.thread_refs:
+            if ref not in ref_channels:
+                raise Rejected("invalid: thread reference not found")
+            if ref_channels[ref] != plan.channel_id:
+                raise Rejected("invalid: thread reference is in another channel")
+        return plan
+
+    async def _flush(self, connection: asyncpg.Connection, segment: _Segment) -> None:
+        if not segment.jobs:
+            return
+        results: dict[_Job, WriteResult] = {}
+        regular: list[_Job] = []
+        replacing: list[_Job] = []
+        for job in segment.jobs:
+            is_regular = kind_class(job.event.kind) == "regular"
+            (regular if is_regular else replacing).append(job)
+        try:
+            # Regular events alone need one atomic statement; replacements need a transaction.
+            async with contextlib.AsyncExitStack() as stack:
+                if replacing:
+                    await stack.enter_async_context(connection.transaction())
+                inserted = set()
+                if regular:
+                    inserted = await insert_events(
+                        connection,
+                        [job.event for job in regular],
+                        segment.activity,
+                    )
+                for job in regular:
+                    results[job] = ACCEPTED if job.event.id in inserted else DUPLICATE
+                for job in replacing:
+                    won = await replace_event(connection, job.event)
+                    results[job] = ACCEPTED if won else WriteResult(False, NEWER_VERSION_EXISTS)
+        except Exception:
+            log.exception("committing %d events failed", len(segment.jobs))
+            for job in segment.jobs:
+                _resolve(job, FAILED)
+            return
+        for channel_id, at in segment.activity.items():
+            channel = self._cache.get(channel_id)
+            if channel is not None and at > channel.last_activity_at:
+                self._cache.put(channel.replace(last_activity_at=at))
+        for job in segment.jobs:
+            result = results[job]
+            if result is ACCEPTED:
+                self._index.publish(job.event)
+            _resolve(job, result)
+
+    async def _commit_channel_operation(
+        self, connection: asyncpg.Connection, job: _Job, plan: ChannelPlan
+    ) -> None:
+        event = job.event
+        try:
+            async with connection.transaction():
+                await insert_events(connection, [event])
+                state_events = await self._store_state(
+                    connection, plan.new_channel, plan.state_kinds, event.pubkey
+                )
+        except Exception:
+            log.exception("committing channel operation %s failed", event.id)
+            _resolve(job, FAILED)
+            return
+        self._apply(plan.new_channel, state_events)
+        self._index.publish(event)
+        for state_event in state_events:
+            self._index.publish(state_event)
+        _resolve(job, ACCEPTED)
+
+    async def _store_state(
+        self,
+        connection: asyncpg.Connection,
+        channel: Channel | None,
+        kinds: tuple[int, ...],
+        actor: str,
+    ) -> list[Event]:
+        """Write the channel row, member changes and new state events (inside a transaction)."""
+        if channel is None:
+            return []
+        now = self._now()
+        await connection.execute(
+            UPSERT_CHANNEL,
+            channel.channel_id,
+            channel.name,
+            channel.about,
+            channel.visibility,
+            channel.channel_type,
+            channel.ttl_seconds,
+            channel.creator,
+            channel.created_at,
+            channel.archived,
+            channel.archived_at,
+            channel.last_activity_at,
+            channel.create_event_id,
+        )
+        old = self._cache.get(channel.channel_id)
+        old_members = old.members if old is not None else {}
+        removed = [pk for pk in old_members if pk not in channel.members]
+        changed = {pk: role for pk, role in channel.members.items() if old_members.get(pk) != role}
+        if removed:
+            await connection.execute(DELETE_MEMBERS, channel.channel_id, removed)
+        if changed:
+            await connection.execute(
+                UPSERT_MEMBERS,
+                channel.channel_id,
+                list(changed),
+                list(changed.values()),
+                actor,
+                now,
+            )
+        state_events = build_state_events(channel, kinds, self._relay_keys, self._cache, now)
+        for state_event in state_events:
+            await replace_event(connection, state_event)
+        return state_events
+
+    def _apply(self, channel: Channel | None, state_events: list[Event]) -> None:
+        if channel is not None:
+            self._cache.put(channel)
+        note_state_events(self._cache, state_events)
+
+    async def _sweep(self, connection: asyncpg.Connection) -> None:
+        """Archive every idle TTL channel (§9.10), one transaction per channel."""
+        now = self._now()
+        for channel in list(self._cache.channels.values()):
+            archived = channel_rules.archive_for_ttl(channel, now)
+            if archived is None:
+                continue
+            try:
+                async with connection.transaction():
+                    state_events = await self._store_state(
+                        connection, archived, (channel_rules.METADATA_KIND,), channel.creator
+                    )
+            except Exception:
+                log.exception("archiving channel %s by ttl failed", channel.channel_id)
+                continue
+            self._apply(archived, state_events)
+            for state_event in state_events:
+                self._index.publish(state_event)
+            log.info("channel %s archived by ttl", channel.channel_id)

@@ -1,0 +1,1 @@
+"""The benchmark stack: the relay and its PostgreSQL database (orchestrator.md §5)."""

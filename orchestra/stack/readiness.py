@@ -1,0 +1,57 @@
+"""Stack readiness: `GET /_readiness` answers 200, plus `SELECT 1` when a database is known."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import asyncpg
+import httpx
+
+POLL_INTERVAL_SECONDS = 0.25
+READINESS_TIMEOUT_SECONDS = 120.0
+
+
+class StackError(Exception):
+    """The stack could not be brought up or answered unhealthy; exit code 2."""
+
+
+async def probe_relay(http_url: str, probe_seconds: float = 2.0) -> bool:
+    try:
+        async with httpx.AsyncClient(timeout=probe_seconds, trust_env=False) as client:
+            response = await client.get(f"{http_url.rstrip('/')}/_readiness")
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200
+
+
+async def probe_database(database_url: str, connect_seconds: float = 5.0) -> None:
+    connection = await asyncpg.connect(database_url, timeout=connect_seconds)
+    try:
+        await connection.fetchval("SELECT 1")
+    finally:
+        await connection.close()
+
+
+async def wait_until_ready(
+    http_url: str,
+    *,
+    within_seconds: float | None = None,
+    gave_up: Callable[[], str | None] = lambda: None,
+    describe_failure: Callable[[], str] = lambda: "",
+) -> None:
+    """Poll every 250 ms for up to 120 s (`within_seconds`). `gave_up` returns a reason to fail
+    at once (e.g. the relay exited)."""
+    within_seconds = READINESS_TIMEOUT_SECONDS if within_seconds is None else within_seconds
+    deadline = time.monotonic() + within_seconds
+    while True:
+        if await probe_relay(http_url):
+            return
+        reason = gave_up()
+        if reason is None and time.monotonic() >= deadline:
+            reason = f"relay at {http_url} not ready after {within_seconds:g} s"
+        if reason is not None:
+            tail = describe_failure()
+            raise StackError(f"{reason}{chr(10) + tail if tail else ''}")
+        await asyncio.sleep(POLL_INTERVAL_SECONDS)

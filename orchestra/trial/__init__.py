@@ -1,0 +1,1 @@
+"""The life of one trial (orchestrator.md §7)."""

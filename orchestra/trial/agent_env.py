@@ -1,0 +1,118 @@
+"""The environment each `buzz-acp` is started with (orchestrator.md §4.2, §7.9)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from orchestra.config.endpoints import Endpoint
+from orchestra.config.manifest import RosterEntry
+
+
+@dataclass(frozen=True)
+class OracleAccess:
+    base_url: str  # e.g. http://127.0.0.1:<port>/v1
+    token: str
+
+
+def endpoint_variables(
+    endpoint_name: str,
+    endpoint: Endpoint,
+    *,
+    api_key: str | None,
+    oracle: OracleAccess | None,
+    docker_env: bool = False,
+) -> dict[str, str]:
+    """§4.2: what an endpoint contributes, including the API key value."""
+    if endpoint.is_oracle:
+        if oracle is None:
+            raise ValueError(f"endpoint {endpoint_name} needs the oracle server")
+        env = {
+            "BUZZ_AGENT_PROVIDER": "openai",
+            "BUZZ_AGENT_MODEL": endpoint_name,
+            "OPENAI_COMPAT_BASE_URL": oracle.base_url,
+            "OPENAI_COMPAT_API": "chat",
+            "OPENAI_COMPAT_API_KEY": oracle.token,
+        }
+        env.update(endpoint.agent_env_items())
+        return env
+    env = {"BUZZ_AGENT_PROVIDER": endpoint.provider, "BUZZ_AGENT_MODEL": endpoint_name}
+    if endpoint.api_key_env and api_key:
+        env[endpoint.api_key_env] = api_key
+        if endpoint.provider_key_variable:
+            env[endpoint.provider_key_variable] = api_key
+    base_url = endpoint.docker_base_url() if docker_env else endpoint.base_url
+    if base_url:
+        env["OPENAI_COMPAT_BASE_URL"] = base_url
+    env.update(endpoint.agent_env_items())
+    return env
+
+
+def _extra_value(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class AgentLaunchSpec:
+    """Everything trial-specific about one agent's environment."""
+
+    relay_url: str
+    secret_hex: str
+    channel_id: str
+    programs_dir: PurePath
+    system_prompt_file: str
+    event_log_file: str
+    home: str
+    tmpdir: str | None  # None: unset (docker env, the container's /tmp)
+    path: str | None  # None: the environment's own PATH
+    agent_timeout_seconds: float
+
+
+def agent_environment(
+    entry: RosterEntry, endpoint_env: Mapping[str, str], spec: AgentLaunchSpec
+) -> dict[str, str]:
+    """Later rows override earlier ones; configs cannot set the trial-identity variables."""
+    env = dict(endpoint_env)
+    env.update({key: _extra_value(value) for key, value in entry.generation.extra.items()})
+    timeout = math.ceil(spec.agent_timeout_seconds)
+    generation = entry.generation
+    env.update(
+        {
+            "BUZZ_RELAY_URL": spec.relay_url,
+            "BUZZ_PRIVATE_KEY": spec.secret_hex,
+            "BUZZ_ACP_AGENT_COMMAND": str(spec.programs_dir / "buzz-agent"),
+            "BUZZ_ACP_AGENT_ARGS": "",
+            "BUZZ_ACP_MCP_COMMAND": str(spec.programs_dir / "buzz-dev-mcp"),
+            "BUZZ_ACP_CHANNELS": spec.channel_id,
+            "BUZZ_ACP_SUBSCRIBE": "mentions",
+            "BUZZ_ACP_RESPOND_TO": "anyone",
+            "BUZZ_ACP_NO_MEMORY": "true",
+            "BUZZ_ACP_SYSTEM_PROMPT_FILE": spec.system_prompt_file,
+            "BUZZ_ACP_AGENTS": str(entry.concurrency),
+            "BUZZ_ACP_MAX_TURN_DURATION": str(timeout),
+            "BUZZ_ACP_IDLE_TIMEOUT": str(timeout - 1),
+            "BUZZ_ACP_EVENT_LOG": spec.event_log_file,
+            "BUZZ_AGENT_THINKING_EFFORT": generation.thinking_effort or "medium",
+            "BUZZ_AGENT_MAX_ROUNDS": str(entry.budget.max_calls or 0),
+            "BUZZ_AGENT_NO_HINTS": "1",
+            "HOME": spec.home,
+        }
+    )
+    if spec.path is not None:
+        env["PATH"] = spec.path
+    if not entry.include_platform_prompt:
+        env["BUZZ_ACP_NO_BASE_PROMPT"] = "true"
+    optional = {
+        "BUZZ_AGENT_MAX_OUTPUT_TOKENS": generation.max_output_tokens,
+        "BUZZ_AGENT_MAX_CONTEXT_TOKENS": generation.context_window_tokens,
+        "BUZZ_AGENT_HANDOFF_PERCENT": generation.compact_at_percent,
+        "BUZZ_AGENT_HANDOFF_AT_TOKENS": generation.compact_at_tokens,
+    }
+    env.update({key: str(value) for key, value in optional.items() if value is not None})
+    if spec.tmpdir is not None:
+        env["TMPDIR"] = spec.tmpdir
+    return env

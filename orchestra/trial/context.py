@@ -1,0 +1,71 @@
+"""What every trial of a job shares: condition, stack, clients, registry, oracle (§7.3, §7.5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestra.agents.oracle.server import OracleServer
+from orchestra.config.condition import Condition
+from orchestra.config.task import Task
+from orchestra.paths import JobPaths, TrialPaths
+from orchestra.stack.info import StackInfo
+from orchestra.stack.registry import Registry
+from orchestra.stack.state import BenchmarkState
+from orchestra.trial.clients import ClientPool
+from orchestra.trial.environment import TrialEnvironment
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    timeout_multiplier: float = 1.0
+    keep_channels: bool = False
+    buzz_bin_dir: Path | None = None
+
+
+class OracleHost:
+    """The process's one oracle server, started on first use (orchestrator.md §4.5)."""
+
+    def __init__(self) -> None:
+        self.server: OracleServer | None = None
+        self._lock = asyncio.Lock()
+
+    async def ensure(self, model_names: list[str]) -> OracleServer:
+        async with self._lock:
+            if self.server is None:
+                server = OracleServer(model_names)
+                await server.start()
+                self.server = server
+            return self.server
+
+    async def stop(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            await server.stop()
+
+
+@dataclass
+class JobContext:
+    job_name: str
+    job_paths: JobPaths
+    condition: Condition
+    stack: StackInfo
+    environment: str
+    state: BenchmarkState
+    options: RunOptions
+    api_keys: dict[str, str]  # api_key_env name -> value, resolved at preflight
+    stable_clients: ClientPool
+    registry: Registry
+    oracle: OracleHost
+    make_environment: Callable[[TrialPaths, Task], TrialEnvironment] = field(
+        default=lambda paths, task: _no_environment(paths, task)
+    )
+    log: Callable[[str], None] = lambda _line: None
+    on_trial_update: Callable[[dict[str, Any]], None] = lambda _result: None
+
+
+def _no_environment(paths: TrialPaths, task: Task) -> TrialEnvironment:
+    raise RuntimeError("JobContext.make_environment was not set")

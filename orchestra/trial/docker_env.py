@@ -1,0 +1,367 @@
+"""The docker env's per-trial container (orchestrator.md §5.8, §7.2 steps 3/16/17/21, §7.9, §9.2).
+
+One container per trial, from the task's agent-layer image, idling on `sleep infinity`. Every
+transfer is `docker cp` and every command `docker exec`; nothing is bind-mounted. After the
+agents stop, the container is detached from every network, so the verifier runs offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import os
+import re
+import shlex
+import socket
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from orchestra.paths import (
+    CONTAINER_ENV_DIR,
+    CONTAINER_PROMPTS,
+    CONTAINER_RUNTIME_LOGS,
+    CONTAINER_TEST_SH,
+    CONTAINER_TESTS,
+    CONTAINER_WORKSPACE,
+    LOGS_ARTIFACTS,
+    LOGS_VERIFIER,
+    TrialPaths,
+    container_env_file,
+)
+from orchestra.stack.docker import CommandResult, run_command
+
+LABEL_JOB = "buzz-orchestra.job"
+LABEL_TRIAL = "buzz-orchestra.trial"
+HOST_GATEWAY = "host.docker.internal:host-gateway"
+CONTAINER_NAME_PREFIX = "bo-"
+STOP_GRACE_SECONDS = 5.0
+_STOP_POLL_SECONDS = 0.2
+VERIFIER_LANG = "C.UTF-8"
+LOOPBACK = "127.0.0.1"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class DockerEnvError(Exception):
+    """A docker command for the trial container failed; the message names the command."""
+
+
+def container_name(trial_id: str) -> str:
+    return f"{CONTAINER_NAME_PREFIX}{trial_id[:8]}"
+
+
+def env_file_text(env: Mapping[str, str]) -> str:
+    """`KEY='value'` lines for `set -a; . file` (§7.9); values shell-quoted."""
+    for key in env:
+        if _ENV_NAME.fullmatch(key) is None:
+            raise DockerEnvError(f"environment variable name {key!r} cannot be exported by sh")
+    return "".join(f"{key}={shlex.quote(value)}\n" for key, value in env.items())
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None  # None when killed on timeout
+    timed_out: bool
+
+
+async def _docker(*args: str, timeout_seconds: float = 120.0) -> CommandResult:
+    return await run_command(["docker", *args], timeout_seconds=timeout_seconds)
+
+
+def _check(result: CommandResult, what: str) -> CommandResult:
+    if result.returncode != 0:
+        raise DockerEnvError(f"{what} failed: {result.tail(5) or f'exit {result.returncode}'}")
+    return result
+
+
+def _is_directory(path: Path) -> bool:
+    return path.is_dir()
+
+
+class TrialContainer:
+    """Handle on one trial's container, by name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @classmethod
+    async def start(
+        cls, image: str, *, job_name: str, trial_id: str, cpus: float, memory_mb: int
+    ) -> TrialContainer:
+        """`docker run --detach … --entrypoint sleep <image> infinity` (§5.8)."""
+        name = container_name(trial_id)
+        result = await _docker(
+            "run",
+            "--detach",
+            "--name",
+            name,
+            "--label",
+            f"{LABEL_JOB}={job_name}",
+            "--label",
+            f"{LABEL_TRIAL}={trial_id}",
+            "--cpus",
+            f"{cpus:g}",
+            "--memory",
+            f"{memory_mb}m",
+            "--add-host",
+            HOST_GATEWAY,
+            "--entrypoint",
+            "sleep",
+            image,
+            "infinity",
+        )
+        if result.returncode != 0:
+            # a container created but not started would leak; drop it (by its trial label, never
+            # by name: the name could belong to another trial whose id shares the prefix)
+            await _remove_labelled(f"{LABEL_TRIAL}={trial_id}")
+            _check(result, f"docker run {image}")
+        return cls(name)
+
+    # --- commands ------------------------------------------------------------------------
+
+    def exec_argv(
+        self,
+        command: Sequence[str],
+        *,
+        workdir: PurePosixPath | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+    ) -> list[str]:
+        """`docker exec` for `command`. `env` lands on a command line: never pass secrets."""
+        argv = ["docker", "exec"]
+        if workdir is not None:
+            argv += ["-w", str(workdir)]
+        if user is not None:
+            argv += ["-u", user]
+        for key, value in (env or {}).items():
+            argv += ["-e", f"{key}={value}"]
+        return [*argv, self.name, *command]
+
+    async def exec(self, command: Sequence[str], *, timeout_seconds: float = 60.0) -> CommandResult:
+        """A short command, output captured; raises when it exits non-zero."""
+        return _check(
+            await run_command(self.exec_argv(command), timeout_seconds=timeout_seconds),
+            f"docker exec {self.name} {shlex.join(command)[:80]}",
+        )
+
+    async def sh(self, script: str, *, timeout_seconds: float = 60.0) -> CommandResult:
+        return await self.exec(["sh", "-c", script], timeout_seconds=timeout_seconds)
+
+    async def start_session(
+        self, command: Sequence[str], *, stdout: Path, stderr: Path
+    ) -> asyncio.subprocess.Process:
+        """A long-lived `docker exec` with no stdin, its output streamed to host files as it
+        is produced. The process exits with the command's exit status (§7.7 watches it)."""
+        with stdout.open("ab") as out, stderr.open("ab") as err:
+            return await asyncio.create_subprocess_exec(
+                *self.exec_argv(command),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
+
+    async def run_to_file(
+        self,
+        command: Sequence[str],
+        *,
+        output: Path,
+        timeout_seconds: float,
+        workdir: PurePosixPath | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        """Run under a deadline, stdout and stderr merged into `output`. On timeout the host
+        session is killed and so is everything left in the container except PID 1."""
+        with output.open("wb") as sink:
+            process = await asyncio.create_subprocess_exec(
+                *self.exec_argv(command, workdir=workdir, env=env, user=user),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=sink,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            try:
+                return ExecResult(await asyncio.wait_for(process.wait(), timeout_seconds), False)
+            except TimeoutError:
+                await self._abort(process)
+                return ExecResult(None, True)
+            except BaseException:  # cancelled: leave nothing running on either side
+                await self._abort(process)
+                raise
+
+    async def _abort(self, process: asyncio.subprocess.Process) -> None:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await _docker("exec", self.name, "sh", "-c", "kill -KILL -1")
+
+    # --- agents (§7.9) -----------------------------------------------------------------------
+
+    async def prepare_layout(self) -> None:
+        """Step 3: the agents' directories exist and `/logs/artifacts` is empty."""
+        directories = (
+            CONTAINER_WORKSPACE,
+            CONTAINER_PROMPTS,
+            CONTAINER_RUNTIME_LOGS,
+            CONTAINER_ENV_DIR,
+            LOGS_ARTIFACTS,
+        )
+        await self.sh(
+            f"rm -rf {LOGS_ARTIFACTS} && mkdir -p {' '.join(str(d) for d in directories)}"
+            f" && chmod 0700 {CONTAINER_ENV_DIR}"
+        )
+
+    async def start_agent(
+        self,
+        agent_id: str,
+        env: Mapping[str, str],
+        *,
+        programs_dir: PurePosixPath,
+        stdout: Path,
+        stderr: Path,
+    ) -> asyncio.subprocess.Process:
+        """Copy the agent's env file in (secrets never on a command line) and exec `buzz-acp`;
+        the file is removed by the session itself before `buzz-acp` starts."""
+        env_path = container_env_file(agent_id)
+        descriptor, host_file = tempfile.mkstemp(prefix="buzz-agent-env-")
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:  # mkstemp: mode 0600
+                handle.write(env_file_text(env))
+            await self.copy_in(Path(host_file), env_path)
+        finally:
+            os.unlink(host_file)
+        script = (
+            f"set -a; . {env_path}; set +a; rm -f {env_path}; "
+            f"cd {CONTAINER_WORKSPACE}; exec {programs_dir / 'buzz-acp'}"
+        )
+        return await self.start_session(["sh", "-c", script], stdout=stdout, stderr=stderr)
+
+    async def stop_processes(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+        """Step 16: TERM every process but PID 1, wait up to `grace_seconds`, then KILL."""
+        await _docker("exec", self.name, "sh", "-c", "kill -TERM -1")
+        deadline = time.monotonic() + grace_seconds
+        # the engine has no "all exec'd processes ended" event to wait on: poll `docker top`
+        while time.monotonic() < deadline and await self._process_count() > 1:  # noqa: ASYNC110
+            await asyncio.sleep(_STOP_POLL_SECONDS)
+        await _docker("exec", self.name, "sh", "-c", "kill -KILL -1")
+
+    async def _process_count(self) -> int:
+        result = await _docker("top", self.name, "-o", "pid")
+        return max(len(result.stdout.strip().splitlines()) - 1, 0) if result.returncode == 0 else 0
+
+    # --- files -----------------------------------------------------------------------------
+
+    async def copy_in(self, source: Path, destination: PurePosixPath) -> None:
+        """A host file to `destination`, or a host directory's contents into `destination`."""
+        is_directory = _is_directory(source)
+        await self.exec(["mkdir", "-p", str(destination if is_directory else destination.parent)])
+        origin = f"{source}/." if is_directory else str(source)
+        _check(
+            await _docker("cp", origin, f"{self.name}:{destination}"),
+            f"docker cp {source} {self.name}:{destination}",
+        )
+
+    async def copy_out(self, source: PurePosixPath, destination: Path) -> None:
+        """The contents of container directory `source` into host directory `destination`."""
+        os.makedirs(destination, exist_ok=True)
+        _check(
+            await _docker("cp", f"{self.name}:{source}/.", str(destination)),
+            f"docker cp {self.name}:{source}/. {destination}",
+        )
+
+    # --- network ---------------------------------------------------------------------------
+
+    async def networks(self) -> list[str]:
+        result = _check(
+            await _docker("inspect", "--format", "{{json .NetworkSettings.Networks}}", self.name),
+            f"docker inspect {self.name}",
+        )
+        attached = json.loads(result.stdout or "null") or {}
+        return sorted(attached)
+
+    async def disconnect_networks(self) -> list[str]:
+        """Detach from every network `docker inspect` lists; returns their names."""
+        names = await self.networks()
+        for network in names:
+            _check(
+                await _docker("network", "disconnect", "--force", network, self.name),
+                f"docker network disconnect {network} {self.name}",
+            )
+        return names
+
+    # --- verifier (§9.2) ---------------------------------------------------------------------
+
+    async def run_tests(
+        self, tests_dir: Path, paths: TrialPaths, timeout_seconds: float
+    ) -> ExecResult:
+        """§9.2 steps 1–4: offline, fresh `/logs/verifier` and `/tests`, `test.sh` as root with
+        `LANG=C.UTF-8`, output in `<trial>/verifier/test-stdout.txt`, outputs copied back."""
+        await self.disconnect_networks()
+        await self.sh(
+            f"rm -rf {LOGS_VERIFIER} {CONTAINER_TESTS} && mkdir -p {LOGS_VERIFIER} {LOGS_ARTIFACTS}"
+        )
+        await self.copy_in(tests_dir, CONTAINER_TESTS)
+        await self.exec(["chmod", "+x", str(CONTAINER_TEST_SH)])
+        os.makedirs(paths.verifier_dir, exist_ok=True)
+        result = await self.run_to_file(
+            [str(CONTAINER_TEST_SH)],
+            output=paths.test_stdout,
+            timeout_seconds=timeout_seconds,
+            workdir=PurePosixPath("/"),
+            env={"LANG": VERIFIER_LANG},
+            user="root",
+        )
+        await self.copy_out(LOGS_VERIFIER, paths.verifier_dir)
+        await self.copy_out(LOGS_ARTIFACTS, paths.artifacts_dir)
+        return result
+
+    async def remove(self) -> None:
+        """`docker rm -f`; a container that is already gone is fine."""
+        result = await _docker("rm", "--force", self.name)
+        if result.returncode != 0 and "No such container" not in result.stderr:
+            raise DockerEnvError(f"docker rm -f {self.name} failed: {result.tail(5)}")
+
+
+async def host_gateway_bind_address() -> str:
+    """Where a host server must listen for containers to reach it as `host.docker.internal`
+    (§4.5): the default bridge's gateway when it is an interface of this host (Linux engines),
+    else loopback (Docker Desktop forwards `host.docker.internal` to the host's loopback)."""
+    result = await _docker("network", "inspect", "bridge", "--format", "{{json .IPAM.Config}}")
+    configs = json.loads(result.stdout or "null") if result.returncode == 0 else None
+    for config in configs or []:
+        # engines that leave Gateway empty use the subnet's first address (docker0)
+        subnet = config.get("Subnet")
+        address = config.get("Gateway") or (
+            str(ipaddress.ip_network(subnet, strict=False)[1]) if subnet else None
+        )
+        if address and _is_local_address(address):
+            return address
+    return LOOPBACK
+
+
+def _is_local_address(address: str) -> bool:
+    try:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((address, 0))
+    except OSError:
+        return False
+    return True
+
+
+async def cleanup_containers(job_name: str | None = None) -> list[str]:
+    """`orchestra cleanup`: remove containers labelled with a job (all jobs, or `job_name`)."""
+    return await _remove_labelled(LABEL_JOB if job_name is None else f"{LABEL_JOB}={job_name}")
+
+
+async def _remove_labelled(label: str) -> list[str]:
+    listed = _check(
+        await _docker("ps", "--all", "--filter", f"label={label}", "--format", "{{.Names}}"),
+        "docker ps",
+    )
+    names = sorted(line.strip() for line in listed.stdout.splitlines() if line.strip())
+    if names:
+        _check(await _docker("rm", "--force", *names), "docker rm -f")
+    return names

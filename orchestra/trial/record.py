@@ -1,0 +1,141 @@
+"""The trial's `result.json` and `trial.log` (orchestrator.md §10.3)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from orchestra.config.manifest import AgentSlot
+from orchestra.config.task import Task
+from orchestra.jobs.jsonio import utc_timestamp, write_json_atomic
+from orchestra.jobs.plan import task_record
+from orchestra.paths import TrialPaths
+from orchestra.trial.context import JobContext
+
+
+class TrialRecorder:
+    """Holds the result document; every phase change rewrites it atomically."""
+
+    def __init__(
+        self, paths: TrialPaths, base: dict[str, Any], on_update: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.paths = paths
+        self._on_update = on_update
+        self._phase_clock: dict[str, float] = {}
+        self.result: dict[str, Any] = {
+            "schema_version": 1,
+            **base,
+            "status": "running",
+            "phase": "setup",
+            "stop_reason": None,
+            "reward": None,
+            "rewards": None,
+            "verifier": None,
+            "started_at": utc_timestamp(),
+            "finished_at": None,
+            "timings": {"agent_active_seconds": 0.0},
+            "tokens": None,
+            "cost_usd": None,
+            "accounting": "unavailable",
+            "cached_estimated": False,
+            "budget_exceeded": None,
+            "buzz": {
+                "channel_id": None,
+                "channel_name": None,
+                "task_event_id": None,
+                "completion_message_id": None,
+                "scripted_events": [],
+                "evidence_exported": False,
+                "user": None,
+                "agents": [],
+            },
+            "secret_scan": {"redactions": 0, "files": []},
+            "exception_info": None,
+        }
+
+    def log(self, line: str) -> None:
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%H:%M:%S.%f")[:-3]
+        with self.paths.trial_log.open("a", encoding="utf-8") as handle:
+            handle.write(f"{stamp} {line}\n")
+
+    def enter(self, phase: str) -> None:
+        """Close the current phase's timing, open `phase`, write the result."""
+        self._close_phase()
+        self._phase_clock[phase] = time.monotonic()
+        self.result["timings"][phase] = {
+            "started_at": utc_timestamp(),
+            "finished_at": None,
+            "seconds": None,
+        }
+        self.result["phase"] = phase
+        self.log(f"phase {phase}")
+        self.write()
+
+    def _close_phase(self) -> None:
+        current = self.result["phase"]
+        timing = self.result["timings"].get(current)
+        if timing is not None and timing["finished_at"] is None:
+            timing["finished_at"] = utc_timestamp()
+            timing["seconds"] = round(time.monotonic() - self._phase_clock[current], 6)
+
+    def finish(self, status: str) -> None:
+        self._close_phase()
+        self.result["status"] = status
+        self.result["finished_at"] = utc_timestamp()
+        self.write()
+
+    def write(self) -> None:
+        write_json_atomic(self.paths.result_json, self.result)
+        self._on_update(self.result)
+
+
+def base_record(ctx: JobContext, task: Task, trial_id: str, name: str, attempt: int) -> dict:
+    """The identifying keys shared by the trial's config.json and result.json."""
+    return {
+        "trial_id": trial_id,
+        "trial_name": name,
+        "job_name": ctx.job_name,
+        "task_name": task.name,
+        "short_name": task.short_name,
+        "layer": task.layer,
+        "attempt": attempt,
+        "condition": ctx.condition.name,
+        "manifest_sha256": ctx.condition.manifest_sha256,
+    }
+
+
+def trial_config(
+    base: dict[str, Any],
+    ctx: JobContext,
+    task: Task,
+    slots: Sequence[AgentSlot],
+    *,
+    timeouts: dict[str, float],
+) -> dict[str, Any]:
+    """The trial's `config.json` (§10.2), written at step 1."""
+    return {
+        "schema_version": 1,
+        "trial_id": base["trial_id"],
+        "trial_name": base["trial_name"],
+        "job_name": base["job_name"],
+        "task": task_record(task),
+        "attempt": base["attempt"],
+        "condition": base["condition"],
+        "manifest_sha256": base["manifest_sha256"],
+        "environment": ctx.environment,
+        "timeouts": timeouts,
+        "roster": [
+            {
+                "agent_id": slot.agent_id,
+                "class_id": slot.class_id,
+                "kind": slot.kind,
+                "role": slot.role,
+                "endpoint": slot.entry.endpoint,
+                "model_revision": slot.entry.model_revision,
+            }
+            for slot in slots
+        ],
+    }

@@ -1,0 +1,1 @@
+"""The verifier runner (orchestrator.md §9)."""

@@ -1,0 +1,12 @@
+"""Fixtures of the orchestrator tests."""
+
+import socket
+
+import pytest
+
+
+@pytest.fixture
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

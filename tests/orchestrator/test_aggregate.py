@@ -1,0 +1,112 @@
+"""Aggregation (orchestrator.md §11): errors apart, pass@k, failing dimensions, tokens."""
+
+from rich.console import Console
+
+from orchestra.report.aggregate import JobRecord, PlannedTask, aggregate, pass_at_k
+from orchestra.report.render import render_summary, summary_csv
+
+
+def trial(
+    task: str,
+    status: str,
+    reward: float | None = None,
+    *,
+    layer: str = "workflow",
+    rewards: dict | None = None,
+    tokens: int | None = None,
+) -> dict:
+    return {
+        "task_name": task,
+        "layer": layer,
+        "status": status,
+        "reward": reward,
+        "rewards": rewards
+        if rewards is not None
+        else ({"reward": reward} if reward is not None else None),
+        "trial_name": f"{task}-{status}",
+        "started_at": "2026-11-29T10:00:00.000000Z",
+        "finished_at": "2026-11-29T10:00:10.000000Z",
+        "tokens": None if tokens is None else {"input": tokens, "cached_input": 0, "output": 1},
+        "cost_usd": None if tokens is None else 0.5,
+        "exception_info": {"exception_type": "AgentReadinessTimeout"}
+        if status == "error"
+        else None,
+    }
+
+
+def test_pass_at_k_estimator() -> None:
+    assert abs(pass_at_k(3, 1, 1) - 1 / 3) < 1e-12
+    assert pass_at_k(3, 0, 3) == 0.0
+    assert pass_at_k(3, 1, 3) == 1.0
+    assert abs(pass_at_k(5, 2, 2) - (1 - 3 / 10)) < 1e-12
+
+
+def test_errors_are_excluded_from_the_pass_rate() -> None:
+    job = JobRecord(
+        name="j-workflow",
+        path="jobs/j-workflow",
+        condition="c",
+        manifest_sha256="ab" * 32,
+        attempts=3,
+        tasks=[PlannedTask("buzz-native/a", "workflow"), PlannedTask("buzz-native/b", "workflow")],
+        trials=[
+            trial("buzz-native/a", "scored", 1.0, tokens=100),
+            trial(
+                "buzz-native/a",
+                "scored",
+                0.0,
+                rewards={"reward": 0.0, "threaded": 0.0, "other": 1.0},
+                tokens=100,
+            ),
+            trial("buzz-native/a", "error", tokens=50),
+            trial("buzz-native/b", "scored", 1.0),
+            trial("buzz-native/b", "scored", 1.0),
+            trial("buzz-native/b", "scored", 1.0),
+        ],
+    )
+    document = aggregate([job])
+    condition = document["conditions"][0]
+    task_a = condition["layers"]["workflow"]["tasks"]["buzz-native/a"]
+    assert task_a["pass_rate"] == 0.5
+    assert task_a["pass_rate_all"] == 1 / 3
+    assert task_a["errors"] == 1 and task_a["incomplete"] is True and task_a["pass_at_k"] is None
+    assert task_a["failing_dimensions"] == {"threaded": 1}
+    assert task_a["tokens"]["input"] == 250 and task_a["cost_usd"] == 1.5
+    task_b = condition["layers"]["workflow"]["tasks"]["buzz-native/b"]
+    assert task_b["pass_at_k"] == {"k": 3, "value": 1.0}
+    layer = condition["layers"]["workflow"]
+    assert layer["pass_rate"] == 4 / 5
+    assert layer["pass_at_k"] == {"value": 1.0, "n_tasks": 1}
+    assert condition["error_types"] == {"AgentReadinessTimeout": ["buzz-native/a-error"]}
+    console = Console(width=200, record=True)
+    render_summary(document, console)
+    text = console.export_text()
+    assert "buzz-native/a" in text and "threaded×1" in text and "(layer, 2 tasks)" in text
+    assert summary_csv(document).splitlines()[0].startswith("condition,manifest_sha256,layer")
+
+
+def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> None:
+    regression = JobRecord(
+        name="j-regression",
+        path="p1",
+        condition="c",
+        manifest_sha256="x",
+        attempts=1,
+        tasks=[PlannedTask("buzz-native/r", "regression")],
+        trials=[trial("buzz-native/r", "scored", 1.0, layer="regression")],
+        oracle=True,
+    )
+    workflow = JobRecord(
+        name="j-workflow",
+        path="p2",
+        condition="c",
+        manifest_sha256="x",
+        attempts=3,
+        tasks=[PlannedTask("buzz-native/w", "workflow")],
+    )
+    document = aggregate([regression, workflow])
+    assert len(document["conditions"]) == 1
+    condition = document["conditions"][0]
+    assert list(condition["layers"]) == ["regression", "workflow"]
+    assert condition["totals"]["planned"] == 4 and condition["totals"]["scored"] == 1
+    assert condition["oracle"] is True

@@ -1,0 +1,277 @@
+"""`orchestra benchmark` end to end with the oracle on a real relay (external stack, local env).
+
+One trial of one task through the real agent tree, evidence export, verifier and jobs dir;
+then a resume that owes nothing, `summarize --json`, and an interrupted run (exit 130).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestra.paths import PROJECT_ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TASK = PROJECT_ROOT / "tasks" / "buzz-native" / "reply-to-thread"
+
+
+def orchestra(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args]
+
+
+def benchmark_args(relay_url: str, database_url: str, tmp_path: Path, job: str) -> list[str]:
+    # a private copy: other work on the dataset must not change the task digest under the test
+    task = tmp_path / "tasks" / TASK.name
+    if not task.exists():
+        shutil.copytree(TASK, task, ignore=shutil.ignore_patterns("__pycache__"))
+    return [
+        "benchmark",
+        "--stack",
+        "external",
+        "--relay-url",
+        relay_url,
+        "--database-url",
+        database_url,
+        "--path",
+        str(task),
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--state-dir",
+        str(tmp_path / "state"),
+        "-n",
+        "1",
+        "--job-name",
+        job,
+        "-q",
+    ]
+
+
+def test_oracle_trial_scores_and_resume_owes_nothing(
+    relay_url: str, embedded_pg, tmp_path: Path
+) -> None:
+    database_url = embedded_pg.new_database_url()
+    args = benchmark_args(relay_url, database_url, tmp_path, "e2e")
+    run = subprocess.run(orchestra(*args), capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout + run.stderr
+    job = tmp_path / "jobs" / "e2e"
+    trials = [p for p in job.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(trials) == 1
+    trial = trials[0]
+    result = json.loads((trial / "result.json").read_text())
+    assert result["status"] == "scored" and result["reward"] == 1.0
+    assert result["stop_reason"] == "turn_end"
+    assert result["accounting"] == "event_log" and result["tokens"]["input"] > 0
+    assert result["verifier"]["network"] == "not-isolated"
+    assert result["buzz"]["evidence_exported"] is True
+    evidence = json.loads((trial / "agent" / "buzz" / "buzz-evidence.json").read_text())
+    assert evidence["task_name"] == "reply-to-thread"
+    assert evidence["messages"][0]["id"] == result["buzz"]["task_event_id"]
+    assert (trial / "artifacts" / "buzz-evidence.json").read_text() == (
+        trial / "agent" / "buzz" / "buzz-evidence.json"
+    ).read_text()
+    assert json.loads((trial / "verifier" / "reward.json").read_text())["reward"] == 1.0
+    prompt = (trial / "agent" / "buzz" / "solo-1.system-prompt.md").read_text()
+    assert "You have no teammates in this trial." in prompt
+    job_result = json.loads((job / "result.json").read_text())
+    assert job_result["stats"]["n_scored"] == 1 and job_result["finished_at"] is not None
+    assert job_result["trials"][0]["reward"] == 1.0
+    state = json.loads((tmp_path / "state" / "state.json").read_text())
+    for path in trial.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert state["user_secret_key"].encode() not in data, path
+
+    again = subprocess.run(orchestra(*args), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    config = json.loads((job / "config.json").read_text())
+    assert config["resumes"][-1]["owed_trials"] == 0
+
+    resumed = subprocess.run(
+        orchestra("resume", str(job), "--stack", "external", "--relay-url", relay_url, "-q"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(json.loads((job / "config.json").read_text())["resumes"]) == 2
+
+    changed = subprocess.run(
+        orchestra(*args, "-k", "2"), capture_output=True, text=True, timeout=60
+    )
+    assert changed.returncode == 1
+    assert "error: job e2e exists with a different configuration (attempts)" in changed.stderr
+
+    summary = subprocess.run(
+        orchestra("summarize", "--json", str(job)), capture_output=True, text=True, timeout=60
+    )
+    document = json.loads(summary.stdout)
+    task = document["conditions"][0]["layers"]["regression"]["tasks"]["buzz-native/reply-to-thread"]
+    assert task["pass_rate"] == 1.0 and task["pass_at_k"] == {"k": 1, "value": 1.0}
+
+
+def test_interrupt_cancels_in_flight_trials_and_exits_130(
+    relay_url: str, embedded_pg, tmp_path: Path
+) -> None:
+    args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "stop")
+    process = subprocess.Popen(
+        orchestra(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    job = tmp_path / "jobs" / "stop"
+    deadline = time.monotonic() + 120
+    trial: Path | None = None
+    while time.monotonic() < deadline:  # wait until an agent process exists
+        logs = list(job.glob("*/agent/buzz/solo-1.stderr.log"))
+        if logs:
+            trial = logs[0].parents[2]
+            break
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)  # polling interval
+    assert trial is not None
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    result = json.loads((trial / "result.json").read_text())
+    assert result["status"] == "cancelled"
+    assert result["exception_info"]["exception_type"] == "Cancelled"
+    sandbox = os.fsencode(str((trial / "sandbox").resolve()))
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                env = (proc / "environ").read_bytes()
+            except OSError:
+                continue
+            assert sandbox not in env, f"orphan process {proc.name}"
+
+
+def fake_agent_tree(directory: Path, acp_body: str) -> Path:
+    """A `--buzz-bin-dir` whose buzz-acp is a small script (the contract, not the real tree)."""
+    directory.mkdir()
+    for name, body in (
+        ("buzz-acp", acp_body),
+        ("buzz-agent", "exit 0\n"),
+        ("buzz-dev-mcp", "exit 0\n"),
+    ):
+        program = directory / name
+        program.write_text(
+            f"#!{sys.executable}\n" + body if name == "buzz-acp" else "#!/bin/sh\n" + body
+        )
+        program.chmod(0o755)
+    return directory
+
+
+def test_agent_exit_during_readiness_is_an_error(
+    relay_url: str, embedded_pg, tmp_path: Path
+) -> None:
+    bin_dir = fake_agent_tree(tmp_path / "bin", "import sys\nsys.exit(3)\n")
+    args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "crash")
+    run = subprocess.run(
+        orchestra(*args, "--buzz-bin-dir", str(bin_dir)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 3, run.stderr
+    [result_file] = (tmp_path / "jobs" / "crash").glob("*/result.json")
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "error" and result["phase"] == "finalize"
+    info = result["exception_info"]
+    assert info["exception_type"] == "AgentProcessExited" and info["phase"] == "setup"
+    assert "exited with code 3" in info["exception_message"]
+    assert result["buzz"]["evidence_exported"] is False and result["verifier"] is None
+    job_log = (tmp_path / "jobs" / "crash" / "job.log").read_text()
+    assert "1 trial(s) owed" in job_log
+
+
+SILENT_ACP = """\
+import json, os, signal, sys, time
+log = open(os.environ["BUZZ_ACP_EVENT_LOG"], "a")
+log.write(json.dumps({"event": "subscribed", "channel_id": os.environ["BUZZ_ACP_CHANNELS"]}) + "\\n")
+log.flush()
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    signal.pause()
+"""
+
+
+def test_agent_timeout_is_scored_not_an_error(relay_url: str, embedded_pg, tmp_path: Path) -> None:
+    bin_dir = fake_agent_tree(tmp_path / "bin", SILENT_ACP)
+    args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "silent")
+    run = subprocess.run(
+        orchestra(*args, "--buzz-bin-dir", str(bin_dir), "--timeout-multiplier", "0.005"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    [result_file] = (tmp_path / "jobs" / "silent").glob("*/result.json")
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "scored" and result["stop_reason"] == "timeout"
+    assert result["reward"] == 0.0 and result["buzz"]["completion_message_id"] is None
+    assert result["accounting"] == "unavailable" and result["tokens"] is None
+    config = json.loads((result_file.parent / "config.json").read_text())
+    assert config["timeouts"]["agent_seconds"] == 1.5
+
+
+GREEDY_ACP = """\
+import json, os, signal, sys
+log = open(os.environ["BUZZ_ACP_EVENT_LOG"], "a")
+def write(record):
+    log.write(json.dumps(record) + "\\n")
+    log.flush()
+write({"event": "subscribed", "channel_id": os.environ["BUZZ_ACP_CHANNELS"]})
+write({"event": "turn_started", "turn_id": "t1", "session_id": "s1", "event_ids": []})
+write({"event": "usage", "turn_id": "t1", "session_id": "s1", "input_tokens": 500,
+       "output_tokens": 50, "cached_input_tokens": 100})
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    signal.pause()
+"""
+
+
+def test_agent_budget_stops_the_wait_and_still_scores(
+    relay_url: str, embedded_pg, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "budget.yaml"
+    text = (PROJECT_ROOT / "manifests" / "buzz-native-solo-oracle.yaml").read_text()
+    text = text.replace("condition: buzz-native-solo-oracle", "condition: budget-test")
+    text = text.replace(
+        "    include_platform_prompt: true\n",
+        "    include_platform_prompt: true\n    budget:\n      max_output_tokens: 10\n",
+    )
+    manifest.write_text(text)
+    bin_dir = fake_agent_tree(tmp_path / "bin", GREEDY_ACP)
+    args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "budget")
+    run = subprocess.run(
+        orchestra(
+            *args,
+            "--buzz-bin-dir",
+            str(bin_dir),
+            "--manifest",
+            str(manifest),
+            "--artifact-root",
+            str(PROJECT_ROOT),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    [result_file] = (tmp_path / "jobs" / "budget").glob("*/result.json")
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "scored" and result["stop_reason"] == "agent_budget"
+    assert result["budget_exceeded"] == {
+        "scope": "agent",
+        "agent_id": "solo-1",
+        "limit": "max_output_tokens",
+        "max": 10,
+        "value": 50,
+    }
+    assert result["tokens"]["input"] == 500 and result["tokens"]["cached_input"] == 100
+    assert result["accounting"] == "event_log"

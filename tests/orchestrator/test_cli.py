@@ -1,0 +1,135 @@
+"""The command line: dry run, validation errors and exit codes (orchestrator.md §2.2-§2.4)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from orchestra.cli.main import app
+from orchestra.paths import PROJECT_ROOT
+
+
+@pytest.fixture(autouse=True)
+def repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(PROJECT_ROOT)
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_default_dry_run_plans_two_jobs_and_writes_nothing(tmp_path: Path) -> None:
+    code, out, _ = invoke(
+        "benchmark", "--dry-run", "--jobs-dir", str(tmp_path / "jobs"), "--job-name", "plan"
+    )
+    assert code == 0
+    assert "Job 1/2  plan-regression  layer=regression  k=1  6 tasks × 1 = 6 trials" in out
+    assert "Job 2/2  plan-workflow  layer=workflow  k=3  4 tasks × 3 = 12 trials" in out
+    assert "ORACLE condition" in out
+    assert "Stack      embedded" in out and "Env        local" in out
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_layer_and_attempts_give_one_job() -> None:
+    code, out, _ = invoke("benchmark", "--dry-run", "--layer", "workflow", "-k", "2")
+    assert code == 0 and "4 tasks × 2 = 8 trials" in out and "Job 2/" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--path", "/does/not/exist"], "error: /does/not/exist: does not exist"),
+        (["-x", "*"], "error: no tasks selected"),
+        (["--dataset", "org/name@1"], "registry datasets are not supported"),
+        (["--stack", "embedded", "--env", "docker"], "--stack embedded requires --env local"),
+        (["--stack", "external"], "--stack external requires --relay-url"),
+        (
+            ["--manifest", "manifests/buzz-native-solo-luna.yaml"],
+            'endpoint "gpt-5.6-luna" is not in endpoints/oracle.json '
+            "(try --endpoint-config endpoints/openai-live.json)",
+        ),
+        (["--job-name", "bad name"], "must match"),
+    ],
+)
+def test_validation_errors_exit_1(args: list[str], message: str) -> None:
+    code, out, err = invoke("benchmark", "--dry-run", *args)
+    assert code == 1
+    assert message in err
+    assert "Traceback" not in out + err
+
+
+def test_missing_api_key_is_a_preflight_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("OPENAI_COMPAT_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, _, err = invoke(
+        "benchmark",
+        "--manifest",
+        "manifests/buzz-native-solo-luna.yaml",
+        "--endpoint-config",
+        "endpoints/openai-live.json",
+        "--state-dir",
+        str(tmp_path / "s"),
+        "--jobs-dir",
+        str(tmp_path / "j"),
+    )
+    assert code == 2
+    assert "error: OPENAI_COMPAT_API_KEY is not set (endpoint gpt-5.6-luna)" in err
+    assert not (tmp_path / "j").exists()
+
+
+def test_jobs_dir_with_shell_metacharacters_is_refused(tmp_path: Path) -> None:
+    code, _, err = invoke(
+        "benchmark", "--jobs-dir", str(tmp_path / "my jobs"), "--state-dir", str(tmp_path / "s")
+    )
+    assert code == 2 and "shell metacharacters" in err
+
+
+def test_summarize_rejects_a_non_job_directory(tmp_path: Path) -> None:
+    code, _, err = invoke("summarize", str(tmp_path))
+    assert code == 1 and "not a job directory" in err
+
+
+def test_stack_status_without_state(tmp_path: Path) -> None:
+    code, _, err = invoke("stack", "status", "--state-dir", str(tmp_path / "none"))
+    assert code == 1 and "missing" in err
+
+
+@pytest.mark.parametrize(
+    "args", [["benchmark", "--relay-port", "0"], ["benchmark", "--layer", "x"], ["bogus"], []]
+)
+def test_usage_errors_exit_1_without_traceback(args: list[str]) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 1
+    assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_unreachable_external_relay_is_a_stack_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, free_port: int
+) -> None:
+    monkeypatch.setattr("orchestra.stack.readiness.READINESS_TIMEOUT_SECONDS", 0.5)
+    code, _, err = invoke(
+        "benchmark",
+        "--stack",
+        "external",
+        "--relay-url",
+        f"ws://127.0.0.1:{free_port}",
+        "--state-dir",
+        str(tmp_path / "s"),
+        "--jobs-dir",
+        str(tmp_path / "j"),
+        "-p",
+        "tasks/buzz-native/user-mention",
+    )
+    assert code == 2
+    assert f"error: relay at http://127.0.0.1:{free_port} not ready after 0.5 s" in err
+    assert not list((tmp_path / "j").glob("*/*/result.json"))
