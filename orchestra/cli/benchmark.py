@@ -86,6 +86,7 @@ class BenchmarkOptions:
     fresh: bool
     keep_errors: bool
     quiet: bool
+    report: bool = False
 
 
 def _config_errors(error: ConfigError) -> None:
@@ -144,6 +145,7 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         n_concurrent=opts.n_concurrent,
         keep_errors=opts.keep_errors,
         quiet=opts.quiet,
+        report=opts.report,
     )
 
 
@@ -283,6 +285,7 @@ def _run_plan(
     n_concurrent: int,
     keep_errors: bool,
     quiet: bool,
+    report: bool = False,
 ) -> int:
     try:
         _check_resumable(jobs, condition, modes.env, jobs_dir)
@@ -349,6 +352,8 @@ def _run_plan(
         error_lines(str(error))
         return EXIT_USAGE
     _print_summary(console, outcomes)
+    if report:
+        _write_reports(console, outcomes)
     return _exit_code(outcomes, interrupted, sum(job.n_trials for job in jobs))
 
 
@@ -360,6 +365,14 @@ def _print_summary(console: Console, outcomes: list[JobOutcome]) -> None:
     # a summary table is read, not glanced at: never squeeze it below its natural width
     wide = Console(width=max(console.width, SUMMARY_WIDTH), soft_wrap=True)
     render_summary(aggregate(records), wide)
+
+
+def _write_reports(console: Console, outcomes: list[JobOutcome]) -> None:
+    from orchestra.cli.report_commands import write_reports
+
+    for outcome in outcomes:
+        files = write_reports([outcome.path], outcome.path)
+        console.print(f"reports: {files.report_json}, {files.junit_xml}, {files.report_html}")
 
 
 def _exit_code(outcomes: list[JobOutcome], interrupted: bool, planned: int) -> int:

@@ -93,6 +93,12 @@ def benchmark(
     fresh: Annotated[bool, typer.Option("--fresh")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report", help="Write report.json, junit.xml and report.html into each job directory."
+        ),
+    ] = False,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline)."""
     if timeout_multiplier <= 0:
@@ -123,6 +129,7 @@ def benchmark(
         fresh=fresh,
         keep_errors=keep_errors,
         quiet=quiet,
+        report=report,
     )
     raise typer.Exit(run_benchmark_command(options))
 
