@@ -102,8 +102,11 @@ async def _migrate(url: str) -> int:
 
 
 def main() -> None:
-    args = _parser().parse_args()
-    command = args.command or "serve"
+    argv = sys.argv[1:]
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["serve", *argv]  # plain `buzz-relay [flags]` means `serve`
+    args = _parser().parse_args(argv)
+    command = args.command
     try:
         config = load_config(
             bind=getattr(args, "bind", None),

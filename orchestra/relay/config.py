@@ -78,14 +78,17 @@ def parse_public_urls(value: str | None) -> tuple[str, ...] | None:
     return tuple(url.strip() for url in value.split(",") if url.strip())
 
 
-def _int_env(env: Mapping[str, str], name: str, default: int) -> int:
+def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
     text = env.get(name)
     if text is None or text == "":
         return default
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise ConfigError(f"{name}: expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name}: must be at least {minimum}, got {text!r}")
+    return value
 
 
 def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
@@ -129,7 +132,7 @@ def load_config(
         max_message_bytes=_int_env(env, "BUZZ_RELAY_MAX_MESSAGE_BYTES", 262_144),
         max_event_bytes=_int_env(env, "BUZZ_RELAY_MAX_EVENT_BYTES", 131_072),
         max_subscriptions=_int_env(env, "BUZZ_RELAY_MAX_SUBSCRIPTIONS", 1024),
-        max_limit=_int_env(env, "BUZZ_RELAY_MAX_LIMIT", 500),
+        max_limit=_int_env(env, "BUZZ_RELAY_MAX_LIMIT", 500, minimum=0),
     )
     return RelayConfig(
         host=host,

@@ -130,11 +130,7 @@ class Connection:
             async for message in self.websocket:
                 if self._closing:
                     break
-                try:
-                    await self.handle_frame(message)
-                except Exception:
-                    log.exception("unexpected error while handling a frame")
-                    self.notice(INTERNAL_ERROR)
+                await self.handle_frame(message)
         except ConnectionClosed:
             pass
         finally:
@@ -165,6 +161,13 @@ class Connection:
         if not isinstance(frame, list) or not frame or not isinstance(frame[0], str):
             self.notice("invalid: message must be a JSON array starting with a string")
             return
+        try:
+            await self._dispatch(frame)
+        except Exception:
+            log.exception("unexpected error while handling a %s frame", frame[0][:16])
+            self._internal_error(frame)
+
+    async def _dispatch(self, frame: list[Any]) -> None:
         kind = frame[0]
         if kind == "EVENT":
             self.on_event(frame)
@@ -176,6 +179,17 @@ class Connection:
             self.on_auth(frame)
         else:
             self.notice(f"invalid: unknown message type: {kind}")
+
+    def _internal_error(self, frame: list[Any]) -> None:
+        """Answer an unexpected failure in the form the message expects (§14)."""
+        target = frame[1] if len(frame) >= 2 else None
+        if frame[0] in ("EVENT", "AUTH") and _readable_id(target) is not None:
+            self.ok(_readable_id(target), False, INTERNAL_ERROR)  # type: ignore[arg-type]
+        elif frame[0] == "REQ" and isinstance(target, str):
+            self._unsubscribe(target)
+            self.closed(target, INTERNAL_ERROR)
+        else:
+            self.notice(INTERNAL_ERROR)
 
     def on_event(self, frame: list[Any]) -> None:
         obj = frame[1] if len(frame) >= 2 else None

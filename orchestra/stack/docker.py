@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+import asyncpg
+
 from orchestra.jobs.jsonio import write_text_atomic
 from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
 from orchestra.stack.images import ImageBuilder, ImageError
@@ -238,7 +240,7 @@ class DockerStack:
         except ImageError as error:
             raise StackError(f"relay image: {error}") from None
         write_compose_env(self.state.paths, compose_env_values(self.state, relay_image))
-        if self.fresh:
+        if self.fresh or await self._volume_rejects_password():
             await self._down(volumes=True)
         result = await self._up()
         if result.returncode != 0 and _PASSWORD_REJECTED in self.compose.logs_tail("postgres"):
@@ -259,6 +261,23 @@ class DockerStack:
         except Exception as error:
             raise StackError(f"database check failed: {type(error).__name__}") from None
         return info
+
+    async def _volume_rejects_password(self) -> bool:
+        """Start PostgreSQL alone and log in: a volume initialised by another clone's state dir
+        rejects this password. Checked first because the relay only gives up after a minute
+        of retries; the log check after `up` stays as the fallback the spec describes."""
+        started = await self.compose.run(
+            "up", "-d", "--wait", "postgres", timeout_seconds=UP_TIMEOUT_SECONDS
+        )
+        if started.returncode != 0:
+            return False  # the full bring-up reports the failure
+        try:
+            await probe_database(database_url(self.state))
+        except asyncpg.InvalidPasswordError:
+            return True
+        except Exception:
+            return False
+        return False
 
     async def _up(self) -> CommandResult:
         return await self.compose.run("up", "-d", "--wait", timeout_seconds=UP_TIMEOUT_SECONDS)

@@ -132,9 +132,8 @@ class ImageBuilder:
         tag = f"{RELAY_REPOSITORY}:{wheelhouse.short_digest}"
         async with self._lock(tag):
             if not await asyncio.to_thread(self._exists, tag):
-                await asyncio.to_thread(
-                    self.build_with_wheelhouse, dockerfile, wheelhouse, tag, {}
-                )
+                await asyncio.to_thread(self.build_with_wheelhouse, dockerfile, wheelhouse, tag, {})
+                await asyncio.to_thread(self._prune_superseded, tag)
         return tag
 
     async def task_image(self, task: Task) -> str:
@@ -168,6 +167,7 @@ class ImageBuilder:
                     {"BASE_IMAGE": task_tag},
                     f"task {task.name}: agent layer",
                 )
+                await asyncio.to_thread(self._prune_superseded, tag)
         return tag
 
     async def interpreter(self, image: str, *, what: str) -> Interpreter:
@@ -218,23 +218,42 @@ class ImageBuilder:
                     f"({_explain(error)}); {NO_REGISTRY_HINT}"
                 ) from None
         try:
-            output = self.client.containers.run(
-                image,
-                entrypoint=["python3", "-c", INTERPRETER_PROBE],
-                command=[],
-                network_disabled=True,
-                remove=True,
-                stdout=True,
-                stderr=True,
-            )
-        except (docker.errors.ContainerError, docker.errors.APIError) as error:
+            status, output = self._run_once(image, ["python3", "-c", INTERPRETER_PROBE])
+        except (docker.errors.APIError, OSError) as error:  # OSError: requests' timeouts
+            status, output = None, _explain(error)
+        if status != 0:
             raise ImageError(
-                f"{what}: image {image} has no usable python3 ({_explain(error)})"
+                f"{what}: image {image} has no usable python3 ({output.strip()[-300:]})"
             ) from None
         try:
-            return Interpreter.from_probe(output.decode("utf-8", "replace"))
+            return Interpreter.from_probe(output)
         except WheelhouseError as error:
             raise ImageError(f"{what}: {error}") from None
+
+    def _prune_superseded(self, tag: str) -> None:
+        """Untag older builds of the same repository (every code change makes a new relay
+        image and agent layers). Without force: an image a container still uses is kept."""
+        repository = tag.rpartition(":")[0]
+        for image in self.client.images.list(name=repository):
+            for old in image.tags:
+                if old.rpartition(":")[0] == repository and old != tag:
+                    try:
+                        self.client.images.remove(old)
+                    except docker.errors.APIError:
+                        pass
+
+    def _run_once(self, image: str, command: list[str]) -> tuple[int, str]:
+        """(exit status, output) of `command` run offline in a throwaway container, which is
+        always removed (`containers.run(remove=True)` leaks it when the command cannot start)."""
+        container = self.client.containers.create(
+            image, entrypoint=command, command=[], network_disabled=True
+        )
+        try:
+            container.start()
+            status = int(container.wait(timeout=PROBE_TIMEOUT_SECONDS).get("StatusCode", -1))
+            return status, container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        finally:
+            container.remove(force=True)
 
     def build_with_wheelhouse(
         self,

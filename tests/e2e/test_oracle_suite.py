@@ -1,0 +1,62 @@
+"""The whole buzz-native suite under the oracle condition, as `just benchmark -k 1` runs it: the
+installed `orchestra` script on the embedded stack (its own PostgreSQL and relay), the real agent
+tree replaying each reference solution, and the real verifiers. Every task must score 1.0."""
+
+import re
+from pathlib import Path
+
+import pytest
+from e2e_jobs import JobRun, copy_dataset, dataset_task_names
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TASK_ROW = re.compile(
+    r"^(?P<layer>regression|workflow)\s+(?P<task>buzz-native/\S+)\s+(?P<trials>\d+)\s+"
+    r"(?P<scored>\d+)\s+(?P<errors>\d+)\s+(?P<cancelled>\d+)\s+(?P<pass_rate>\d+\.\d\d)\s+"
+    r"(?P<pass_at_k>\d+\.\d\d \(k=\d+\))\s+(?P<failing>\S+)",
+    re.MULTILINE,
+)
+CONDITION_ROW = re.compile(
+    r"^all\s+\(condition\)\s+(?P<trials>\d+)\s+(?P<scored>\d+)\s+(?P<errors>\d+)\s+"
+    r"(?P<cancelled>\d+)\s+(?P<pass_rate>\d+\.\d\d)\s",
+    re.MULTILINE,
+)
+
+
+@pytest.fixture(scope="module")
+def oracle_job(run_job, scratch: Path, embedded_stack_args: list[str]) -> JobRun:
+    tasks = copy_dataset(scratch / "tasks" / "buzz-native")
+    return run_job(tasks, "oracle-suite", *embedded_stack_args)
+
+
+def test_every_task_scores_one_in_its_trial_result(oracle_job: JobRun, record_property) -> None:
+    record_property("job_wall_seconds", round(oracle_job.wall_seconds, 1))
+    assert oracle_job.returncode == 0, oracle_job.output
+    outcomes = {name: (r["status"], r["reward"]) for name, r in oracle_job.results.items()}
+    assert outcomes == {name: ("scored", 1.0) for name in dataset_task_names()}, oracle_job.output
+    failing = {
+        name: sorted(metric for metric, value in r["rewards"].items() if value != 1.0)
+        for name, r in oracle_job.results.items()
+    }
+    assert failing == {name: [] for name in dataset_task_names()}
+    for name, result in oracle_job.results.items():
+        assert result["buzz"]["evidence_exported"] is True, name
+        assert result["accounting"] == "event_log", name
+
+
+def test_printed_summary_reports_every_task_passing(oracle_job: JobRun) -> None:
+    assert "oracle condition" in oracle_job.stdout, oracle_job.output
+    rows = {m["task"]: m.groupdict() for m in TASK_ROW.finditer(oracle_job.stdout)}
+    assert sorted(rows) == [f"buzz-native/{name}" for name in dataset_task_names()], (
+        oracle_job.stdout
+    )
+    for task, row in rows.items():
+        layer = oracle_job.results[task.removeprefix("buzz-native/")]["layer"]
+        assert row == {
+            "layer": layer, "task": task, "trials": "1", "scored": "1", "errors": "0",
+            "cancelled": "0", "pass_rate": "1.00", "pass_at_k": "1.00 (k=1)", "failing": "-",
+        }  # fmt: skip
+    (condition,) = [m.groupdict() for m in CONDITION_ROW.finditer(oracle_job.stdout)]
+    assert condition == {
+        "trials": "10", "scored": "10", "errors": "0", "cancelled": "0", "pass_rate": "1.00"
+    }  # fmt: skip
