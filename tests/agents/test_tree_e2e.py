@@ -344,15 +344,6 @@ async def test_sigterm_during_a_shell_command_leaves_no_process_alive(
     assert_clean_shutdown(await sigterm_during_shell(stages["sigterm"], "sleep 300"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="buzz-agent answers session/cancel as soon as its own task is cancelled, before "
-    "buzz-dev-mcp has finished TERM-2s-KILL of the shell's process group; buzz-acp then closes "
-    "the agent's stdin, the agent closes the MCP client, and buzz-dev-mcp exits (its event loop "
-    "shutdown cancels the shielded _kill_group) without sending the KILL, logging 'Exception "
-    "ignored ... RuntimeError: Event loop is closed'. A group member that ignores SIGTERM "
-    "survives, reparented away from the tree, so buzz-acp's end_tree cannot find it either",
-)
 async def test_sigterm_also_ends_a_child_that_ignores_sigterm(
     stages: dict[str, Stage],
 ) -> None:

@@ -6,14 +6,14 @@ buzz-acp -> buzz-agent -> buzz-dev-mcp -> bash, on a real relay, with `FakeLLM` 
 * `start_tree(room, llm_env, base_dir, **env) -> Tree`: spawns the `buzz-acp` console script
   with the real `buzz-agent` and `buzz-dev-mcp`; `HOME`, `TMPDIR` and the working directory
   all live in `base_dir`.
-* `Tree`: follows the JSON-lines event log (`events`, `named`, `wait_for`), lists the live
+* `Tree`: follows the JSON-lines event log (`events`, `wait_for`, `wait_for_event`), lists the live
   process tree (`process_ids`), stops it with SIGTERM (`stop`) or kills what is left (`kill`).
 * `fifo_read`, `fifo_write`: FIFO hand-shakes with shell commands, with a time limit.
 * Reading a prompt the way a model would: `prompt_text(request)`, `reply_command(prompt)`.
 * `read_jsonl`, `pid_alive`, `command_lines`, `parent_pid`.
 
-The scheduling helpers mirror the private ones of test_acp_bridge.py / test_oracle_e2e.py,
-which are left untouched.
+`Room`, `Tree` and `pid_alive` generalise private helpers of test_acp_bridge.py and
+test_oracle_e2e.py (left untouched; they could import these instead).
 """
 
 from __future__ import annotations
@@ -122,9 +122,6 @@ class Tree:
 
     def events(self) -> Records:
         return read_jsonl(self.events_path)
-
-    def named(self, name: str) -> Records:
-        return [record for record in self.events() if record["event"] == name]
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""

@@ -14,6 +14,7 @@ from orchestra.agents.acp.channels import Channels
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.eventlog import EventLog, PromptLog
 from orchestra.agents.acp.pool import AgentInitError, AgentPool
+from orchestra.agents.acp.proctree import become_subreaper
 from orchestra.agents.acp.prompt import (
     TurnInput,
     compose_system_prompt,
@@ -266,6 +267,7 @@ class Bridge:
     # --- life cycle --------------------------------------------------------------------------
 
     async def run(self) -> int:
+        become_subreaper()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown.set)

@@ -9,9 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants re-parent to this process instead of init.
+
+    A shell child whose parent died first (e.g. a background job that ignores SIGTERM) is
+    otherwise unreachable through /proc parent links, and would outlive the tree.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def descendants(root_pid: int) -> list[int]:
@@ -58,6 +74,25 @@ def alive(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
     return True
+
+
+async def _term_then_kill(pids: list[int], grace_s: float) -> None:
+    """TERM every pid's group, wait for them to exit (at most `grace_s`), KILL what is left."""
+    signal_tree(pids, signal.SIGTERM)
+    deadline = asyncio.get_running_loop().time() + grace_s
+    # These are not our children (or are orphans we do not await): poll their exit.
+    while any(alive(pid) for pid in pids) and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    leftovers = [pid for pid in pids if alive(pid)]
+    if leftovers:
+        signal_tree(leftovers, signal.SIGKILL)
+
+
+async def end_orphans(grace_s: float = 2.0) -> None:
+    """End whatever descendants of this process outlived their agent's tree (see become_subreaper)."""
+    pids = descendants(os.getpid())
+    if pids:
+        await _term_then_kill(pids, grace_s)
 
 
 async def end_tree(

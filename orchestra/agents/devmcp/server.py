@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Literal
 
 from mcp.server import MCPServer
@@ -14,7 +16,7 @@ from orchestra.agents.devmcp.files import (
     read_file,
     str_replace,
 )
-from orchestra.agents.devmcp.shell import DEFAULT_TIMEOUT_SECS, run_shell
+from orchestra.agents.devmcp.shell import DEFAULT_TIMEOUT_SECS, finish_pending_kills, run_shell
 from orchestra.agents.devmcp.workspace import Workspace
 
 SHELL_DESCRIPTION = (
@@ -56,8 +58,16 @@ def _text_result(text: str, is_error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
 
+@asynccontextmanager
+async def _lifespan(_server: MCPServer) -> AsyncIterator[None]:
+    try:
+        yield None
+    finally:
+        await finish_pending_kills()
+
+
 def build_server(workspace: Workspace) -> MCPServer:
-    server = MCPServer("buzz-dev-mcp")
+    server = MCPServer("buzz-dev-mcp", lifespan=_lifespan)
 
     @server.tool(
         description=SHELL_DESCRIPTION,

@@ -18,6 +18,9 @@ _KILL_GRACE_SECS = 2.0
 # After bash exits, a background child may still hold the pipe open; stop reading after this.
 _DRAIN_AFTER_EXIT_SECS = 1.0
 _READ_CHUNK = 65536
+# Group kills of cancelled calls still running; server shutdown waits for them (see
+# `finish_pending_kills`), otherwise closing the event loop would cut the KILL step short.
+_pending_kills: set[asyncio.Task[None]] = set()
 
 
 class ShellOutcome:
@@ -120,11 +123,20 @@ async def run_shell(command: str, timeout_secs: int | None, workspace: Workspace
         await _finish_pump(pump, deadline=min(deadline, time.monotonic() + _DRAIN_AFTER_EXIT_SECS))
     except asyncio.CancelledError:
         # The client cancelled the call: nothing of the command may survive it.
-        await asyncio.shield(_kill_group(process))
+        kill = asyncio.ensure_future(_kill_group(process))
+        _pending_kills.add(kill)
+        kill.add_done_callback(_pending_kills.discard)
         pump.cancel()
+        await asyncio.shield(kill)
         raise
     status = f"[exit code: {_exit_status(process.returncode or 0)}]"
     return ShellOutcome(_render(output, workspace, status), is_error=False)
+
+
+async def finish_pending_kills() -> None:
+    """Wait until every cancelled call's process group has been TERMed and, if needed, KILLed."""
+    while _pending_kills:
+        await asyncio.gather(*_pending_kills, return_exceptions=True)
 
 
 async def _finish_pump(pump: asyncio.Task[None], deadline: float) -> None:
