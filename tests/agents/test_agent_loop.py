@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError
-from conftest import RecordingClient, make_fifo, read_fifo, wait_for_exit
+from agent_support import RecordingClient, make_fifo, read_fifo, wait_for_exit
 from fake_llm import (
     DEFAULT_KEY,
     Reply,
@@ -322,7 +322,7 @@ async def test_initialize_advertises_buzz_capabilities(fake_llm, start_agent) ->
 
 
 async def test_configuration_error_exits_before_initialize(tmp_path: Path) -> None:
-    from conftest import BUZZ_AGENT, agent_environment
+    from agent_support import BUZZ_AGENT, agent_environment
 
     for env, message in [
         ({"BUZZ_AGENT_PROVIDER": "databricks"}, "unsupported provider 'databricks'"),

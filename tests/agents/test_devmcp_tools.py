@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_fifo, read_fifo, wait_for_exit
+from agent_support import make_fifo, read_fifo, wait_for_exit
 from mcp import Client, StdioServerParameters
 
 BUZZ_DEV_MCP = str(Path(sys.executable).parent / "buzz-dev-mcp")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import make_fifo, wait_for_exit
+from agent_support import make_fifo, wait_for_exit
 from fake_llm import FakeLLM, RecordedRequest, Reply, chat_text, chat_tool_calls, chat_usage
 from tree_support import (
     Records,

@@ -2,7 +2,7 @@
 
 * `scratch` (module): a private directory for jobs, state and task copies, outside pytest's
   temp tree.
-* `run_job` (module): `run_job(path, job_name, *stack_args) -> JobRun` runs one real
+* `run_job` (module): `run_job(path, job_name, *stack_args) -> JobRun` runs one real local-env
   `orchestra benchmark` job in `scratch` (see `e2e_jobs.run_orchestra_job`).
 * `embedded_stack_args` (module): `--stack embedded` options with a free `--relay-port`.
 """

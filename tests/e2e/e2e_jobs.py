@@ -65,9 +65,10 @@ def free_port() -> int:
 
 
 def run_orchestra_job(scratch: Path, path: Path, job_name: str, *stack_args: str) -> JobRun:
-    """The installed `orchestra` script (what `just benchmark` runs), oracle condition, `-k 1`."""
+    """The installed `orchestra` script (what `just benchmark` runs), oracle condition, `-k 1`,
+    local env: pinned, because `auto` picks the docker env where a Docker engine answers."""
     args = [
-        str(ORCHESTRA), "benchmark", "--path", str(path), "-k", "1",
+        str(ORCHESTRA), "benchmark", "--path", str(path), "-k", "1", "--env", "local",
         "-n", str(N_CONCURRENT), "--jobs-dir", str(scratch / "jobs"),
         "--state-dir", str(scratch / "state" / job_name), "--job-name", job_name,
         *stack_args,
