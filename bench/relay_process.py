@@ -4,6 +4,7 @@ import asyncio
 import os
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,10 +21,15 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def running_relay(data_dir: Path) -> AsyncIterator[str]:
+async def running_relay(
+    data_dir: Path, timings: dict[str, float] | None = None
+) -> AsyncIterator[str]:
+    """Yield the ws:// URL of a relay on `data_dir/db`; `timings["ready_seconds"]` gets the time
+    from process start to the first 200 from /_readiness."""
     port = free_port()
     relay_bin = Path(sys.executable).with_name("buzz-relay")
-    log = (data_dir / "relay.log").open("wb")
+    log = (data_dir / "relay.log").open("ab")
+    started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
         *[
             str(relay_bin),
@@ -54,9 +60,10 @@ async def running_relay(data_dir: Path) -> AsyncIterator[str]:
                     pass
                 if asyncio.get_running_loop().time() > deadline:
                     raise RuntimeError("buzz-relay did not become ready within 60 s")
-                await asyncio.sleep(
-                    0.05
-                )  # polling interval of a readiness probe, not a synchronisation
+                # The polling interval of a readiness probe, not a synchronisation.
+                await asyncio.sleep(0.05)
+        if timings is not None:
+            timings["ready_seconds"] = time.perf_counter() - started
         yield f"ws://127.0.0.1:{port}"
     finally:
         if process.returncode is None:

@@ -136,14 +136,12 @@ def _stop(process: subprocess.Popen) -> int:
     return process.wait(20)
 
 
-def test_serve_embedded_db_ready_fast_and_stops_postgres(tmp_path, pg_dir):
+def test_serve_embedded_db_becomes_ready_and_stops_postgres(tmp_path, pg_dir):
+    # How fast it gets ready is measured by bench/relay_load.py (docs/performance.md).
     data_dir = pg_dir / "fresh"
     port = free_port()
-    process, fresh_seconds = _serve_embedded(data_dir, port, tmp_path / "first.log")
+    process, _ = _serve_embedded(data_dir, port, tmp_path / "first.log")
     assert _stop(process) == 0
     assert not (data_dir / "postmaster.pid").exists(), "embedded PostgreSQL must stop on exit"
-    process, warm_seconds = _serve_embedded(data_dir, port, tmp_path / "second.log")
+    process, _ = _serve_embedded(data_dir, port, tmp_path / "second.log")
     assert _stop(process) == 0
-    print(f"embedded-db readiness: fresh {fresh_seconds:.2f} s, existing {warm_seconds:.2f} s")
-    assert fresh_seconds < 10, fresh_seconds
-    assert warm_seconds < 5, warm_seconds
