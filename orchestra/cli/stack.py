@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from orchestra.cli.errors import EXIT_PREFLIGHT, fail
-from orchestra.paths import DEFAULT_STATE_DIR
+from orchestra.paths import DEFAULT_STATE_DIR, StatePaths
+from orchestra.stack.docker import DockerStack, docker_stack_services, stop_docker_stack
 from orchestra.stack.embedded import (
     DEFAULT_RELAY_PORT,
     EmbeddedStack,
@@ -18,7 +19,13 @@ from orchestra.stack.embedded import (
     stop_embedded,
 )
 from orchestra.stack.readiness import StackError, probe_relay
-from orchestra.stack.select import ModeError, choose_modes, running_stack
+from orchestra.stack.select import (
+    ModeError,
+    choose_modes,
+    compose_project,
+    docker_available,
+    running_stack,
+)
 from orchestra.stack.state import StateError, load_state
 
 stack_app = typer.Typer(help="Bring the benchmark stack up, down, or show its status.")
@@ -56,6 +63,7 @@ def stack_up(
             relay_url=relay_url,
             database_url=database_url,
             keep_running=True,
+            fresh=fresh,
         ) as info:
             typer.echo(f"stack {info.mode} ready: relay {info.relay_ws_url}")
 
@@ -70,14 +78,34 @@ def stack_down(
     volumes: Annotated[bool, typer.Option("--volumes")] = False,
     state_dir: StateDir = DEFAULT_STATE_DIR,
 ) -> None:
-    """Stop a running embedded stack (relay, then PostgreSQL). Data is kept unless --volumes."""
+    """Stop the stack of this state dir: the embedded relay and PostgreSQL, and the Docker
+    compose project when one was brought up from here. Data is kept unless --volumes."""
     try:
         state = load_state(state_dir, create=False)
     except StateError:
         typer.echo("no stack state here; nothing to stop")
         return
     done = asyncio.run(stop_embedded(state, remove_data=volumes))
-    typer.echo("\n".join(done) if done else "no embedded stack was running")
+    if _docker_stack_configured(state.paths):
+        try:
+            done += asyncio.run(
+                stop_docker_stack(state.paths, volumes=volumes, project=compose_project())
+            )
+        except StackError as error:
+            fail(str(error), EXIT_PREFLIGHT)
+    typer.echo("\n".join(done) if done else "no stack was running")
+
+
+def _docker_stack_configured(paths: StatePaths) -> bool:
+    """A docker stack was brought up from this state dir (it wrote `.env`) and Docker answers."""
+    return paths.compose_env.exists() and docker_available()
+
+
+def _docker_services(paths: StatePaths) -> dict[str, str]:
+    try:
+        return asyncio.run(docker_stack_services(paths, project=compose_project()))
+    except StackError:
+        return {}
 
 
 @stack_app.command("status")
@@ -90,13 +118,20 @@ def stack_status(
         state = load_state(state_dir, create=False)
     except StateError as error:
         fail(str(error))
-    stack = EmbeddedStack(state, relay_port)
-    ready = asyncio.run(probe_relay(stack.http_url))
-    ws_url, agent_url = relay_urls(relay_port)
     pid = running_relay_pid(state.paths)
-    typer.echo(f"mode: embedded ({f'relay pid {pid}' if pid else 'not running'})")
+    if pid is None and _docker_stack_configured(state.paths):
+        info = DockerStack(state, project=compose_project()).info
+        services = _docker_services(state.paths)
+        listed = ", ".join(f"{name} {status}" for name, status in sorted(services.items()))
+        typer.echo(f"mode: docker (compose project {compose_project()}: {listed or 'not running'})")
+        ws_url, agent_url, http_url = info.relay_ws_url, info.agent_relay_url, info.relay_http_url
+    else:
+        typer.echo(f"mode: embedded ({f'relay pid {pid}' if pid else 'not running'})")
+        ws_url, agent_url = relay_urls(relay_port)
+        http_url = EmbeddedStack(state, relay_port).http_url
+    ready = asyncio.run(probe_relay(http_url))
     typer.echo(f"relay: {ws_url} (agents: {agent_url})")
-    typer.echo(f"readiness: {stack.http_url}/_readiness -> {'ready' if ready else 'not ready'}")
+    typer.echo(f"readiness: {http_url}/_readiness -> {'ready' if ready else 'not ready'}")
     typer.echo(f"state dir: {state.paths.root}")
     typer.echo(f"user pubkey: {state.user.pubkey}")
     typer.echo(f"user npub: {state.user.npub}")

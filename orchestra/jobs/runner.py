@@ -17,11 +17,13 @@ from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResult
 from orchestra.paths import JobPaths, TrialPaths
 from orchestra.report.progress import Progress
+from orchestra.stack.images import agent_layers
 from orchestra.stack.info import StackInfo, scripts_dir
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
 from orchestra.trial.clients import ClientPool
 from orchestra.trial.context import JobContext, OracleHost, RunOptions
+from orchestra.trial.docker_environment import DockerEnvironment
 from orchestra.trial.environment import TrialEnvironment
 from orchestra.trial.lifecycle import Trial
 from orchestra.trial.local_env import LocalEnvironment
@@ -71,13 +73,29 @@ class JobOutcome:
         return sum(1 for r in self.results if r["status"] == status)
 
 
-def environment_factory(settings: Settings) -> Callable[[TrialPaths, Task], TrialEnvironment]:
-    """How each trial of the job gets its environment (§5.8); the one place env kinds plug in."""
-    if settings.environment != "local":
-        raise ValueError(f"the {settings.environment} env is not available in this build")
+async def environment_factory(
+    settings: Settings, planned: PlannedJob
+) -> Callable[[TrialPaths, Task, str], TrialEnvironment]:
+    """How each trial of the job gets its environment (§5.8); the one place env kinds plug in.
+
+    docker env: every selected task's agent layer is built (or found by its digest tag) here,
+    before any trial; a failed build is a preflight failure (exit 2) naming the task.
+    """
     bin_dir = settings.options.buzz_bin_dir
-    return lambda paths, task: LocalEnvironment(
-        paths, task.fixture, bin_dir or scripts_dir(), bin_dir
+    if settings.environment == "local":
+        return lambda paths, task, _trial_id: LocalEnvironment(
+            paths, task.fixture, bin_dir or scripts_dir(), bin_dir
+        )
+    images = await agent_layers(settings.state.paths, planned.tasks)
+    overrides = settings.condition.manifest.environment
+    return lambda paths, task, trial_id: DockerEnvironment(
+        paths,
+        task.fixture,
+        image=images[task.name],
+        job_name=planned.name,
+        trial_id=trial_id,
+        overrides=overrides,
+        buzz_bin_dir=bin_dir,
     )
 
 
@@ -115,6 +133,7 @@ def job_config(planned: PlannedJob, settings: Settings) -> dict[str, Any]:
 async def run_job(
     planned: PlannedJob, settings: Settings, progress: Progress, interrupt: Interrupt
 ) -> JobOutcome:
+    make_environment = await environment_factory(settings, planned)
     paths = JobPaths.of(settings.jobs_dir, planned.name)
     slots = [(attempt, task.name) for attempt, task in planned.slots()]
     config, inventory, _ = open_job(
@@ -144,7 +163,7 @@ async def run_job(
         stable_clients=stable_clients,
         registry=registry,
         oracle=settings.oracle,
-        make_environment=environment_factory(settings),
+        make_environment=make_environment,
         log=lambda line: _append(paths.job_log, line),
         on_trial_update=on_update,
     )

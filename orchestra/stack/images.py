@@ -13,7 +13,7 @@ import re
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -23,6 +23,7 @@ import docker.errors
 
 from orchestra.config.task import Task, task_digest
 from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
+from orchestra.stack.readiness import StackError
 from orchestra.stack.wheelhouse import (
     INTERPRETER_PROBE,
     Interpreter,
@@ -318,3 +319,22 @@ def _build_failure(what: str, reason: str, log: list[str]) -> str:
         hint = f"; {NO_REGISTRY_HINT}"
     tail = "\n".join(line for line in log[-_LOG_TAIL_LINES:] if line.strip())
     return f"{what}: build failed: {reason}{hint}" + (f"\n{tail}" if tail else "")
+
+
+async def agent_layers(state: StatePaths, tasks: Sequence[Task]) -> dict[str, str]:
+    """Task name → agent-layer tag for every task of a job, each built when its tag is missing
+    (§5.9), one after the other with one builder (one wheelhouse fill). A failure is a
+    `StackError` (preflight, exit 2) naming the task."""
+    layers: dict[str, str] = {}
+    builder: ImageBuilder | None = None
+    for task in tasks:
+        try:
+            builder = builder or ImageBuilder(state)
+            layers[task.name] = await builder.agent_layer(task)
+        except ImageError as error:
+            message = str(error)
+            prefix = f"task {task.name}"
+            raise StackError(
+                message if message.startswith(prefix) else f"{prefix}: {message}"
+            ) from None
+    return layers

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from orchestra.stack.docker import COMPOSE_PROJECT, DockerStack, compose_command
 from orchestra.stack.embedded import EmbeddedStack
 from orchestra.stack.info import StackInfo, docker_reachable_url
 from orchestra.stack.readiness import StackError, probe_database, wait_until_ready
 from orchestra.stack.registry import apply_schema
 from orchestra.stack.state import BenchmarkState
 
-#: The docker stack and docker env are specified (§5.3, §5.8) but not built yet; until they
-#: are, `auto` never picks them and asking for them explicitly is a preflight error.
-DOCKER_SUPPORTED = False
+#: `docker compose --project-name`; overridable so tests never touch a developer's stack volume.
+COMPOSE_PROJECT_VARIABLE = "ORCHESTRA_COMPOSE_PROJECT"
 
 
 class ModeError(Exception):
@@ -24,17 +25,18 @@ class ModeError(Exception):
 
 
 def docker_available() -> bool:
-    """A Docker engine answers and `docker compose version` works."""
+    """A Docker engine answers (`docker info`) and Docker Compose v2 works (§5.1)."""
     if shutil.which("docker") is None:
         return False
-    for command in (["docker", "info"], ["docker", "compose", "version"]):
-        try:
-            result = subprocess.run(command, capture_output=True, timeout=15, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        if result.returncode != 0:
-            return False
-    return True
+    try:
+        result = subprocess.run(["docker", "info"], capture_output=True, timeout=15, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0 and compose_command() is not None
+
+
+def compose_project() -> str:
+    return os.environ.get(COMPOSE_PROJECT_VARIABLE) or COMPOSE_PROJECT
 
 
 @dataclass(frozen=True)
@@ -50,21 +52,21 @@ def choose_modes(stack: str, env: str, relay_url: str | None) -> Modes:
         raise ModeError("--stack external requires --relay-url")
     if relay_url is not None and stack != "external":
         raise ModeError(f"--relay-url is only valid with --stack external (got --stack {stack})")
-    docker = DOCKER_SUPPORTED and (stack in ("auto", "docker") or env in ("auto", "docker"))
-    docker = docker and docker_available()
     if stack == "auto":
-        stack = "docker" if docker else "embedded"
+        # an explicit env has exactly one stack it works with; otherwise Docker decides (§5.1)
+        if env == "auto":
+            stack = "docker" if docker_available() else "embedded"
+        else:
+            stack = "docker" if env == "docker" else "embedded"
     if env == "auto":
-        env = "docker" if stack == "docker" or (stack == "external" and docker) else "local"
+        if stack == "external":
+            env = "docker" if docker_available() else "local"
+        else:
+            env = "docker" if stack == "docker" else "local"
     if stack == "embedded" and env != "local":
         raise ModeError("--stack embedded requires --env local")
     if stack == "docker" and env != "docker":
         raise ModeError("--stack docker requires --env docker")
-    if not DOCKER_SUPPORTED and "docker" in (stack, env):
-        raise ModeError(
-            "the docker stack and docker env are not available in this build; "
-            "use --stack embedded --env local (or --stack external)"
-        )
     return Modes(stack, env)
 
 
@@ -77,9 +79,17 @@ async def running_stack(
     relay_url: str | None = None,
     database_url: str | None = None,
     keep_running: bool = False,
+    fresh: bool = False,
 ) -> AsyncIterator[StackInfo]:
-    """Bring the stack up, wait for readiness, apply the registry schema; stop what was started
-    (unless `keep_running`, as `orchestra stack up` does)."""
+    """Bring the stack up, wait for readiness, apply the registry schema; stop an embedded stack
+    that was started (unless `keep_running`, as `orchestra stack up` does). The docker stack
+    is never stopped here (§5.3: `orchestra stack down` does); `fresh` recreates its volume."""
+    if modes.stack == "docker":
+        info = await DockerStack(state, fresh=fresh, project=compose_project()).start()
+        assert info.database_url is not None
+        await apply_schema(info.database_url)
+        yield info
+        return
     if modes.stack == "embedded":
         stack = EmbeddedStack(state, relay_port)
         try:
@@ -104,4 +114,4 @@ async def running_stack(
             await apply_schema(database_url)
         yield info
         return
-    raise StackError(f"stack mode {modes.stack} is not available in this build")
+    raise StackError(f"unknown stack mode {modes.stack}")

@@ -36,7 +36,7 @@ class TrialBase:
         self.agent_keys: dict[str, Keys] = {}
         self.user: Identity | None = None
         self.directory: list[tuple[Any, Identity]] = []
-        self.environment: TrialEnvironment = ctx.make_environment(self.paths, task)
+        self.environment: TrialEnvironment = ctx.make_environment(self.paths, task, self.trial_id)
         self.channel_id: str | None = None
         self.task_event_id: str | None = None
         self.scripted: list[dict[str, Any]] = []

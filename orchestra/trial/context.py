@@ -33,10 +33,12 @@ class OracleHost:
         self.server: OracleServer | None = None
         self._lock = asyncio.Lock()
 
-    async def ensure(self, model_names: list[str]) -> OracleServer:
+    async def ensure(self, model_names: list[str], host: str) -> OracleServer:
+        """The running server, started listening on `host` when there is none yet (a job
+        runs one environment kind, so every trial asks for the same address)."""
         async with self._lock:
             if self.server is None:
-                server = OracleServer(model_names)
+                server = OracleServer(model_names, host)
                 await server.start()
                 self.server = server
             return self.server
@@ -60,8 +62,9 @@ class JobContext:
     stable_clients: ClientPool
     registry: Registry
     oracle: OracleHost
-    make_environment: Callable[[TrialPaths, Task], TrialEnvironment] = field(
-        default=lambda paths, task: _no_environment(paths, task)
+    #: (trial paths, task, trial id) -> the trial's environment
+    make_environment: Callable[[TrialPaths, Task, str], TrialEnvironment] = field(
+        default=lambda paths, task, trial_id: _no_environment(paths, task)
     )
     log: Callable[[str], None] = lambda _line: None
     on_trial_update: Callable[[dict[str, Any]], None] = lambda _result: None

@@ -1,7 +1,7 @@
 """The seam between a trial and where its agents and verifier run (orchestrator.md §5.8).
 
 `Trial` talks to a `TrialEnvironment`; `LocalEnvironment` (orchestra.trial.local_env) is the
-host sandbox. A docker env implements the same methods on top of a trial container.
+host sandbox, `DockerEnvironment` (orchestra.trial.docker_environment) a per-trial container.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Protocol
 
+from orchestra.agents.oracle.registry import DoneProbe
 from orchestra.config.task import Task
 from orchestra.paths import EnvPaths
 from orchestra.trial.eventlog import EventLogFollower
-from orchestra.verify.local import VerifierRun
+from orchestra.verify.outcome import VerifierRun
 
 
 class AgentProcess(Protocol):
@@ -34,6 +35,12 @@ class TrialEnvironment(Protocol):
     oracle_host: str  # how agents reach the oracle server's host
     agent_path: str | None  # PATH for agents; None keeps the environment's own
     inherited: dict[str, str]  # host variables agents keep (local env: LANG, LC_ALL, TERM)
+
+    async def oracle_listen_address(self) -> str:
+        """The host address the oracle server must listen on for these agents (§4.5)."""
+
+    def solve_done_probe(self, state_dir: PurePath) -> DoneProbe | None:
+        """How the oracle checks `<state_dir>/done`; None: it is a host path (§4.5 step 4)."""
 
     async def prepare(self, task: Task, *, with_solution: bool) -> None:
         """Step 3: sandbox or container, fixture files, and (oracle) the solution."""

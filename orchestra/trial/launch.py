@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestra.agents.oracle.faults import fault_plan_from_env
-from orchestra.agents.oracle.registry import OracleAgent, OracleTrial, oracle_token
+from orchestra.agents.oracle.registry import DoneProbe, OracleAgent, OracleTrial, oracle_token
 from orchestra.config.condition import Condition
 from orchestra.config.manifest import AgentSlot
 from orchestra.nostr.keys import Keys
@@ -31,6 +31,7 @@ def oracle_registration(
     user: Identity,
     env: EnvPaths,
     log_path: Path,
+    done_probe: DoneProbe | None = None,
 ) -> OracleTrial:
     """One token per oracle-served agent, each with its endpoint's fault plan."""
     agents = {
@@ -50,6 +51,7 @@ def oracle_registration(
         state_dir=str(env.solve_state_dir(channel_id)),
         agents=agents,
         log_path=log_path,
+        done_probe=done_probe,
     )
 
 

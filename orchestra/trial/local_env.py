@@ -6,19 +6,22 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 
-from orchestra.config.fixture import Fixture
+from orchestra.agents.oracle.registry import DoneProbe
+from orchestra.config.fixture import Fixture, FixtureFile
 from orchestra.config.task import Task
 from orchestra.paths import EnvPaths, TaskPaths, TrialPaths
 from orchestra.trial.agents import LocalAgent, kill_sandbox_escapees
 from orchestra.trial.environment import AgentProcess
 from orchestra.trial.errors import classified
 from orchestra.trial.eventlog import EventLogFollower
-from orchestra.verify.local import NETWORK_NOT_ISOLATED, VerifierRun, run_local_verifier
+from orchestra.verify.local import run_local_verifier
+from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun
 
 #: Host variables a local-env agent keeps besides what the orchestrator sets (§7.9).
 INHERITED_LOCAL_VARIABLES = ("LANG", "LC_ALL", "TERM")
+LOOPBACK = "127.0.0.1"
 
 
 def create_sandbox(trial: TrialPaths, fixture: Fixture) -> EnvPaths:
@@ -31,21 +34,40 @@ def create_sandbox(trial: TrialPaths, fixture: Fixture) -> EnvPaths:
     return env
 
 
-def place_fixture_files(trial: TrialPaths, env: EnvPaths, fixture: Fixture) -> str | None:
-    """Render and place `[[files]]`; a copy is kept under `agent/buzz/fixture-files/`.
+def render_fixture_files(
+    trial: TrialPaths, fixture: Fixture
+) -> tuple[str | None, list[tuple[FixtureFile, Path]]]:
+    """Render `[[files]]` into the trial's record copies under `agent/buzz/fixture-files/`.
 
-    Returns the trial's `{{random_hex}}` value (None when no file uses one).
+    Returns the trial's `{{random_hex}}` value (None when there are no files) and each spec
+    with its rendered host file.
     """
     if not fixture.files:
-        return None
+        return None, []
     random_hex = secrets.token_hex(16)
+    rendered = []
     for spec in fixture.files:
-        content = spec.render(random_hex)
-        for target in (Path(env.fixture_file(spec.path)), trial.fixture_file_record(spec.path)):
-            _make_parents(target.parent)
-            target.write_text(content, encoding="utf-8")
-            os.chmod(target, spec.mode_bits)
+        record = trial.fixture_file_record(spec.path)
+        _write_file(record, spec.render(random_hex), spec.mode_bits)
+        rendered.append((spec, record))
+    return random_hex, rendered
+
+
+def place_fixture_files(trial: TrialPaths, env: EnvPaths, fixture: Fixture) -> str | None:
+    """Render `[[files]]` and place them at their paths inside the sandbox; returns the
+    `{{random_hex}}` value."""
+    random_hex, rendered = render_fixture_files(trial, fixture)
+    for spec, record in rendered:
+        _write_file(
+            Path(env.fixture_file(spec.path)), record.read_text(encoding="utf-8"), spec.mode_bits
+        )
     return random_hex
+
+
+def _write_file(target: Path, content: str, mode: int) -> None:
+    _make_parents(target.parent)
+    target.write_text(content, encoding="utf-8")
+    os.chmod(target, mode)
 
 
 def _make_parents(directory: Path) -> None:
@@ -74,7 +96,7 @@ class LocalEnvironment:
 
     kind = "local"
     verifier_network = NETWORK_NOT_ISOLATED
-    oracle_host = "127.0.0.1"
+    oracle_host = LOOPBACK
 
     def __init__(
         self, trial: TrialPaths, fixture: Fixture, programs_dir: Path, buzz_bin_dir: Path | None
@@ -87,6 +109,12 @@ class LocalEnvironment:
         has_buzz = buzz_bin_dir is not None and (buzz_bin_dir / "buzz").exists()
         self.agent_path: str | None = f"{buzz_bin_dir}:{host_path}" if has_buzz else host_path
         self.inherited = {k: os.environ[k] for k in INHERITED_LOCAL_VARIABLES if k in os.environ}
+
+    async def oracle_listen_address(self) -> str:
+        return LOOPBACK
+
+    def solve_done_probe(self, state_dir: PurePath) -> DoneProbe | None:
+        return None
 
     async def prepare(self, task: Task, *, with_solution: bool) -> None:
         with classified("EnvironmentStartError"):

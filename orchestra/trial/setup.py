@@ -129,7 +129,11 @@ class TrialSetup(TrialBase):
             return None
         assert self.channel_id is not None and self.user is not None
         with classified("AgentLaunchError"):
-            server = await self.ctx.oracle.ensure(condition.endpoint_config.oracle_endpoint_names())
+            server = await self.ctx.oracle.ensure(
+                condition.endpoint_config.oracle_endpoint_names(),
+                await self.environment.oracle_listen_address(),
+            )
+            env = self.environment.paths
             server.register(
                 oracle_registration(
                     condition,
@@ -137,8 +141,11 @@ class TrialSetup(TrialBase):
                     trial_id=self.trial_id,
                     channel_id=self.channel_id,
                     user=self.user,
-                    env=self.environment.paths,
+                    env=env,
                     log_path=self.paths.oracle_log,
+                    done_probe=self.environment.solve_done_probe(
+                        env.solve_state_dir(self.channel_id)
+                    ),
                 )
             )
             self.oracle_registered = True

@@ -11,21 +11,12 @@ import signal
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from orchestra.evidence.export import empty_directory
 from orchestra.paths import TrialPaths
-from orchestra.verify.reward import (
-    VerifierFailure,
-    VerifierReportedError,
-    VerifierTimeout,
-    details_error,
-    read_rewards,
-    remove_stale_rewards,
-)
-
-NETWORK_NOT_ISOLATED = "not-isolated"
+from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun, conclude_verifier_run
+from orchestra.verify.reward import remove_stale_rewards
 
 
 def map_container_paths(script: str, mapping: Mapping[str, Path]) -> str:
@@ -50,23 +41,6 @@ def shebang_command(script: str) -> list[str]:
     return ["/bin/sh"]
 
 
-@dataclass(frozen=True)
-class VerifierRun:
-    exit_code: int | None
-    timed_out: bool
-    rewards: dict[str, float]
-    details_error: str | None
-    network: str = NETWORK_NOT_ISOLATED
-
-    def summary(self) -> dict[str, object]:
-        return {
-            "exit_code": self.exit_code,
-            "timed_out": self.timed_out,
-            "network": self.network,
-            "details_error": self.details_error,
-        }
-
-
 class _PythonShim:
     """A directory whose `python3` runs the orchestrator's own interpreter."""
 
@@ -84,11 +58,7 @@ class _PythonShim:
 async def run_local_verifier(
     paths: TrialPaths, home: str | None, task_tests_dir: Path, timeout_seconds: float
 ) -> VerifierRun:
-    """Copy the tests, run the mapped test.sh, read the rewards.
-
-    Raises a `VerifierFailure` subclass (with the `verifier` summary attached) when the
-    verifier timed out, produced no valid reward, or reported an error in details.json.
-    """
+    """Copy the tests, run the mapped test.sh, read the rewards (`conclude_verifier_run`)."""
     empty_directory(paths.verifier_dir)
     if paths.tests_dir.exists():
         shutil.rmtree(paths.tests_dir)
@@ -114,22 +84,13 @@ async def run_local_verifier(
         )
     finally:
         shim.close()
-    error = details_error(paths.verifier_dir)
-    summary = VerifierRun(exit_code, timed_out, {}, error).summary()
-    if timed_out:
-        raise VerifierTimeout(
-            f"verifier exceeded its timeout of {timeout_seconds:g} s", verifier=summary
-        )
-    try:
-        rewards = read_rewards(paths.verifier_dir)
-    except VerifierFailure as failure:
-        failure.verifier = summary
-        raise
-    if error is not None:
-        raise VerifierReportedError(
-            f"verifier reported an error: {error}", rewards=rewards, verifier=summary
-        )
-    return VerifierRun(exit_code=exit_code, timed_out=False, rewards=rewards, details_error=None)
+    return conclude_verifier_run(
+        paths.verifier_dir,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        timeout_seconds=timeout_seconds,
+        network=NETWORK_NOT_ISOLATED,
+    )
 
 
 async def _run_script(

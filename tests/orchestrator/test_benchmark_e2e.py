@@ -39,6 +39,8 @@ def benchmark_args(relay_url: str, database_url: str, tmp_path: Path, job: str) 
         relay_url,
         "--database-url",
         database_url,
+        "--env",
+        "local",
         "--path",
         str(task),
         "--jobs-dir",
@@ -94,7 +96,17 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
     assert config["resumes"][-1]["owed_trials"] == 0
 
     resumed = subprocess.run(
-        orchestra("resume", str(job), "--stack", "external", "--relay-url", relay_url, "-q"),
+        orchestra(
+            "resume",
+            str(job),
+            "--stack",
+            "external",
+            "--env",
+            "local",
+            "--relay-url",
+            relay_url,
+            "-q",
+        ),
         capture_output=True,
         text=True,
         timeout=120,

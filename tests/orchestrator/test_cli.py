@@ -23,8 +23,9 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 def test_default_dry_run_plans_two_jobs_and_writes_nothing(tmp_path: Path) -> None:
     code, out, _ = invoke(
-        "benchmark", "--dry-run", "--jobs-dir", str(tmp_path / "jobs"), "--job-name", "plan"
-    )
+        "benchmark", "--dry-run", "--jobs-dir", str(tmp_path / "jobs"), "--job-name", "plan",
+        "--stack", "embedded", "--env", "local",
+    )  # fmt: skip
     assert code == 0
     assert "Job 1/2  plan-regression  layer=regression  k=1  6 tasks × 1 = 6 trials" in out
     assert "Job 2/2  plan-workflow  layer=workflow  k=3  4 tasks × 3 = 12 trials" in out
@@ -34,7 +35,10 @@ def test_default_dry_run_plans_two_jobs_and_writes_nothing(tmp_path: Path) -> No
 
 
 def test_layer_and_attempts_give_one_job() -> None:
-    code, out, _ = invoke("benchmark", "--dry-run", "--layer", "workflow", "-k", "2")
+    code, out, _ = invoke(
+        "benchmark", "--dry-run", "--layer", "workflow", "-k", "2", "--stack", "embedded",
+        "--env", "local",
+    )  # fmt: skip
     assert code == 0 and "4 tasks × 2 = 8 trials" in out and "Job 2/" not in out
 
 
@@ -72,6 +76,10 @@ def test_missing_api_key_is_a_preflight_error(
         "manifests/buzz-native-solo-luna.yaml",
         "--endpoint-config",
         "endpoints/openai-live.json",
+        "--stack",
+        "embedded",
+        "--env",
+        "local",
         "--state-dir",
         str(tmp_path / "s"),
         "--jobs-dir",
@@ -84,8 +92,9 @@ def test_missing_api_key_is_a_preflight_error(
 
 def test_jobs_dir_with_shell_metacharacters_is_refused(tmp_path: Path) -> None:
     code, _, err = invoke(
-        "benchmark", "--jobs-dir", str(tmp_path / "my jobs"), "--state-dir", str(tmp_path / "s")
-    )
+        "benchmark", "--jobs-dir", str(tmp_path / "my jobs"), "--state-dir", str(tmp_path / "s"),
+        "--stack", "embedded", "--env", "local",
+    )  # fmt: skip
     assert code == 2 and "shell metacharacters" in err
 
 
@@ -123,6 +132,8 @@ def test_unreachable_external_relay_is_a_stack_failure(
         "external",
         "--relay-url",
         f"ws://127.0.0.1:{free_port}",
+        "--env",
+        "local",
         "--state-dir",
         str(tmp_path / "s"),
         "--jobs-dir",

@@ -36,7 +36,8 @@ def orchestra(*args: str) -> list[str]:
 
 def run_benchmark(task: Path, job: str, relay_url: str, database_url: str, tmp: Path) -> Path:
     args = [
-        "benchmark", "--stack", "external", "--relay-url", relay_url, "--database-url",
+        "benchmark", "--stack", "external", "--env", "local", "--relay-url", relay_url,
+        "--database-url",
         database_url, "--path", str(task), "--jobs-dir", str(tmp / "jobs"), "--state-dir",
         str(tmp / "state"), "-n", "1", "--job-name", job, "-q",
     ]  # fmt: skip

@@ -143,8 +143,11 @@ class Writer:
             events = [job.event for job in batch if isinstance(job, _Job)]
             ids = {event.id for event in events}
             refs = {ref for event in events for _, ref in channel_rules.thread_refs(event)}
+            # Probing the primary key per id: with `id = ANY(<large array>)` the planner picks a
+            # sequential scan, which made every batch cost grow with the table.
             rows = await connection.fetch(
-                "SELECT id, h_tag::text AS h FROM events WHERE id = ANY($1::text[])",
+                "SELECT e.id, e.h_tag::text AS h FROM unnest($1::text[]) AS wanted(id)"
+                " JOIN events e ON e.id = wanted.id",
                 list(ids | refs),
             )
             existing = {row["id"] for row in rows} & ids
