@@ -35,6 +35,14 @@ from orchestra.relay.storage.rows import insert_events, replace_event
 log = logging.getLogger("buzz.relay.writer")
 
 MAX_BATCH = 1000
+# One primary-key probe per id (the LIMIT keeps the planner from flattening the lateral
+# subquery): both `id = ANY(<array>)` and a plain join on unnest were planned as sequential
+# scans for some batch sizes, which made every write cost grow with the table.
+LOOKUP_IDS = """
+SELECT e.id, e.h_tag::text AS h
+FROM unnest($1::text[]) AS wanted(id),
+     LATERAL (SELECT id, h_tag FROM events WHERE events.id = wanted.id LIMIT 1) AS e
+"""
 UPSERT_CHANNEL = """
 INSERT INTO channels (channel_id, name, about, visibility, channel_type, ttl_seconds, creator,
                       created_at, archived, archived_at, last_activity_at, create_event_id)
@@ -143,13 +151,7 @@ class Writer:
             events = [job.event for job in batch if isinstance(job, _Job)]
             ids = {event.id for event in events}
             refs = {ref for event in events for _, ref in channel_rules.thread_refs(event)}
-            # Probing the primary key per id: with `id = ANY(<large array>)` the planner picks a
-            # sequential scan, which made every batch cost grow with the table.
-            rows = await connection.fetch(
-                "SELECT e.id, e.h_tag::text AS h FROM unnest($1::text[]) AS wanted(id)"
-                " JOIN events e ON e.id = wanted.id",
-                list(ids | refs),
-            )
+            rows = await connection.fetch(LOOKUP_IDS, list(ids | refs))
             existing = {row["id"] for row in rows} & ids
             ref_channels: dict[str, str | None] = {row["id"]: row["h"] for row in rows}
             first_of: dict[str, _Job] = {}
