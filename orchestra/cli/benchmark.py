@@ -146,6 +146,7 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         keep_errors=opts.keep_errors,
         quiet=opts.quiet,
         report=opts.report,
+        fresh=opts.fresh,
     )
 
 
@@ -178,11 +179,20 @@ def run_resume_command(
         )
         tasks = tuple(load_task(Path(task["dir"])) for task in plan["tasks"])
         job = PlannedJob(config["job_name"], plan["layer"], int(plan["attempts"]), tasks)
+        # A resumed job keeps the stack and environment it started with unless told otherwise.
+        if env == "auto":
+            env = str(config.get("environment") or "auto")
+        if (
+            stack == "auto"
+            and relay_url is None
+            and config.get("stack", {}).get("mode") != "external"
+        ):
+            stack = str(config.get("stack", {}).get("mode") or "auto")
         modes = choose_modes(stack, env, relay_url)
     except ConfigError as error:
         _config_errors(error)
         return EXIT_USAGE
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
         error_lines(f"{JobPaths(job_dir).config_json}: malformed ({error})")
         return EXIT_USAGE
     except ModeError as error:
@@ -286,6 +296,7 @@ def _run_plan(
     keep_errors: bool,
     quiet: bool,
     report: bool = False,
+    fresh: bool = False,
 ) -> int:
     try:
         _check_resumable(jobs, condition, modes.env, jobs_dir)
@@ -314,7 +325,12 @@ def _run_plan(
             loop.add_signal_handler(sig, interrupt.trigger)
         outcomes: list[JobOutcome] = []
         async with running_stack(
-            modes, state, relay_port=relay_port, relay_url=relay_url, database_url=database_url
+            modes,
+            state,
+            relay_port=relay_port,
+            relay_url=relay_url,
+            database_url=database_url,
+            fresh=fresh,
         ) as stack:
             settings = Settings(
                 condition=condition,
