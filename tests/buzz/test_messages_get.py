@@ -51,6 +51,18 @@ async def test_reads_more_than_a_relay_page(buzz, history):
     assert set(default.json[0]) == {"id", "pubkey", "created_at", "content"}
 
 
+async def test_a_5000_message_channel_reads_back_complete(buzz, make_client):
+    """Issue 3: N asked, N returned, across ten relay pages and crowded seconds."""
+    owner = make_client()
+    channel = (await owner.channels_create(name="long history"))["channel_id"]
+    base = int(time.time()) - 3000
+    events = await publish_history(owner, channel, [base + i // 9 for i in range(5000)])
+    result = await buzz(owner, "messages", "get", "--channel", channel, "--limit", "5000")
+    assert result.code == 0, result.stderr
+    assert [e["id"] for e in result.json] == [e["id"] for e in events]
+    assert result.warnings == []
+
+
 async def test_before_is_strict_and_since_inclusive(buzz, history):
     owner, channel, events = history
     pivot = events[100]["created_at"]
