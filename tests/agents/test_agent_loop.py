@@ -109,6 +109,20 @@ async def test_server_errors_are_retried_with_backoff(fake_llm, start_agent) -> 
     assert times[1] - times[0] >= 0.75 and times[2] - times[1] >= 1.5  # jitter is ±25 %
 
 
+async def test_stalled_response_hits_the_llm_timeout_and_is_retried(fake_llm, start_agent) -> None:
+    fake_llm.script(Reply(body=chat_text("too late").body, delay=30), chat_text("recovered"))
+    env = fake_llm.openai_env() | {"BUZZ_AGENT_LLM_TIMEOUT_SECS": "1"}
+    async with start_agent(env) as agent:
+        session = await agent.new_session(tools=False)
+        response = await agent.prompt(session, "hi")
+    assert response.stop_reason == "end_turn"
+    times = [r.received_at for r in fake_llm.requests]
+    assert len(times) == 2
+    assert times[1] - times[0] >= 1.0  # the first call was abandoned at the 1 s timeout
+    said = repr(agent.client.of_kind("agent_message_chunk"))
+    assert "recovered" in said and "too late" not in said
+
+
 async def test_exhausted_retries_fail_retryably_and_roll_the_prompt_back(
     fake_llm, start_agent
 ) -> None:
