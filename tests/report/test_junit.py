@@ -39,6 +39,25 @@ def test_junit_is_schema_valid_and_counts_match(sample_job: Path, tmp_path: Path
     assert int(root.get("failures")) == 2 and int(root.get("errors")) == 1
 
 
+def test_a_real_junit_consumer_reads_every_result(sample_job: Path, tmp_path: Path) -> None:
+    from junitparser import Error, Failure, JUnitXml, Skipped
+
+    report = build_report([sample_job])
+    path = tmp_path / "junit.xml"
+    write_junit_xml(report, path)
+    parsed = JUnitXml.fromfile(str(path))
+    cases = [case for suite in parsed for case in suite]
+    assert len(cases) == len(report["trials"])
+    outcomes = {type(result) for case in cases for result in case.result}
+    assert {Failure, Error} <= outcomes
+    failures = [case for case in cases if any(isinstance(r, Failure) for r in case.result)]
+    errors = [case for case in cases if any(isinstance(r, Error) for r in case.result)]
+    skipped = [case for case in cases if any(isinstance(r, Skipped) for r in case.result)]
+    assert (len(failures), len(errors)) == (2, 1)
+    assert parsed.failures == 2 and parsed.errors == 1 and parsed.skipped == len(skipped)
+    assert all(case.classname.startswith("buzz-native/") for case in cases)
+
+
 def test_failures_carry_metrics_and_details_errors_carry_the_exception(sample_job: Path) -> None:
     report = build_report([sample_job])
     root = ET.fromstring(junit_xml(report).encode())
