@@ -14,7 +14,7 @@ from orchestra.agents.acp.channels import Channels
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.eventlog import EventLog, PromptLog
 from orchestra.agents.acp.pool import AgentInitError, AgentPool
-from orchestra.agents.acp.proctree import become_subreaper
+from orchestra.agents.acp.proctree import end_orphans
 from orchestra.agents.acp.prompt import (
     TurnInput,
     compose_system_prompt,
@@ -267,7 +267,6 @@ class Bridge:
     # --- life cycle --------------------------------------------------------------------------
 
     async def run(self) -> int:
-        become_subreaper()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown.set)
@@ -277,20 +276,26 @@ class Bridge:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
 
+    async def _stop_agents(self) -> None:
+        """Stop every agent's tree, then whatever outlived it: the buzz-acp process is a child
+        subreaper (cli.main), so orphaned grandchildren are still our descendants."""
+        await self.pool.stop_all()
+        await end_orphans()
+
     async def _run(self) -> int:
         try:
             await self.pool.start()
         except AgentInitError as error:
             log.error("agent failed to initialize: %s", error)
-            await self.pool.stop_all()
+            await self._stop_agents()
             return self.exit("agent_init_failed", 1)
         early_exit = await self._connect_relay()
         if early_exit is not None:
-            await self.pool.stop_all()
+            await self._stop_agents()
             return early_exit
         failure = await self._serve_until_stopped()
         await self.channels.close()
-        await self.pool.stop_all()
+        await self._stop_agents()
         with contextlib.suppress(Exception):
             await self.relay.close()
         if self.pool.crash_loop.is_set():

@@ -11,6 +11,7 @@ import traceback
 
 from orchestra.agents.acp.config import AcpConfig, ConfigError, help_text, load_config, parse_flags
 from orchestra.agents.acp.eventlog import EventLog, PromptLog, open_log
+from orchestra.agents.acp.proctree import become_subreaper
 from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
 
@@ -80,6 +81,8 @@ def main() -> None:
     static_prompt = compose_system_prompt(config.base_prompt, config.persona, None)
     startup_record(events, config, static_prompt)
     log.info("system prompt sha256 %s", sha256(static_prompt))
+    # Orphans of the agent tree re-parent to this process, so shutdown can still end them.
+    become_subreaper()
     try:
         code = asyncio.run(serve(config, events, PromptLog(prompt_stream)))
     except Exception:

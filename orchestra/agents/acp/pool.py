@@ -12,7 +12,6 @@ from collections.abc import Callable
 from orchestra.agents.acp.acp_client import BridgeClient
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.eventlog import EventLog
-from orchestra.agents.acp.proctree import end_orphans
 from orchestra.agents.acp.slot import AgentSlot, spawn_slot
 
 INIT_TIMEOUT_S = 30.0
@@ -211,4 +210,3 @@ class AgentPool:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
-        await end_orphans()
