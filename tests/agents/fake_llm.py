@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_MODEL = "fake-model"
-DEFAULT_KEY = "sk-fake-secret-key-0123456789"
+DEFAULT_KEY = "fake-provider-key-0123456789abcdef"
 
 
 @dataclass
