@@ -24,14 +24,8 @@ GRADED_OUTLINE_RGB = (0x2D, 0xA4, 0x4E)
 
 
 def orchestra(*args: str) -> list[str]:
-    """The CLI with the report commands registered, as the lead wires them into main."""
-    program = (
-        "import sys; from orchestra.cli.main import app, main; "
-        "from orchestra.cli.report_commands import register; "
-        "names = {c.name for c in app.registered_commands}; "
-        "'report' in names or register(app); main()"
-    )
-    return [sys.executable, "-c", program, *args]
+    """The installed console script, as `just benchmark` runs it."""
+    return [str(Path(sys.executable).with_name("orchestra")), *args]
 
 
 def run_benchmark(task: Path, job: str, relay_url: str, database_url: str, tmp: Path) -> Path:
