@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -160,6 +159,7 @@ if __name__ == "__main__" and "--fake-agent" in sys.argv:
 # --- the tests (run in pytest) -------------------------------------------------------------
 
 import pytest  # noqa: E402
+from tree_support import follow_event_log  # noqa: E402
 
 from orchestra.buzz import BuzzClient  # noqa: E402
 from orchestra.nostr.keys import Keys  # noqa: E402
@@ -195,18 +195,7 @@ class Acp:
     async def wait_for(
         self, predicate: Callable[[list[dict[str, Any]]], Any], limit_s: float = WAIT_S
     ) -> Any:
-        """Follow the event log until `predicate(records)` is truthy (the log is the only
-        readiness signal buzz-acp offers, so it is polled like `tail -F`)."""
-        deadline = time.monotonic() + limit_s
-        while True:
-            result = predicate(self.events())
-            if result:
-                return result
-            if self.process.returncode is not None:
-                raise AssertionError(f"buzz-acp exited early: {self.stderr()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; event log: {self.events()}\n{self.stderr()}")
-            await asyncio.sleep(0.05)
+        return await follow_event_log(self, predicate, limit_s)
 
     def stderr(self) -> str:
         return self.stderr_path.read_text() if self.stderr_path.exists() else ""

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fake_llm import RecordedRequest
 
@@ -111,6 +111,31 @@ async def open_room(relay_url: str) -> Room:
     return Room(relay_url, user, user_keys, agent_keys, channel)
 
 
+class FollowsEventLog(Protocol):
+    process: asyncio.subprocess.Process
+
+    def events(self) -> Records: ...
+
+    def stderr(self) -> str: ...
+
+
+async def follow_event_log(
+    acp: FollowsEventLog, predicate: Callable[[Records], Any], limit_s: float = WAIT_S
+) -> Any:
+    """Follow a buzz-acp's event log (its only readiness signal, so it is polled like
+    `tail -F`) until `predicate(records)` is truthy; return that value."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        result = predicate(acp.events())
+        if result:
+            return result
+        if acp.process.returncode is not None:
+            raise AssertionError(f"buzz-acp exited early:\n{acp.stderr()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out; event log: {acp.events()}\n{acp.stderr()}")
+        await asyncio.sleep(0.05)
+
+
 @dataclass
 class Tree:
     """A running buzz-acp (and, below it, buzz-agent, buzz-dev-mcp and their shells)."""
@@ -127,18 +152,7 @@ class Tree:
         return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
 
     async def wait_for(self, predicate: Callable[[Records], Any], limit_s: float = WAIT_S) -> Any:
-        """Follow the event log (buzz-acp's only readiness signal, so it is polled like
-        `tail -F`) until `predicate(records)` is truthy; return that value."""
-        deadline = time.monotonic() + limit_s
-        while True:
-            result = predicate(self.events())
-            if result:
-                return result
-            if self.process.returncode is not None:
-                raise AssertionError(f"buzz-acp exited early:\n{self.stderr()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; event log: {self.events()}\n{self.stderr()}")
-            await asyncio.sleep(0.05)
+        return await follow_event_log(self, predicate, limit_s)
 
     async def wait_for_event(self, name: str, count: int = 1) -> Records:
         """Every record named `name`, once there are at least `count` of them."""
