@@ -50,11 +50,17 @@ TARGET_S = 1.5
 INHERITED = ("PATH", "LANG", "LC_ALL", "TERM")
 
 
-def launch_environment(relay_url: str, keys: Keys, channel_id: str, workdir: Path) -> dict:
+def launch_environment(
+    relay_url: str,
+    keys: Keys,
+    channel_id: str,
+    workdir: Path,
+    oracle: OracleAccess = UNUSED_ORACLE,
+) -> dict:
     condition = load_condition(DEFAULT_MANIFEST, DEFAULT_ENDPOINT_CONFIG)
     entry = condition.manifest.roster[0]
     endpoint_env = endpoint_variables(
-        entry.endpoint, condition.endpoint(entry), api_key=None, oracle=UNUSED_ORACLE
+        entry.endpoint, condition.endpoint(entry), api_key=None, oracle=oracle
     )
     workdir.mkdir()
     prompt = workdir / "system-prompt.md"

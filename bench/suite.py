@@ -6,12 +6,17 @@ Run from the repository root:
 
 Runs `orchestra benchmark` with its default plan — the oracle condition over tasks/buzz-native,
 two jobs: regression k=1, then workflow k=3, 18 trials — in this process, with private jobs and
-state directories and a free relay port. Reports the total wall time, the time until the first
+state directories and a free relay port, twice: on a new state directory (cold: the fixture
+profiles get published, the interpreter imports everything) and again on it (warm, as every later
+`just benchmark` on a machine runs). Reports the total wall time, the time until the first
 trial started (stack start), the median trial wall time (trial result.json `started_at` to
 `finished_at`) with its median phases, and the orchestrator process's own CPU time per trial:
 `getrusage(RUSAGE_SELF)` around the in-process run, so agents, relay, PostgreSQL and verifiers
-(child processes) are not counted, while the in-process oracle server is. Targets (issue 5):
-median trial <= 1.5 s, orchestrator CPU <= 50 ms per trial. Results go to docs/performance.md.
+(child processes) are not counted, while the in-process oracle server is. The CPU is reported
+twice: the whole run divided by the trials (start-up included: imports, stack start, summary),
+and the window from the first trial's start to the last trial's end divided by the trials,
+which is what a trial costs. Targets (issue 5): median trial <= 1.5 s, orchestrator CPU <= 50
+ms per trial (judged on the trials' window). Results go to docs/performance.md.
 """
 
 import argparse
@@ -25,13 +30,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-JOB_NAME = "suite"
 PHASES = ("setup", "agent", "teardown", "evidence", "verify", "finalize")
 MEDIAN_TRIAL_TARGET_S = 1.5
 CPU_PER_TRIAL_TARGET_MS = 50.0
@@ -44,6 +50,7 @@ class SuiteRun:
     cpu_s: float
     import_cpu_s: float
     children_cpu_s: float
+    trials_cpu_s: float
     started_at: datetime
     trials: list[dict[str, Any]]
     agent_splits: list[dict[str, float]]
@@ -64,7 +71,7 @@ def timestamp(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def run_suite(orchestra_args: list[str], jobs_dir: Path) -> SuiteRun:
+def run_suite(orchestra_args: list[str], jobs_dir: Path, job_name: str) -> SuiteRun:
     """`orchestra benchmark` in this process; its imports count towards its CPU time."""
     started_at = datetime.now().astimezone()
     wall0, cpu0 = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
@@ -72,17 +79,62 @@ def run_suite(orchestra_args: list[str], jobs_dir: Path) -> SuiteRun:
     from orchestra.cli.main import app
 
     import_cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu0
-    code = app(args=orchestra_args, prog_name="orchestra", standalone_mode=False)
+    with trials_window() as window:
+        code = app(args=orchestra_args, prog_name="orchestra", standalone_mode=False)
     wall = time.perf_counter() - wall0
     cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu0
     children = cpu_seconds(resource.RUSAGE_CHILDREN) - children0
-    trial_dirs = sorted(path.parent for path in jobs_dir.glob(f"{JOB_NAME}-*/*/result.json"))
+    trial_dirs = sorted(path.parent for path in jobs_dir.glob(f"{job_name}-*/*/result.json"))
     trials = [json.loads((d / "result.json").read_text(encoding="utf-8")) for d in trial_dirs]
     splits = [agent_phase_split(d, t) for d, t in zip(trial_dirs, trials, strict=True)]
     exit_code = code if isinstance(code, int) else 0
     return SuiteRun(
-        exit_code, wall, cpu, import_cpu, children, started_at, trials, [s for s in splits if s]
+        exit_code,
+        wall,
+        cpu,
+        import_cpu,
+        children,
+        window.cpu_seconds(),
+        started_at,
+        trials,
+        [s for s in splits if s],
     )
+
+
+class TrialsWindow:
+    """Process CPU from the first trial's start to the last trial's end: what the trials cost,
+    without the once-per-run start-up (imports, stack start) and final summary."""
+
+    def __init__(self) -> None:
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+
+    def cpu_seconds(self) -> float:
+        if self.first_start is None or self.last_end is None:
+            return float("nan")
+        return self.last_end - self.first_start
+
+
+@contextmanager
+def trials_window() -> Iterator[TrialsWindow]:
+    from orchestra.trial.lifecycle import Trial
+
+    window = TrialsWindow()
+    original = Trial.run
+
+    async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if window.first_start is None:
+            window.first_start = cpu_seconds(resource.RUSAGE_SELF)
+        try:
+            return await original(self, *args, **kwargs)
+        finally:
+            window.last_end = cpu_seconds(resource.RUSAGE_SELF)
+
+    Trial.run = run  # type: ignore[method-assign]
+    try:
+        yield window
+    finally:
+        Trial.run = original  # type: ignore[method-assign]
 
 
 def agent_phase_split(trial_dir: Path, trial: dict[str, Any]) -> dict[str, float] | None:
@@ -127,6 +179,7 @@ def report(run: SuiteRun, command: str) -> str:
         for name in (run.agent_splits[0] if run.agent_splits else {})
     )
     cpu_ms = 1000 * run.cpu_s / n if n else float("nan")
+    trials_cpu_ms = 1000 * run.trials_cpu_s / n if n else float("nan")
     mark = {True: "met", False: "MISSED"}
     return "\n".join(
         [
@@ -140,9 +193,11 @@ def report(run: SuiteRun, command: str) -> str:
             f"(target <= {MEDIAN_TRIAL_TARGET_S} s: {mark[median_trial <= MEDIAN_TRIAL_TARGET_S]})",
             f"median phase seconds: {phases}; median agent_active_seconds {active:.2f}",
             f"median agent phase split (ACP event logs): {split}",
-            f"orchestrator CPU: {run.cpu_s:.2f} s total (imports {run.import_cpu_s:.2f} s), "
-            f"{cpu_ms:.0f} ms per trial "
-            f"(target <= {CPU_PER_TRIAL_TARGET_MS:.0f} ms: {mark[cpu_ms <= CPU_PER_TRIAL_TARGET_MS]})",
+            f"orchestrator CPU: {run.cpu_s:.2f} s in all (imports {run.import_cpu_s:.2f} s) = "
+            f"{cpu_ms:.0f} ms per trial with start-up; first trial start to last trial end "
+            f"{run.trials_cpu_s:.2f} s = {trials_cpu_ms:.0f} ms per trial "
+            f"(target <= {CPU_PER_TRIAL_TARGET_MS:.0f} ms: "
+            f"{mark[trials_cpu_ms <= CPU_PER_TRIAL_TARGET_MS]})",
             f"waited-for child processes' CPU (agents, relay, verifiers): {run.children_cpu_s:.2f} s",
         ]
     )
@@ -162,21 +217,30 @@ def main() -> int:
     os.chdir(PROJECT_ROOT)  # the orchestrator's defaults (dataset, manifest) are repo-relative
     scratch = Path(tempfile.mkdtemp(prefix="bench-suite-"))
     jobs_dir = scratch / "jobs"
-    orchestra_args = [
-        "benchmark", "--env", args.env, "--stack", args.stack,
-        "-n", str(args.n_concurrent), "--relay-port", str(free_port()),
-        "--jobs-dir", str(jobs_dir), "--state-dir", str(scratch / "state"), "--job-name", JOB_NAME,
-    ]  # fmt: skip
+    relay_port = str(free_port())
+    reports: list[str] = []
+    exit_code = 0
     try:
-        run = run_suite(orchestra_args, jobs_dir)
+        # A new state directory first publishes the tasks' 77 fixture profiles (one connection
+        # per identity); later runs find them current. Both runs are reported.
+        for label, job_name in (("cold state directory", "cold"), ("warm state directory", "warm")):
+            orchestra_args = [
+                "benchmark", "--env", args.env, "--stack", args.stack,
+                "-n", str(args.n_concurrent), "--relay-port", relay_port,
+                "--jobs-dir", str(jobs_dir), "--state-dir", str(scratch / "state"),
+                "--job-name", job_name,
+            ]  # fmt: skip
+            run = run_suite(orchestra_args, jobs_dir, job_name)
+            command = "orchestra " + " ".join(orchestra_args).replace(str(scratch), "<tmp>")
+            reports.append(f"== {label} ==\n{report(run, command)}")
+            exit_code = exit_code or run.exit_code
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    command = "orchestra " + " ".join(orchestra_args).replace(str(scratch), "<tmp>")
-    print(report(run, command))
+    print("\n".join(reports))
     if args.keep:
         print(f"jobs and state kept in {scratch}")
-    return run.exit_code
+    return exit_code
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ async def _open_socket(url: str, wait_limit: float) -> ClientConnection:
                 max_size=MAX_FRAME_BYTES,
                 ping_interval=20,
                 ping_timeout=60,
+                proxy=None,  # the relay is addressed directly, never through an HTTP proxy
             )
         except InvalidURI as exc:
             raise BuzzError("user_error", f"invalid relay URL {url!r}: {exc}") from None

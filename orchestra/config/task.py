@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +111,12 @@ class Task:
     def layer(self) -> Layer:
         layer: Layer = self.toml.metadata.evaluation_layer
         return layer
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """`task_digest` as of the first use: the plan and every trial config of a job record
+        the same value, and the files are hashed once instead of at every trial."""
+        return task_digest(self.dir)
 
     def instruction(self) -> str:
         """`instruction.md` as posted: UTF-8 with trailing whitespace removed (§7.2 step 11)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from orchestra.config.canonical import canonical_sha256
 from orchestra.config.condition import Condition
-from orchestra.config.task import Task, task_digest
+from orchestra.config.task import Task
 
 
 def replay_components(
@@ -19,7 +19,7 @@ def replay_components(
         "endpoints": condition.replay_fingerprint(),
         "environment": environment,
         "attempts": attempts,
-        "tasks": [{"name": task.name, "digest": task_digest(task.dir)} for task in tasks],
+        "tasks": [{"name": task.name, "digest": task.digest} for task in tasks],
     }
 
 

@@ -20,7 +20,6 @@ from orchestra.config.task import (
     Layer,
     Task,
     load_task,
-    task_digest,
 )
 from orchestra.paths import DEFAULT_DATASET
 
@@ -96,7 +95,7 @@ def task_record(task: Task) -> dict[str, Any]:
         "short_name": task.short_name,
         "dir": task.dir.absolute().as_posix(),
         "layer": task.layer,
-        "digest": task_digest(task.dir),
+        "digest": task.digest,
     }
 
 

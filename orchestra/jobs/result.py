@@ -10,6 +10,11 @@ from orchestra.paths import JobPaths
 from orchestra.report.aggregate import JobRecord, aggregate
 from orchestra.report.load import record_from_config
 
+# A trial's state as the job document tracks it: the file is rewritten when one of these changes
+# (§10.1: "after every trial state change"); phases, and tokens counted while a trial is still
+# running, reach it with the trial's next state change.
+TRIAL_STATE_FIELDS = ("status", "reward", "finished_at")
+
 
 class JobResult:
     def __init__(self, paths: JobPaths, config: dict[str, Any], n_planned: int) -> None:
@@ -17,6 +22,7 @@ class JobResult:
         self.config = config
         self.n_planned = n_planned
         self.trials: dict[str, dict[str, Any]] = {}  # trial name -> latest result
+        self._states: dict[str, list[Any]] = {}  # trial name -> its state last written
         self.started_at = utc_timestamp()
         previous = read_json_object(paths.result_json) or {}  # a resume keeps started_at
         self.started_at = str(previous.get("started_at") or self.started_at)
@@ -26,8 +32,17 @@ class JobResult:
             self.trials[result["trial_name"]] = result
 
     def update(self, result: dict[str, Any]) -> None:
-        self.trials[result["trial_name"]] = dict(result)
-        self.write()
+        """Record a trial's latest result; rewrite the file when the trial's state changed.
+
+        A trial reports every phase change; the rewrite, with its aggregation and fsync,
+        happens only for a new state.
+        """
+        name = result["trial_name"]
+        self.trials[name] = dict(result)
+        state = [result.get(field) for field in TRIAL_STATE_FIELDS]
+        if self._states.get(name) != state:
+            self._states[name] = state
+            self.write()
 
     def record(self) -> JobRecord:
         record = record_from_config(self.config, self.paths.root)

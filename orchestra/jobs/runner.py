@@ -34,11 +34,15 @@ class Interrupt:
 
     def __init__(self) -> None:
         self.requested = asyncio.Event()
+        self.hurry = asyncio.Event()  # the second signal: no more grace periods
         self.running: set[asyncio.Task[Any]] = set()
 
     def trigger(self) -> None:
         if self.requested.is_set():
-            return  # in-flight trials are already stopping; their results must still be written
+            # In-flight trials are already stopping and their results must still be written;
+            # a second signal only skips the waiting (§7.6).
+            self.hurry.set()
+            return
         self.requested.set()
         for task in list(self.running):
             task.cancel()
@@ -166,6 +170,7 @@ async def run_job(
         make_environment=make_environment,
         log=lambda line: _append(paths.job_log, line),
         on_trial_update=on_update,
+        hurry=interrupt.hurry,
     )
     progress.start_job(planned.name, planned.n_trials, list(inventory.kept.values()))
     ctx.log(

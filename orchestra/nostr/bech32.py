@@ -1,5 +1,7 @@
 """NIP-19 `npub`/`nsec` (BIP-173 bech32, checksum constant 1, not bech32m)."""
 
+import functools
+
 _CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 _GENERATORS = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
 
@@ -76,7 +78,9 @@ def _decode_key(text: str, hrp: str) -> str:
     return data.hex()
 
 
+@functools.lru_cache(maxsize=4096)
 def encode_npub(pubkey_hex: str) -> str:
+    """Cached: rows and evidence name the same few public keys over and over."""
     return encode("npub", bytes.fromhex(pubkey_hex))
 
 
@@ -84,6 +88,7 @@ def decode_npub(text: str) -> str:
     return _decode_key(text, "npub")
 
 
+@functools.lru_cache(maxsize=1024)  # secrets already live in this process's Keys objects
 def encode_nsec(secret_hex: str) -> str:
     return encode("nsec", bytes.fromhex(secret_hex))
 

@@ -1,5 +1,6 @@
 """secp256k1 keys and BIP-340 Schnorr signatures (via coincurve)."""
 
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -72,8 +73,15 @@ class Keys:
 def is_valid_pubkey(pubkey_hex: object) -> bool:
     if not is_hex64(pubkey_hex):
         return False
+    return _on_curve(pubkey_hex)  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=4096)
+def _on_curve(pubkey_hex: str) -> bool:
+    """Cached: lifting x onto the curve costs a modular square root, and the same few keys
+    (channel members, mentioned users) are checked again and again."""
     try:
-        coincurve.PublicKeyXOnly(bytes.fromhex(pubkey_hex))  # type: ignore[arg-type]
+        coincurve.PublicKeyXOnly(bytes.fromhex(pubkey_hex))
     except ValueError:
         return False
     return True

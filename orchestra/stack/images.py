@@ -16,10 +16,8 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
-
-import docker
-import docker.errors
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any
 
 from orchestra.config.task import Task, task_digest
 from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
@@ -44,16 +42,27 @@ NO_REGISTRY_HINT = (
 _FROM_LINE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.IGNORECASE | re.MULTILINE)
 _LOG_TAIL_LINES = 20
 
+if TYPE_CHECKING:
+    import docker
+
 
 class ImageError(Exception):
     """An image could not be built or is unusable; a preflight failure (exit 2)."""
 
 
+def _docker() -> ModuleType:
+    """The Docker SDK, imported on first use: runs without Docker never pay its import."""
+    import docker
+    import docker.errors
+
+    return docker
+
+
 def docker_client() -> docker.DockerClient:
     """The engine from the environment (`DOCKER_HOST`, else the local socket)."""
     try:
-        return docker.from_env(timeout=int(BUILD_TIMEOUT_SECONDS))
-    except docker.errors.DockerException as error:
+        return _docker().from_env(timeout=int(BUILD_TIMEOUT_SECONDS))
+    except _docker().errors.DockerException as error:
         raise ImageError(f"cannot reach the Docker engine: {error}") from None
 
 
@@ -201,7 +210,7 @@ class ImageBuilder:
     def _exists(self, tag: str) -> bool:
         try:
             self.client.images.get(tag)
-        except docker.errors.ImageNotFound:
+        except _docker().errors.ImageNotFound:
             return False
         return True
 
@@ -213,14 +222,14 @@ class ImageBuilder:
         if not self._exists(image):
             try:
                 self.client.images.pull(image)
-            except docker.errors.APIError as error:
+            except _docker().errors.APIError as error:
                 raise ImageError(
                     f"{what}: image {image} is not present and cannot be pulled "
                     f"({_explain(error)}); {NO_REGISTRY_HINT}"
                 ) from None
         try:
             status, output = self._run_once(image, ["python3", "-c", INTERPRETER_PROBE])
-        except (docker.errors.APIError, OSError) as error:  # OSError: requests' timeouts
+        except (_docker().errors.APIError, OSError) as error:  # OSError: requests' timeouts
             status, output = None, _explain(error)
         if status != 0:
             raise ImageError(
@@ -240,7 +249,7 @@ class ImageBuilder:
                 if old.rpartition(":")[0] == repository and old != tag:
                     try:
                         self.client.images.remove(old)
-                    except docker.errors.APIError:
+                    except _docker().errors.APIError:
                         pass
 
     def _run_once(self, image: str, command: list[str]) -> tuple[int, str]:
@@ -298,7 +307,7 @@ class ImageBuilder:
                     raise ImageError(
                         _build_failure(what, f"timed out after {self.build_timeout:g} s", log)
                     )
-        except (docker.errors.APIError, docker.errors.BuildError) as error:
+        except (_docker().errors.APIError, _docker().errors.BuildError) as error:
             raise ImageError(_build_failure(what, _explain(error), log)) from None
         except OSError as error:  # includes read timeouts of a silent build
             raise ImageError(

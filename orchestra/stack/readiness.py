@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import time
+import urllib.request
 from collections.abc import Callable
 
 import asyncpg
-import httpx
 
 POLL_INTERVAL_SECONDS = 0.25
 READINESS_TIMEOUT_SECONDS = 120.0
@@ -18,12 +19,20 @@ class StackError(Exception):
 
 
 async def probe_relay(http_url: str, probe_seconds: float = 2.0) -> bool:
+    """`GET /_readiness` answers 200 (the standard library's client: the orchestrator has no
+    other use for an HTTP client library, and importing one costs more than every probe)."""
+    url = f"{http_url.rstrip('/')}/_readiness"
+    return await asyncio.to_thread(_answers_200, url, probe_seconds)
+
+
+def _answers_200(url: str, probe_seconds: float) -> bool:
+    # No proxies: the relay is addressed directly.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        async with httpx.AsyncClient(timeout=probe_seconds, trust_env=False) as client:
-            response = await client.get(f"{http_url.rstrip('/')}/_readiness")
-    except httpx.HTTPError:
+        with opener.open(url, timeout=probe_seconds) as response:
+            return bool(response.status == 200)
+    except (OSError, ValueError, http.client.HTTPException):  # URLError/HTTPError are OSErrors
         return False
-    return response.status_code == 200
 
 
 async def probe_database(database_url: str, connect_seconds: float = 5.0) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 STOP_GRACE_SECONDS = 5.0
@@ -54,22 +54,40 @@ class LocalAgent:
     def running(self) -> bool:
         return self.process is not None and self.exit_code is None
 
-    async def stop(self) -> None:
-        """SIGTERM to the process group, up to 5 s, then SIGKILL."""
+    async def stop(self, hurry: asyncio.Event | None = None) -> None:
+        """SIGTERM to the process group, up to 5 s (or until `hurry` is set), then SIGKILL."""
         if self.process is None:
             return
         self.stopping = True
         pgid = self.process.pid
         _signal_group(pgid, signal.SIGTERM)
         if self._watch is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._watch), STOP_GRACE_SECONDS)
-            except TimeoutError:
-                pass
+            await first_of(asyncio.shield(self._watch), hurry, STOP_GRACE_SECONDS)
         # the group may hold children that outlived the leader: KILL whatever is left
         _signal_group(pgid, signal.SIGKILL)
         if self._watch is not None:
             await self._watch
+
+
+async def first_of(
+    work: Awaitable[object], hurry: asyncio.Event | None, seconds: float | None
+) -> bool:
+    """Wait for `work` (up to `seconds` when given) or until `hurry` is set; True when `work`
+    finished.
+
+    `work` is left running when the wait ends early: pass `asyncio.shield(...)` to keep it.
+    """
+    work_done = asyncio.ensure_future(work)
+    waiters: set[asyncio.Future[object]] = {work_done}
+    hurried = asyncio.ensure_future(hurry.wait()) if hurry is not None else None
+    if hurried is not None:
+        waiters.add(hurried)
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if hurried is not None:
+            hurried.cancel()
+    return work_done.done()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -77,27 +95,48 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _environment_of(pid: str) -> dict[bytes, bytes]:
+def _environment_of(pid: str, mentioning: bytes) -> dict[bytes, bytes]:
+    """The process's environment, or {} when no value contains `mentioning` (most of them)."""
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
+        return {}
+    if mentioning not in raw:
         return {}
     pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
     return {key: value for key, _, value in pairs}
 
 
-def kill_sandbox_escapees(sandbox: Path, *, exclude: Iterable[int] = ()) -> list[int]:
-    """SIGKILL every process whose HOME or TMPDIR lies inside `sandbox` (Linux /proc)."""
+def last_allocated_pid() -> int | None:
+    """The pid the kernel handed out most recently (last field of /proc/loadavg)."""
+    try:
+        return int(Path("/proc/loadavg").read_text(encoding="ascii").split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kill_sandbox_escapees(
+    sandbox: Path, *, exclude: Iterable[int] = (), newer_than: int | None = None
+) -> list[int]:
+    """SIGKILL every process whose HOME or TMPDIR lies inside `sandbox` (Linux /proc).
+
+    `newer_than`: `last_allocated_pid()` taken before the sandbox's first process started.
+    Pids are handed out in increasing order, so only younger ones are read, which spares
+    reading the environment of every process on a busy machine at each trial's end; when pids
+    have wrapped around since, every process is read.
+    """
     root = os.fsencode(str(sandbox.resolve()))
     skip = {os.getpid(), *exclude}
     killed: list[int] = []
     proc = Path("/proc")
     if not proc.is_dir():
         return killed
+    last = last_allocated_pid()
+    floor = newer_than if newer_than is not None and last is not None and last >= newer_than else 0
     for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) in skip:
+        if not entry.name.isdigit() or int(entry.name) <= floor or int(entry.name) in skip:
             continue
-        env = _environment_of(entry.name)
+        env = _environment_of(entry.name, root)
         for key in (b"HOME", b"TMPDIR"):
             value = env.get(key)
             if value is not None and (value == root or value.startswith(root + b"/")):

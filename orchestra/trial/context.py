@@ -68,6 +68,8 @@ class JobContext:
     )
     log: Callable[[str], None] = lambda _line: None
     on_trial_update: Callable[[dict[str, Any]], None] = lambda _result: None
+    #: set by a second SIGINT/SIGTERM: stop without grace periods (§7.6)
+    hurry: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def _no_environment(paths: TrialPaths, task: Task) -> TrialEnvironment:

@@ -29,6 +29,7 @@ from orchestra.paths import (
     EnvPaths,
     TrialPaths,
 )
+from orchestra.trial.agents import first_of
 from orchestra.trial.docker_env import (
     DockerEnvError,
     TrialContainer,
@@ -241,13 +242,26 @@ class DockerEnvironment:
             await _end_session(tail)
             follower.read_available()  # the complete log copied at step 17
 
-    async def stop_all(self, agents: list[AgentProcess]) -> list[str]:
-        """TERM every process but PID 1, ≤ 5 s, KILL; then detach from every network."""
+    async def stop_all(self, agents: list[AgentProcess], hurry: asyncio.Event) -> list[str]:
+        """TERM every process but PID 1, ≤ 5 s, KILL; then detach from every network.
+
+        Hurried (a second interrupt, §7.6): the container is removed at once instead, which
+        ends every process and `docker exec` session in it.
+        """
         if self.container is None:
             return []
         for agent in agents:
             agent.stopping = True
-        await self.container.stop_processes()
+        stopping = asyncio.create_task(self.container.stop_processes())
+        if not await first_of(asyncio.shield(stopping), hurry, None):
+            stopping.cancel()
+            await asyncio.gather(stopping, return_exceptions=True)
+            await self.container.remove()
+            for agent in agents:
+                await agent.stop()
+            for tail in self._tails:
+                await _end_session(tail)
+            return [f"container {self.container.name} removed at once (second interrupt)"]
         for agent in agents:
             await agent.stop()
         for tail in self._tails:

@@ -6,6 +6,7 @@ host sandbox, `DockerEnvironment` (orchestra.trial.docker_environment) a per-tri
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Protocol
@@ -60,8 +61,12 @@ class TrialEnvironment(Protocol):
     async def follow_event_log(self, agent_id: str, follower: EventLogFollower) -> None:
         """Feed the agent's ACP event log into `follower` as it is written, until cancelled."""
 
-    async def stop_all(self, agents: list[AgentProcess]) -> list[str]:
-        """Step 16: stop every process of the trial; returns notes for trial.log."""
+    async def stop_all(self, agents: list[AgentProcess], hurry: asyncio.Event) -> list[str]:
+        """Step 16: stop every process of the trial; returns notes for trial.log.
+
+        Once `hurry` is set (a second SIGINT/SIGTERM, §7.6) no grace period is waited for:
+        processes are killed and containers removed at once.
+        """
 
     async def collect_logs(self) -> None:
         """Step 17: bring the complete runtime logs to the host (best effort)."""

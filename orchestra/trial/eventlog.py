@@ -6,7 +6,6 @@ lines are never parsed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,8 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from orchestra.trial.filewatch import watch_file
+
 NOTED_RECORDS = ("agent_exited", "failure_notice", "shutdown")
-FOLLOW_INTERVAL_SECONDS = 0.05
 
 
 @dataclass
@@ -191,8 +191,12 @@ class EventLogFollower:
         return applied
 
     async def follow(self) -> None:
-        """Run until cancelled."""
-        while True:
-            if self.read_available():
-                self._on_change()
-            await asyncio.sleep(FOLLOW_INTERVAL_SECONDS)
+        """Run until cancelled, reading whenever the file may have grown."""
+        changes = watch_file(self.path)
+        try:
+            while True:
+                if self.read_available():
+                    self._on_change()
+                await changes.wait()
+        finally:
+            changes.close()

@@ -183,7 +183,7 @@ class Trial(TrialSetup, TrialGrading):
 
     async def _teardown(self) -> None:
         """Steps 16-17: stop every process, collect logs; never interrupted."""
-        for note in await self.environment.stop_all(list(self.agents.values())):
+        for note in await self.environment.stop_all(list(self.agents.values()), self.ctx.hurry):
             self.recorder.log(note)
         if self.oracle_registered and self.ctx.oracle.server is not None:
             self.ctx.oracle.server.unregister(self.trial_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
@@ -12,7 +13,7 @@ from orchestra.agents.oracle.registry import DoneProbe
 from orchestra.config.fixture import Fixture, FixtureFile
 from orchestra.config.task import Task
 from orchestra.paths import EnvPaths, TaskPaths, TrialPaths
-from orchestra.trial.agents import LocalAgent, kill_sandbox_escapees
+from orchestra.trial.agents import LocalAgent, kill_sandbox_escapees, last_allocated_pid
 from orchestra.trial.environment import AgentProcess
 from orchestra.trial.errors import classified
 from orchestra.trial.eventlog import EventLogFollower
@@ -109,6 +110,7 @@ class LocalEnvironment:
         has_buzz = buzz_bin_dir is not None and (buzz_bin_dir / "buzz").exists()
         self.agent_path: str | None = f"{buzz_bin_dir}:{host_path}" if has_buzz else host_path
         self.inherited = {k: os.environ[k] for k in INHERITED_LOCAL_VARIABLES if k in os.environ}
+        self.pid_floor = last_allocated_pid()  # every process of this trial starts after this
 
     async def oracle_listen_address(self) -> str:
         return LOOPBACK
@@ -148,11 +150,13 @@ class LocalEnvironment:
         finally:
             follower.read_available()  # the tail written while the agent was stopping
 
-    async def stop_all(self, agents: list[AgentProcess]) -> list[str]:
-        """TERM each agent's group, ≤ 5 s, KILL; then anything left with HOME/TMPDIR inside."""
+    async def stop_all(self, agents: list[AgentProcess], hurry: asyncio.Event) -> list[str]:
+        """TERM each agent's group, ≤ 5 s (until `hurry`), KILL; then anything left with
+        HOME/TMPDIR inside."""
         for agent in agents:
-            await agent.stop()
-        killed = kill_sandbox_escapees(self.trial.sandbox)
+            assert isinstance(agent, LocalAgent)
+            await agent.stop(hurry)
+        killed = kill_sandbox_escapees(self.trial.sandbox, newer_than=self.pid_floor)
         return [f"killed {len(killed)} escaped process(es): {killed}"] if killed else []
 
     async def collect_logs(self) -> None:

@@ -15,11 +15,15 @@ PROFILE_BATCH = 200
 
 @dataclass(frozen=True)
 class Profile:
-    """An identity whose profile must read `name` (and `about` when declared)."""
+    """An identity whose profile must read `name` (and `about` when declared).
+
+    `fresh`: minted for this trial, so it has no profile yet and nobody else publishes one.
+    """
 
     identity: Identity
     about: str | None
     pool: ClientPool
+    fresh: bool = False
 
 
 async def create_trial_channel(user_client: Any, *, name: str, description: str) -> str:
@@ -54,7 +58,7 @@ async def publish_profiles(reader: Any, profiles: Sequence[Profile]) -> int:
     runs under its pool's per-identity lock.
     """
     rows: dict[str, dict[str, Any]] = {}
-    pubkeys = list(dict.fromkeys(p.identity.pubkey for p in profiles))
+    pubkeys = list(dict.fromkeys(p.identity.pubkey for p in profiles if not p.fresh))
     for start in range(0, len(pubkeys), PROFILE_BATCH):
         batch = pubkeys[start : start + PROFILE_BATCH]
         for row in await relay_operation(lambda batch=batch: reader.users_get(pubkey=batch)):
@@ -62,6 +66,10 @@ async def publish_profiles(reader: Any, profiles: Sequence[Profile]) -> int:
     published = 0
     for profile in profiles:
         identity = profile.identity
+        if profile.fresh:
+            await _set_profile(profile.pool.client(identity.keys), identity.name, profile.about)
+            published += 1
+            continue
         if not _differs(rows.get(identity.pubkey), identity.name, profile.about):
             continue
         async with profile.pool.lock(identity.pubkey):
@@ -69,13 +77,13 @@ async def publish_profiles(reader: Any, profiles: Sequence[Profile]) -> int:
             current = await relay_operation(lambda client=client: client.users_get())
             if not _differs(current[0] if current else None, identity.name, profile.about):
                 continue  # another trial published it meanwhile
-            await relay_operation(
-                lambda client=client, identity=identity, about=profile.about: (
-                    client.users_set_profile(name=identity.name, about=about)
-                )
-            )
+            await _set_profile(client, identity.name, profile.about)
             published += 1
     return published
+
+
+async def _set_profile(client: Any, name: str, about: str | None) -> None:
+    await relay_operation(lambda: client.users_set_profile(name=name, about=about))
 
 
 async def send_message(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 from orchestra.config.manifest import AgentSlot
 from orchestra.config.task import Task
@@ -24,6 +24,7 @@ class TrialRecorder:
         self.paths = paths
         self._on_update = on_update
         self._phase_clock: dict[str, float] = {}
+        self._log_file: TextIO | None = None
         self.result: dict[str, Any] = {
             "schema_version": 1,
             **base,
@@ -56,10 +57,12 @@ class TrialRecorder:
         }
 
     def log(self, line: str) -> None:
-        self.paths.root.mkdir(parents=True, exist_ok=True)
+        """Append to trial.log; the file stays open (line-buffered) until the trial finishes."""
+        if self._log_file is None or self._log_file.closed:
+            self.paths.root.mkdir(parents=True, exist_ok=True)
+            self._log_file = self.paths.trial_log.open("a", encoding="utf-8", buffering=1)
         stamp = datetime.now(UTC).strftime("%H:%M:%S.%f")[:-3]
-        with self.paths.trial_log.open("a", encoding="utf-8") as handle:
-            handle.write(f"{stamp} {line}\n")
+        self._log_file.write(f"{stamp} {line}\n")
 
     def enter(self, phase: str) -> None:
         """Close the current phase's timing, open `phase`, write the result."""
@@ -86,6 +89,8 @@ class TrialRecorder:
         self.result["status"] = status
         self.result["finished_at"] = utc_timestamp()
         self.write()
+        if self._log_file is not None:
+            self._log_file.close()
 
     def write(self) -> None:
         write_json_atomic(self.paths.result_json, self.result)

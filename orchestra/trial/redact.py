@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from orchestra.nostr.keys import Keys
@@ -28,7 +29,7 @@ def redact_tree(root: Path, secrets: list[str]) -> dict[str, object]:
     needles = [s.encode("utf-8") for s in secrets]
     redactions = 0
     files: list[str] = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+    for path in sorted(_regular_files(root)):
         data = path.read_bytes()
         count = 0
         for needle in needles:
@@ -41,3 +42,19 @@ def redact_tree(root: Path, secrets: list[str]) -> dict[str, object]:
             redactions += count
             files.append(path.relative_to(root).as_posix())
     return {"redactions": redactions, "files": files}
+
+
+def _regular_files(root: Path) -> Iterator[Path]:
+    """Files under `root`, symlinks neither followed nor listed (`scandir`: no stat per entry)."""
+    pending = [root]
+    while pending:
+        try:
+            entries = os.scandir(pending.pop())
+        except FileNotFoundError:  # removed meanwhile: nothing left to scan there
+            continue
+        with entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path)

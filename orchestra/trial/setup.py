@@ -99,6 +99,7 @@ class TrialSetup(TrialBase):
                 Identity(slot.agent_id, slot.kind, self.agent_keys[slot.agent_id]),
                 None,
                 self.trial_clients,
+                fresh=True,
             )
             for slot in self.slots
         ]

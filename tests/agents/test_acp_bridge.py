@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ def run_fake_agent() -> None:
 
     def record(**fields: Any) -> None:
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"pid": os.getpid(), **fields}) + "\n")
+            log.write(json.dumps({"pid": os.getpid(), "ts": time.time(), **fields}) + "\n")
 
     class FakeAgent:
         def __init__(self) -> None:
@@ -55,11 +56,15 @@ def run_fake_agent() -> None:
             )
 
         async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> Any:
+            requested = time.time()
+            # A session/new as slow as buzz-agent's (it starts the MCP server).
+            await asyncio.sleep(float(os.environ.get("FAKE_ACP_SESSION_DELAY", "0")))
             if os.environ.get("FAKE_ACP_SESSION_FAIL"):
                 raise acp.RequestError(-32603, "Internal error", {"detail": "mcp server failed"})
             session_id = f"ses_{uuid.uuid4().hex[:24]}"
             record(
                 kind="session",
+                requested=requested,
                 session_id=session_id,
                 cwd=cwd,
                 meta=kwargs,

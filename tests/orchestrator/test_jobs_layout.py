@@ -2,13 +2,15 @@
 
 import json
 import os
+import random
 from pathlib import Path
 
 import pytest
 
 from orchestra.jobs.identity import differing_fields, replay_record
-from orchestra.jobs.jsonio import utc_timestamp, write_json_atomic
+from orchestra.jobs.jsonio import dumps_pretty, utc_timestamp, write_json_atomic
 from orchestra.jobs.layout import JobConfigMismatch, open_job
+from orchestra.jobs.result import JobResult
 from orchestra.paths import JobPaths
 
 SLOTS = [(1, "buzz-native/a"), (1, "buzz-native/b"), (2, "buzz-native/a"), (2, "buzz-native/b")]
@@ -92,3 +94,43 @@ def test_resume_with_another_identity_is_refused(tmp_path: Path) -> None:
             slots=SLOTS,
             keep_errors=False,
         )
+
+
+def _job_config() -> dict:
+    return {
+        "id": "6a26f1b0-4616-4e0d-84fc-b60b2a1801b3",
+        "job_name": "j",
+        "manifest": {"condition": "c", "sha256": "s" * 64, "path": "m.yaml"},
+        "plan": {"attempts": 1, "layer": "regression", "tasks": []},
+    }
+
+
+def test_job_result_rewritten_at_each_trial_state_change_only(tmp_path: Path) -> None:
+    paths = JobPaths.of(tmp_path, "j")
+    job = JobResult(paths, _job_config(), n_planned=1)
+    trial = {"trial_name": "t", "task_name": "buzz-native/a", "attempt": 1, "layer": "regression"}
+    trial |= {"status": "running", "phase": "setup", "reward": None, "tokens": None}
+    job.update(trial)
+    assert json.loads(paths.result_json.read_text())["stats"]["n_running"] == 1
+    os.utime(paths.result_json, ns=(0, 0))
+    job.update(trial | {"phase": "agent", "tokens": {"input": 5, "cached_input": 0, "output": 1}})
+    assert paths.result_json.stat().st_mtime_ns == 0  # a phase is not a state change
+    final = {"status": "scored", "reward": 1.0, "finished_at": utc_timestamp()}
+    job.update(trial | {"tokens": {"input": 7, "cached_input": 0, "output": 1}} | final)
+    document = json.loads(paths.result_json.read_text())
+    assert document["trials"][0]["status"] == "scored" and document["finished_at"] is not None
+    assert document["stats"]["tokens"]["input"] == 7 and document["stats"]["n_running"] == 0
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_pretty_json_is_what_the_standard_library_writes(ensure_ascii: bool) -> None:
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in [*range(0x250), 0x2028, 0xFFFD, 0x1F600, 0x10FFFF]]
+    for _ in range(500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        value = {text: [text, {"x": text}], "f": rng.random() * 100, "i": rng.randint(-9, 9)}
+        expected = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=ensure_ascii) + "\n"
+        assert dumps_pretty(value, ensure_ascii=ensure_ascii) == expected
+    beyond_orjson = {1: 2**70, 2: "\ud800"}  # int keys, a 70-bit int, a lone surrogate
+    expected = json.dumps(beyond_orjson, sort_keys=True, indent=2, ensure_ascii=ensure_ascii)
+    assert dumps_pretty(beyond_orjson, ensure_ascii=ensure_ascii) == expected + "\n"

@@ -1,5 +1,6 @@
 """The local sandbox: fixture files, solution placement, escaped-process sweep (§5.8, §6, §7.2)."""
 
+import asyncio
 import os
 import stat
 import subprocess
@@ -7,8 +8,11 @@ import sys
 from pathlib import Path
 
 from orchestra.config.fixture import Fixture
+from orchestra.jobs.runner import Interrupt
 from orchestra.paths import TaskPaths, TrialPaths
-from orchestra.trial.agents import kill_sandbox_escapees
+from orchestra.trial import agents as agents_module
+from orchestra.trial.agents import LocalAgent, kill_sandbox_escapees, last_allocated_pid
+from orchestra.trial.filewatch import watch_file
 from orchestra.trial.local_env import create_sandbox, place_fixture_files, place_solution
 
 
@@ -70,3 +74,63 @@ def test_sweep_kills_processes_whose_home_is_in_the_sandbox(tmp_path: Path) -> N
     finally:
         outside.kill()
         outside.wait()
+
+
+def test_sweep_reads_only_processes_started_after_the_floor(tmp_path: Path) -> None:
+    sandbox = tmp_path / "sandbox"
+    (sandbox / "root").mkdir(parents=True)
+    env = {**os.environ, "HOME": str(sandbox / "root")}
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    older = subprocess.Popen(sleeper, env=env)
+    floor = last_allocated_pid()
+    assert floor is not None and floor >= older.pid
+    younger = subprocess.Popen(sleeper, env=env)
+    try:
+        assert kill_sandbox_escapees(sandbox, newer_than=floor) == [younger.pid]
+        assert younger.wait(10) == -9 and older.poll() is None
+        # pids wrapped around since the floor was taken: every process is read again
+        assert kill_sandbox_escapees(sandbox, newer_than=younger.pid + 10**9) == [older.pid]
+        assert older.wait(10) == -9
+    finally:
+        for process in (older, younger):
+            process.kill()
+            process.wait()
+
+
+IGNORES_TERM = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+async def test_a_hurried_stop_kills_without_waiting_out_the_grace_period(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(agents_module, "STOP_GRACE_SECONDS", 3600.0)  # only `hurry` can end it
+    program = tmp_path / "stubborn"
+    program.write_text(f"#!{sys.executable}\n{IGNORES_TERM}")
+    program.chmod(0o755)
+    agent = LocalAgent("solo-1", lambda _agent: None)
+    stdout = tmp_path / "out.log"
+    written = watch_file(stdout)
+    try:
+        await agent.start(program, dict(os.environ), tmp_path, stdout, tmp_path / "err.log")
+        while b"ready" not in stdout.read_bytes():  # SIG_IGN is in place before the TERM
+            await asyncio.wait_for(written.wait(), 30)
+    finally:
+        written.close()
+    hurry = asyncio.Event()
+    stopping = asyncio.create_task(agent.stop(hurry))
+    hurry.set()
+    await asyncio.wait_for(stopping, 30)  # without `hurry` the TERM-ignoring child takes 3600 s
+    assert agent.exit_code == -9
+
+
+def test_the_second_signal_hurries_the_stopping_trials() -> None:
+    interrupt = Interrupt()
+    interrupt.trigger()
+    assert interrupt.requested.is_set() and not interrupt.hurry.is_set()
+    interrupt.trigger()
+    assert interrupt.hurry.is_set()

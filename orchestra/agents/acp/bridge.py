@@ -17,7 +17,6 @@ from orchestra.agents.acp.pool import AgentInitError, AgentPool
 from orchestra.agents.acp.proctree import end_orphans
 from orchestra.agents.acp.prompt import (
     TurnInput,
-    compose_system_prompt,
     compose_turn_prompt,
     reply_anchor,
     sort_key,
@@ -25,7 +24,8 @@ from orchestra.agents.acp.prompt import (
 )
 from orchestra.agents.acp.queues import ChannelQueues
 from orchestra.agents.acp.relay import RelayLink, RelayUnavailable
-from orchestra.agents.acp.slot import AgentSlot, Session
+from orchestra.agents.acp.sessions import SessionManager
+from orchestra.agents.acp.slot import AgentSlot
 from orchestra.agents.acp.turns import Limits, TurnOutcome, TurnRequest, TurnRunner
 from orchestra.agents.acp.wake import WakeRule, tag_values
 from orchestra.buzz import BuzzError
@@ -50,6 +50,9 @@ class Bridge:
         self.queues = ChannelQueues(
             max_queue=config.max_queue, max_batch=config.max_batch, window_s=config.batch_window_s
         )
+        self.sessions = SessionManager(config, events, prompts, self.relay, self.pool, self.queues)
+        # Turns whose retry waits for its delay or a slot: demand that pre-creation respects.
+        self.retry_waiters = 0
         self.wake = WakeRule(
             config, self.start_time, lambda channel: self.channels.is_served(channel)
         )
@@ -90,6 +93,7 @@ class Bridge:
         self.pool.changed.notify()
 
     def on_unserved(self, channel: str) -> None:
+        self.sessions.abandon(channel)
         for event in self.queues.drop_channel(channel):
             self.events.emit(
                 "event_ignored",
@@ -109,11 +113,14 @@ class Bridge:
                     break
                 slot = self.pool.acquire(channel)
                 assert slot is not None
+                self.sessions.taken(channel, slot)
                 batch = self.queues.take_batch(channel)
                 self.queues.in_flight.add(channel)
                 task = asyncio.create_task(self.serve_batch(channel, batch, slot))
                 self._turn_tasks.add(task)
                 task.add_done_callback(self._turn_done)
+            # Channels still inside their batch window get their session started meanwhile.
+            self.sessions.precreate(self.retry_waiters)
             deadline = self.queues.next_deadline()
             timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
             changed = self.pool.changed.waiter()
@@ -159,9 +166,15 @@ class Bridge:
                     if not self.shutdown.is_set():
                         await self.post_notice(channel, batch, short_reason(outcome))
                     return
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.shutdown.wait(), delay)
-                current = await self.pool.wait_for_slot(channel, self.shutdown)
+                self.retry_waiters += 1
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.shutdown.wait(), delay)
+                    current = await self.pool.wait_for_slot(channel, self.shutdown)
+                finally:
+                    self.retry_waiters -= 1
+                if current is not None:
+                    self.sessions.taken(channel, current)
         finally:
             if current is not None:
                 self.pool.release(current)
@@ -178,7 +191,7 @@ class Bridge:
     ) -> tuple[TurnOutcome, TurnRequest]:
         max_attempts = self.config.max_retries + 1
         try:
-            session, is_new, system_prompt = await self.session_for(slot, channel)
+            session, is_new, system_prompt = await self.sessions.session_for(slot, channel)
             text = await self.compose_prompt(channel, batch)
         except Exception as error:
             # session/new (JSON-RPC error, dead agent) or a relay query failed: this attempt
@@ -195,31 +208,6 @@ class Bridge:
         if outcome.completed:
             self.pool.note_turn_success(slot)
         return outcome, request
-
-    async def session_for(self, slot: AgentSlot, channel: str) -> tuple[Session, bool, str]:
-        session = slot.sessions.get(channel)
-        limit = self.config.max_turns_per_session
-        if session is not None and limit and session.turns >= limit:
-            self.events.emit(
-                "session_rotated",
-                channel_id=channel,
-                slot=slot.index,
-                old_session_id=session.session_id,
-                reason="max_turns_per_session",
-            )
-            session = None
-        if session is not None:
-            return session, False, ""
-        memory = await self.relay.core_memory() if self.config.memory else None
-        system_prompt = compose_system_prompt(self.config.base_prompt, self.config.persona, memory)
-        # The idle timeout bounds session/new too: a hung MCP start must not block the channel.
-        session_id = await asyncio.wait_for(
-            slot.new_session(self.config, system_prompt), self.config.idle_timeout_s
-        )
-        self.prompts.write("system", system_prompt, channel_id=channel, session_id=session_id)
-        session = Session(session_id)
-        slot.sessions[channel] = session
-        return session, True, system_prompt
 
     async def compose_prompt(self, channel: str, batch: list[dict[str, Any]]) -> str:
         threads = []
@@ -266,12 +254,13 @@ class Bridge:
 
     # --- life cycle --------------------------------------------------------------------------
 
-    async def run(self) -> int:
+    async def run(self, started: list[asyncio.subprocess.Process] | None = None) -> int:
+        """Serve until a signal; `started` are agent processes the entry point already spawned."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown.set)
         try:
-            return await self._run()
+            return await self._run(started)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
@@ -282,9 +271,9 @@ class Bridge:
         await self.pool.stop_all()
         await end_orphans()
 
-    async def _run(self) -> int:
+    async def _run(self, started: list[asyncio.subprocess.Process] | None) -> int:
         try:
-            await self.pool.start()
+            await self.pool.start(started)
         except AgentInitError as error:
             log.error("agent failed to initialize: %s", error)
             await self._stop_agents()
@@ -339,6 +328,7 @@ class Bridge:
         failures += [c.result() for c in crashes if c.done()]
         if turn_tasks := list(self._turn_tasks):
             await asyncio.gather(*turn_tasks, return_exceptions=True)
+        await self.sessions.close()
         for task in (discovery, scheduler, crash):
             task.cancel()
         await asyncio.gather(discovery, scheduler, crash, return_exceptions=True)

@@ -11,7 +11,7 @@ import traceback
 
 from orchestra.agents.acp.config import AcpConfig, ConfigError, help_text, load_config, parse_flags
 from orchestra.agents.acp.eventlog import EventLog, PromptLog, open_log
-from orchestra.agents.acp.proctree import become_subreaper
+from orchestra.agents.acp.proctree import become_subreaper, exit_now, start_agent_process
 from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
 
@@ -43,11 +43,28 @@ def startup_record(events: EventLog, config: AcpConfig, system_prompt: str) -> N
     )
 
 
+async def start_agents(config: AcpConfig, events: EventLog) -> list[asyncio.subprocess.Process]:
+    """Spawn the pool's agents (§1.2 step 3) before the bridge is imported: the ACP SDK and
+    relay client cost buzz-acp ~0.5 s of imports, which then overlap the agents' own start-up
+    instead of preceding it. The pool initializes them; a spawn error is left to the pool,
+    which reports it as at any spawn (exit 1)."""
+    started: list[asyncio.subprocess.Process] = []
+    for index in range(config.pool_size):
+        try:
+            process = await start_agent_process(config.agent_command, config.agent_args, config.cwd)
+        except OSError:
+            break
+        events.emit("agent_spawned", slot=index, pid=process.pid)
+        started.append(process)
+    return started
+
+
 async def serve(config: AcpConfig, events: EventLog, prompts: PromptLog) -> int:
+    started = await start_agents(config, events)
     # Imported here so that `--help` and configuration errors do not pay for the ACP SDK.
     from orchestra.agents.acp.bridge import Bridge
 
-    return await Bridge(config, events, prompts).run()
+    return await Bridge(config, events, prompts).run(started)
 
 
 def main() -> None:
@@ -89,4 +106,4 @@ def main() -> None:
         traceback.print_exc(file=sys.stderr)
         events.emit("shutdown", reason="internal_error", exit_code=4)
         code = 4
-    sys.exit(code)
+    exit_now(code)

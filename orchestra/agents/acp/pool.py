@@ -65,18 +65,21 @@ class AgentPool:
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
 
-    async def start(self) -> None:
-        """Spawn and initialize every slot; raises AgentInitError."""
+    async def start(self, started: list[asyncio.subprocess.Process] | None = None) -> None:
+        """Initialize every slot, using the agent processes already `started` (and already
+        logged as `agent_spawned`) for the first slots; raises AgentInitError."""
+        started = list(started or [])
         for index in range(self._config.pool_size):
-            await self._spawn(index)
+            await self._spawn(index, started[index] if index < len(started) else None)
 
-    async def _spawn(self, index: int) -> None:
+    async def _spawn(self, index: int, process: asyncio.subprocess.Process | None = None) -> None:
         client = BridgeClient(self._events, self._on_session_usage)
         try:
-            slot = await spawn_slot(index, self._config, client)
+            slot = await spawn_slot(index, self._config, client, process)
         except OSError as error:
             raise AgentInitError(f"cannot start {self._config.agent_command}: {error}") from None
-        self._events.emit("agent_spawned", slot=index, pid=slot.pid)
+        if process is None:
+            self._events.emit("agent_spawned", slot=index, pid=slot.pid)
         try:
             response = await asyncio.wait_for(slot.initialize(), INIT_TIMEOUT_S)
         except TimeoutError:
@@ -173,10 +176,25 @@ class AgentPool:
     def has_free_slot(self) -> bool:
         return bool(self._free())
 
+    def free_unclaimed(self) -> list[AgentSlot]:
+        return [slot for slot in self._free() if slot.claimed_by is None]
+
+    def live_slots(self) -> list[AgentSlot]:
+        return [s for s in self.slots if s is not None and s.process.returncode is None]
+
     def acquire(self, channel: str) -> AgentSlot | None:
-        """A free slot, preferring one that already holds a session for this channel."""
-        free = self._free()
-        chosen = next((s for s in free if channel in s.sessions), None) or next(iter(free), None)
+        """A free slot: the one claimed for this channel, else one holding a session for it,
+        else an unclaimed one; a slot claimed for another channel only when nothing else is
+        free, since a free slot must never be kept from a ready channel (§1.5)."""
+
+        def rank(slot: AgentSlot) -> int:
+            if slot.claimed_by == channel:
+                return 0
+            if slot.claimed_by is not None:
+                return 3
+            return 1 if channel in slot.sessions else 2
+
+        chosen = min(self._free(), key=rank, default=None)
         if chosen is not None:
             chosen.busy = True
         return chosen
@@ -190,13 +208,11 @@ class AgentPool:
             slot = self.acquire(channel)
             if slot is not None:
                 return slot
-            self.changed.clear()
-            waiters = [
-                asyncio.create_task(self.changed.wait()),
-                asyncio.create_task(shutdown.wait()),
-            ]
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            for waiter in waiters:
+            changed = self.changed.waiter()
+            stopping = asyncio.ensure_future(shutdown.wait())
+            crash = asyncio.ensure_future(self.crash_loop.wait())
+            await asyncio.wait({changed, stopping, crash}, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in (changed, stopping, crash):
                 waiter.cancel()
         return None
 

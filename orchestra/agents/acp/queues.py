@@ -57,6 +57,11 @@ class ChannelQueues:
         ]
         return min(ready, key=self._oldest_queued_at, default=None)
 
+    def waiting(self) -> list[str]:
+        """Channels with queued events and no turn in flight, oldest queued event first."""
+        channels = [c for c, queue in self._queues.items() if queue and c not in self.in_flight]
+        return sorted(channels, key=self._oldest_queued_at)
+
     def next_deadline(self) -> float | None:
         """When the next idle channel's batch window ends (monotonic time)."""
         deadlines = [

@@ -23,9 +23,8 @@ from acp.schema import (
 
 from orchestra.agents.acp.acp_client import BridgeClient
 from orchestra.agents.acp.config import AcpConfig
-from orchestra.agents.acp.proctree import descendants, end_tree
+from orchestra.agents.acp.proctree import descendants, end_tree, start_agent_process
 
-READ_LIMIT = 64 * 1024 * 1024
 CLIENT_VERSION = "0.1.0"
 
 
@@ -46,6 +45,8 @@ class AgentSlot:
     meta_system_prompt: bool = False
     sessions: dict[str, Session] = field(default_factory=dict)
     busy: bool = False
+    # The channel whose session is being created here ahead of its turn (sessions.py).
+    claimed_by: str | None = None
     stopping: bool = False
     # Set when a turn failed because the pipe closed: the exit watcher may run only after the
     # slot was released, and must still report the exit as `during_turn`.
@@ -122,19 +123,15 @@ def mcp_environment(config: AcpConfig) -> dict[str, str]:
     return env
 
 
-async def spawn_slot(index: int, config: AcpConfig, client: BridgeClient) -> AgentSlot:
-    """Start the agent in its own process group with buzz-acp's complete environment."""
-    process = await asyncio.create_subprocess_exec(
-        config.agent_command,
-        *config.agent_args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=None,
-        env=dict(os.environ),
-        cwd=config.cwd,
-        start_new_session=True,
-        limit=READ_LIMIT,
-    )
+async def spawn_slot(
+    index: int,
+    config: AcpConfig,
+    client: BridgeClient,
+    process: asyncio.subprocess.Process | None = None,
+) -> AgentSlot:
+    """Connect to the agent `process` (started by buzz-acp's entry point), or start one."""
+    if process is None:
+        process = await start_agent_process(config.agent_command, config.agent_args, config.cwd)
     assert process.stdin is not None and process.stdout is not None
 
     def on_frame(event: StreamEvent) -> None:

@@ -38,14 +38,24 @@ async def _serve(config: AgentConfig) -> None:
     agent = BuzzAgent(config, llm)
     main_task = asyncio.current_task()
     assert main_task is not None
+    closing = False
+
+    def on_signal() -> None:
+        # Once close() runs, a signal (buzz-acp TERMs the whole tree when the agent has not
+        # exited 2 s after its stdin closed) must not cancel it: that would only cut the MCP
+        # servers' shutdown short and end in a CancelledError traceback.
+        if not closing:
+            main_task.cancel()
+
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, main_task.cancel)
+        loop.add_signal_handler(signum, on_signal)
     try:
         await acp.run_agent(agent)
     except asyncio.CancelledError:
         log.info("buzz-agent stopping on signal")
     finally:
+        closing = True
         await agent.close()
 
 
@@ -75,3 +85,6 @@ def main() -> None:
         config.route,
     )
     asyncio.run(_serve(config))
+    from orchestra.agents.acp.proctree import exit_now
+
+    exit_now(0)

@@ -10,9 +10,27 @@ import sys
 log = logging.getLogger("mcp")
 
 
+_terminating = False
+
+
 def _exit_on_term(signum: int, _frame: object) -> None:
-    # Turn SIGTERM into a normal exit so the scratch directory is removed.
-    raise SystemExit(128 + signum)
+    # Turn SIGTERM into a normal exit so the scratch directory is removed. Only once: a second
+    # TERM (the MCP client's and buzz-acp's tree-wide one can both come) would otherwise
+    # interrupt that very clean-up; a process that overstays is KILLed by them anyway.
+    global _terminating
+    if not _terminating:
+        _terminating = True
+        raise SystemExit(128 + signum)
+
+
+def _stop_code(error: BaseException) -> int | None:
+    """The exit code for a stop by signal (possibly wrapped by the server's task group)."""
+    if isinstance(error, BaseExceptionGroup):
+        codes = [_stop_code(inner) for inner in error.exceptions]
+        return None if None in codes else codes[0]
+    if isinstance(error, SystemExit):
+        return error.code if isinstance(error.code, int) else 1
+    return 0 if isinstance(error, KeyboardInterrupt) else None
 
 
 def main() -> None:
@@ -35,12 +53,19 @@ def main() -> None:
         log.error("buzz-dev-mcp cannot start: %s", exc)
         sys.exit(1)
     signal.signal(signal.SIGTERM, _exit_on_term)
+    code = 0
     try:
         from orchestra.agents.devmcp.server import build_server
 
         log.info("buzz-dev-mcp serving in %s (scratch %s)", workspace.cwd, workspace.root)
         build_server(workspace).run()
-    except KeyboardInterrupt:
-        pass
+    except BaseException as error:
+        stop = _stop_code(error)
+        if stop is None:
+            raise
+        code = stop
     finally:
         workspace.remove()
+    from orchestra.agents.acp.proctree import exit_now
+
+    exit_now(code)
