@@ -11,9 +11,9 @@ from orchestra.report.aggregate import JobRecord, aggregate
 from orchestra.report.load import record_from_config
 
 # A trial's state as the job document tracks it: the file is rewritten when one of these changes
-# (§10.1: "after every trial state change"); phases, and tokens counted while a trial is still
-# running, reach it with the trial's next state change.
-TRIAL_STATE_FIELDS = ("status", "reward", "finished_at")
+# (§10.1: "after every trial state change"); phases, and the reward and tokens recorded before
+# the trial ends, reach it with the trial's next state change.
+TRIAL_STATE_FIELDS = ("status", "finished_at")
 
 
 class JobResult:

@@ -102,7 +102,7 @@ def parse_pubkey(text: str) -> str:
             pubkey = decode_npub(text)
         except Bech32Error as exc:
             raise ValueError(f"invalid npub {text!r} ({exc})") from None
-    elif len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text):
+    elif is_hex64(text.lower()):
         pubkey = text.lower()
     else:
         raise ValueError(f"invalid public key {text!r}: expected 64 hex characters or npub1…")

@@ -95,10 +95,11 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _environment_of(pid: str, mentioning: bytes) -> dict[bytes, bytes]:
+def _environment_of(pid: int, mentioning: bytes) -> dict[bytes, bytes]:
     """The process's environment, or {} when no value contains `mentioning` (most of them)."""
     try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            raw = handle.read()
     except OSError:
         return {}
     if mentioning not in raw:
@@ -128,20 +129,21 @@ def kill_sandbox_escapees(
     root = os.fsencode(str(sandbox.resolve()))
     skip = {os.getpid(), *exclude}
     killed: list[int] = []
-    proc = Path("/proc")
-    if not proc.is_dir():
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no procfs: nothing can be found this way
         return killed
     last = last_allocated_pid()
     floor = newer_than if newer_than is not None and last is not None and last >= newer_than else 0
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) <= floor or int(entry.name) in skip:
+    for pid in (int(name) for name in names if name.isdigit()):
+        if pid <= floor or pid in skip:
             continue
-        env = _environment_of(entry.name, root)
+        env = _environment_of(pid, root)
         for key in (b"HOME", b"TMPDIR"):
             value = env.get(key)
             if value is not None and (value == root or value.startswith(root + b"/")):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    killed.append(int(entry.name))
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
                 break
     return killed

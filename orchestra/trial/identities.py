@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -20,7 +21,9 @@ def derive_fixture_secret(owner_secret: bytes, identity_id: str) -> bytes:
     return ((int.from_bytes(digest, "big") % (CURVE_ORDER - 1)) + 1).to_bytes(32, "big")
 
 
+@functools.lru_cache(maxsize=4096)
 def derive_fixture_keys(owner_secret: bytes, identity_id: str) -> Keys:
+    """Cached: the same identities are minted at every trial of a task (60 for some)."""
     return Keys.from_secret(derive_fixture_secret(owner_secret, identity_id))
 
 
