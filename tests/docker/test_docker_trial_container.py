@@ -6,18 +6,22 @@ import asyncio
 import contextlib
 import json
 import uuid
+from asyncio.subprocess import DEVNULL
 from collections.abc import AsyncIterator
 from pathlib import Path, PurePosixPath
 
 import pytest
 from docker_support import BuiltImages
 
+from orchestra.config.fixture import Fixture
+from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.paths import TrialPaths, container_env_file
 from orchestra.trial.docker_env import (
     TrialContainer,
     cleanup_containers,
     host_gateway_bind_address,
 )
+from orchestra.trial.docker_environment import DockerAgent, DockerEnvironment
 
 pytestmark = pytest.mark.docker
 
@@ -184,3 +188,37 @@ async def test_cleanup_removes_containers_by_job_label(built: BuiltImages, job_n
         for leftover in started:
             with contextlib.suppress(Exception):
                 await leftover.remove()
+
+
+async def test_a_second_interrupt_removes_the_container_at_once(
+    built: BuiltImages, job_name: str, tmp_path: Path
+) -> None:
+    """§7.6: with `hurry` set, step 16 does not TERM, wait and KILL; it removes the container."""
+    environment = DockerEnvironment(
+        TrialPaths(tmp_path / "trial"),
+        Fixture.empty(),
+        image=built.agent_image,
+        job_name=job_name,
+        trial_id=str(uuid.uuid4()),
+        overrides=EnvironmentOverrides(),
+        buzz_bin_dir=None,
+    )
+    container = await TrialContainer.start(
+        built.agent_image, job_name=job_name, trial_id=environment.trial_id, cpus=1, memory_mb=512
+    )
+    environment.container = container
+    session = await container.start_session(
+        ["sh", "-c", "trap '' TERM; sleep 1000 & wait"],  # would outlast the TERM grace period
+        stdout=tmp_path / "out.log",
+        stderr=tmp_path / "err.log",
+    )
+    agent = DockerAgent("solo-1", session, lambda: None)
+    hurry = asyncio.Event()
+    hurry.set()
+    notes = await environment.stop_all([agent], hurry)
+    assert notes == [f"container {container.name} removed at once (second interrupt)"]
+    assert agent.exit_code is not None
+    inspect = await asyncio.create_subprocess_exec(
+        "docker", "inspect", container.name, stdout=DEVNULL, stderr=DEVNULL
+    )
+    assert await inspect.wait() != 0  # the container no longer exists
