@@ -11,10 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path, PurePosixPath
 
 import pytest
-from docker_support import BuiltImages
+from docker_support import TASK_DIR, BuiltImages
 
 from orchestra.config.fixture import Fixture
 from orchestra.config.manifest import EnvironmentOverrides
+from orchestra.config.task import load_task
 from orchestra.paths import TrialPaths, container_env_file
 from orchestra.trial.docker_env import (
     TrialContainer,
@@ -222,3 +223,38 @@ async def test_a_second_interrupt_removes_the_container_at_once(
         "docker", "inspect", container.name, stdout=DEVNULL, stderr=DEVNULL
     )
     assert await inspect.wait() != 0  # the container no longer exists
+
+
+async def test_buzz_bin_dir_programs_come_first_in_the_container(
+    built: BuiltImages, job_name: str, tmp_path: Path
+) -> None:
+    """`--buzz-bin-dir` in the docker env (§7.9): its files at /opt/buzz/bin, 0755, and that
+    directory first on the agents' PATH because it holds a `buzz`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "buzz").write_text('#!/bin/sh\necho wrapped buzz "$@"\n')  # mode 0644 here
+    (bin_dir / "buzz-acp").write_text("#!/bin/sh\nexit 0\n")
+    environment = DockerEnvironment(
+        TrialPaths(tmp_path / "trial"),
+        Fixture.empty(),
+        image=built.agent_image,
+        job_name=job_name,
+        trial_id=str(uuid.uuid4()),
+        overrides=EnvironmentOverrides(),
+        buzz_bin_dir=bin_dir,
+    )
+    try:
+        await environment.prepare(load_task(TASK_DIR), with_solution=False)
+        assert str(environment.programs_dir) == "/opt/buzz/bin"
+        assert environment.agent_path is not None
+        assert environment.agent_path.startswith("/opt/buzz/bin:")
+        container = environment._container()
+        found = await container.sh(f'PATH="{environment.agent_path}" buzz messages get')
+        assert found.stdout == "wrapped buzz messages get\n"
+        modes = await container.sh("stat -c '%a %n' /opt/buzz/bin/buzz /opt/buzz/bin/buzz-acp")
+        assert modes.stdout.split("\n")[:2] == [
+            "755 /opt/buzz/bin/buzz",
+            "755 /opt/buzz/bin/buzz-acp",
+        ]
+    finally:
+        await environment.close()
