@@ -191,19 +191,26 @@ async def test_cleanup_removes_containers_by_job_label(built: BuiltImages, job_n
                 await leftover.remove()
 
 
-async def test_a_second_interrupt_removes_the_container_at_once(
-    built: BuiltImages, job_name: str, tmp_path: Path
-) -> None:
-    """§7.6: with `hurry` set, step 16 does not TERM, wait and KILL; it removes the container."""
-    environment = DockerEnvironment(
+def _docker_environment(
+    built: BuiltImages, job_name: str, tmp_path: Path, *, buzz_bin_dir: Path | None = None
+) -> DockerEnvironment:
+    """A docker env for a fixture-less trial on the test agent layer (no container yet)."""
+    return DockerEnvironment(
         TrialPaths(tmp_path / "trial"),
         Fixture.empty(),
         image=built.agent_image,
         job_name=job_name,
         trial_id=str(uuid.uuid4()),
         overrides=EnvironmentOverrides(),
-        buzz_bin_dir=None,
+        buzz_bin_dir=buzz_bin_dir,
     )
+
+
+async def test_a_second_interrupt_removes_the_container_at_once(
+    built: BuiltImages, job_name: str, tmp_path: Path
+) -> None:
+    """§7.6: with `hurry` set, step 16 does not TERM, wait and KILL; it removes the container."""
+    environment = _docker_environment(built, job_name, tmp_path)
     container = await TrialContainer.start(
         built.agent_image, job_name=job_name, trial_id=environment.trial_id, cpus=1, memory_mb=512
     )
@@ -234,15 +241,7 @@ async def test_buzz_bin_dir_programs_come_first_in_the_container(
     bin_dir.mkdir()
     (bin_dir / "buzz").write_text('#!/bin/sh\necho wrapped buzz "$@"\n')  # mode 0644 here
     (bin_dir / "buzz-acp").write_text("#!/bin/sh\nexit 0\n")
-    environment = DockerEnvironment(
-        TrialPaths(tmp_path / "trial"),
-        Fixture.empty(),
-        image=built.agent_image,
-        job_name=job_name,
-        trial_id=str(uuid.uuid4()),
-        overrides=EnvironmentOverrides(),
-        buzz_bin_dir=bin_dir,
-    )
+    environment = _docker_environment(built, job_name, tmp_path, buzz_bin_dir=bin_dir)
     try:
         await environment.prepare(load_task(TASK_DIR), with_solution=False)
         assert str(environment.programs_dir) == "/opt/buzz/bin"
