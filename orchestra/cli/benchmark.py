@@ -8,7 +8,6 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -24,9 +23,12 @@ from orchestra.config.condition import Condition, condition_problems, load_condi
 from orchestra.config.endpoints import resolve_api_key
 from orchestra.config.errors import ConfigError
 from orchestra.config.task import load_task
+from orchestra.documents.enums import StackMode, TrialStatus
+from orchestra.documents.io import DocumentError
+from orchestra.documents.job import JobConfig, JobResult
+from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
-from orchestra.jobs.jsonio import read_json_object
-from orchestra.jobs.layout import JobConfigMismatch
+from orchestra.jobs.layout import JobConfigMismatch, load_job_record, scan_trials
 from orchestra.jobs.plan import (
     Plan,
     PlannedJob,
@@ -40,8 +42,6 @@ from orchestra.jobs.plan import (
 )
 from orchestra.jobs.runner import Interrupt, JobOutcome, Settings, run_job
 from orchestra.paths import JobPaths
-from orchestra.report.aggregate import aggregate
-from orchestra.report.load import load_job_record
 from orchestra.report.progress import Progress
 from orchestra.report.render import render_summary
 from orchestra.stack.info import scripts_dir
@@ -164,36 +164,25 @@ def run_resume_command(
     state_dir: Path | None,
     quiet: bool,
 ) -> int:
-    config = read_json_object(JobPaths(job_dir).config_json)
-    if config is None:
-        error_lines(f"{JobPaths(job_dir).config_json}: missing or not a JSON object")
-        return EXIT_USAGE
     try:
-        stored = config["options"]
-        plan = config["plan"]
+        config = JobConfig.load(JobPaths(job_dir).config_json)
+        stored = config.options
         condition = load_condition(
-            Path(config["manifest"]["path"]),
-            endpoint_config or Path(stored["endpoint_config"]),
-            Path(stored["artifact_root"]),
+            Path(config.manifest.path),
+            endpoint_config or Path(stored.endpoint_config),
+            Path(stored.artifact_root),
             verify=False,
         )
-        tasks = tuple(load_task(Path(task["dir"])) for task in plan["tasks"])
-        job = PlannedJob(config["job_name"], plan["layer"], int(plan["attempts"]), tasks)
+        tasks = tuple(load_task(Path(task.dir)) for task in config.plan.tasks)
+        job = PlannedJob(config.job_name, config.plan.layer, config.plan.attempts, tasks)
         # A resumed job keeps the stack and environment it started with unless told otherwise.
         if env == "auto":
-            env = str(config.get("environment") or "auto")
-        if (
-            stack == "auto"
-            and relay_url is None
-            and config.get("stack", {}).get("mode") != "external"
-        ):
-            stack = str(config.get("stack", {}).get("mode") or "auto")
+            env = config.environment.value
+        if stack == "auto" and relay_url is None and config.stack.mode is not StackMode.EXTERNAL:
+            stack = config.stack.mode.value
         modes = choose_modes(stack, env, relay_url)
-    except ConfigError as error:
+    except ConfigError as error:  # a malformed config.json is a DocumentError, a ConfigError
         _config_errors(error)
-        return EXIT_USAGE
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        error_lines(f"{JobPaths(job_dir).config_json}: malformed ({error})")
         return EXIT_USAGE
     except ModeError as error:
         error_lines(str(error))
@@ -202,11 +191,10 @@ def run_resume_command(
     if problems:
         error_lines("\n".join(map(str, problems)))
         return EXIT_PREFLIGHT
-    buzz_bin_dir = stored.get("buzz_bin_dir")
     options = RunOptions(
-        float(stored.get("timeout_multiplier", 1.0)),
-        bool(stored.get("keep_channels", False)),
-        Path(buzz_bin_dir) if buzz_bin_dir else None,
+        stored.timeout_multiplier,
+        stored.keep_channels,
+        Path(stored.buzz_bin_dir) if stored.buzz_bin_dir else None,
     )
     return _run_plan(
         [job],
@@ -214,8 +202,8 @@ def run_resume_command(
         modes,
         options,
         jobs_dir=job_dir.absolute().parent,
-        state_dir=state_dir or Path(stored["state_dir"]),
-        relay_port=relay_port or int(stored.get("relay_port", 3600)),
+        state_dir=state_dir or Path(stored.state_dir),
+        relay_port=relay_port or stored.relay_port,
         relay_url=relay_url,
         database_url=database_url,
         n_concurrent=n_concurrent,
@@ -265,17 +253,22 @@ def _check_jobs_dir(jobs_dir: Path) -> None:
 def _check_resumable(
     jobs: list[PlannedJob], condition: Condition, env: str, jobs_dir: Path
 ) -> None:
+    """Refuse before anything starts: a job that exists with another identity, or whose
+    documents do not load (`DocumentError` naming the file and field)."""
     for job in jobs:
-        stored = read_json_object(JobPaths.of(jobs_dir, job.name).config_json)
+        paths = JobPaths.of(jobs_dir, job.name)
+        stored = JobConfig.load_if_readable(paths.config_json)
         if stored is None:
             continue
         current = replay_record(replay_components(condition, env, job.attempts, job.tasks))
-        changed = differing_fields(stored.get("replay_identity"), current)
+        changed = differing_fields(stored.replay_identity, current)
         if changed:
             raise JobConfigMismatch(
                 f"job {job.name} exists with a different configuration ({', '.join(changed)}); "
                 "choose another --job-name"
             )
+        JobResult.load_if_readable(paths.result_json)
+        scan_trials(paths)
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -300,7 +293,7 @@ def _run_plan(
 ) -> int:
     try:
         _check_resumable(jobs, condition, modes.env, jobs_dir)
-    except JobConfigMismatch as error:
+    except (JobConfigMismatch, DocumentError) as error:
         error_lines(str(error))
         return EXIT_USAGE
     try:
@@ -352,7 +345,8 @@ def _run_plan(
                     outcomes.append(outcome)
                     if (
                         outcome.interrupted
-                        or outcome.count("scored") + outcome.count("error") < job.n_trials
+                        or outcome.count(TrialStatus.SCORED) + outcome.count(TrialStatus.ERROR)
+                        < job.n_trials
                     ):
                         break
             finally:
@@ -364,7 +358,7 @@ def _run_plan(
     except StackError as error:
         error_lines(str(error))
         return EXIT_PREFLIGHT
-    except JobConfigMismatch as error:
+    except (JobConfigMismatch, DocumentError) as error:
         error_lines(str(error))
         return EXIT_USAGE
     _print_summary(console, outcomes)
@@ -394,7 +388,7 @@ def _write_reports(console: Console, outcomes: list[JobOutcome]) -> None:
 def _exit_code(outcomes: list[JobOutcome], interrupted: bool, planned: int) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
-    results: list[dict[str, Any]] = [r for o in outcomes for r in o.results]
-    if any(r["status"] != "scored" for r in results) or len(results) < planned:
+    results = [r for o in outcomes for r in o.results]
+    if any(r.status is not TrialStatus.SCORED for r in results) or len(results) < planned:
         return EXIT_TRIAL_ERRORS
     return EXIT_OK

@@ -21,14 +21,15 @@ from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command, run
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_PREFLIGHT, EXIT_USAGE, fail
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.stack import stack_app
+from orchestra.documents.io import DocumentError
+from orchestra.jobs.aggregate import aggregate
+from orchestra.jobs.layout import load_job_record
 from orchestra.paths import (
     DEFAULT_ENDPOINT_CONFIG,
     DEFAULT_JOBS_DIR,
     DEFAULT_MANIFEST,
     DEFAULT_STATE_DIR,
 )
-from orchestra.report.aggregate import aggregate
-from orchestra.report.load import JobDirError, load_job_record
 from orchestra.report.render import render_summary, summary_csv, summary_json
 from orchestra.trial.agents import kill_sandbox_escapees
 from orchestra.trial.docker_env import DockerEnvError, cleanup_containers
@@ -177,7 +178,7 @@ def summarize(
         fail("--json and --csv are mutually exclusive")
     try:
         records = [load_job_record(job_dir) for job_dir in job_dirs]
-    except JobDirError as error:
+    except DocumentError as error:
         fail(str(error))
     document = aggregate(records)
     if as_json:

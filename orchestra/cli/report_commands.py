@@ -11,10 +11,10 @@ from typing import Annotated
 import typer
 
 from orchestra.cli.errors import fail
+from orchestra.documents.io import DocumentError
 from orchestra.report.compare import FORMATTERS, CompareInputError, compare_paths, exit_code
 from orchestra.report.html import write_report_html
 from orchestra.report.junit import write_junit_xml
-from orchestra.report.load import JobDirError
 from orchestra.report.report_json import build_report, write_report_json
 
 REPORT_JSON = "report.json"
@@ -32,7 +32,7 @@ class ReportFiles:
 def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
     """Write report.json, junit.xml and report.html for these jobs into `out_dir`.
 
-    Raises `JobDirError` when a directory is not a readable job.
+    Raises `DocumentError` when a directory is not a readable job.
     """
     report = build_report(job_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -65,7 +65,7 @@ def report(
         out_dir = job_dirs[0]
     try:
         files = write_reports(job_dirs, out_dir)
-    except JobDirError as error:
+    except DocumentError as error:
         fail(str(error))
     except OSError as error:
         fail(f"{error.filename or out_dir}: cannot write the report ({error.strerror or error})")
@@ -83,7 +83,7 @@ def compare(
     """Regressions and improvements per task and metric; exit 3 when any task regressed."""
     try:
         comparison = compare_paths(baseline, candidate)
-    except (JobDirError, CompareInputError) as error:
+    except (DocumentError, CompareInputError) as error:
         fail(str(error))
     sys.stdout.write(FORMATTERS[output_format.value](comparison))
     raise typer.Exit(exit_code(comparison))

@@ -30,6 +30,7 @@ PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
+AgentKind = Literal["orchestrator", "worker"]
 ThinkingEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 CONDITION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 ROSTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -103,7 +104,7 @@ class RosterEntry(BaseModel):
     model_config = _STRICT
 
     id: Annotated[str, Field(pattern=ROSTER_ID_RE.pattern, max_length=48)]
-    kind: Literal["orchestrator", "worker"]
+    kind: AgentKind
     role: NonEmptyStr
     count: PositiveInt
     endpoint: NonEmptyStr

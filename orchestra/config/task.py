@@ -118,6 +118,16 @@ class Task:
         the same value, and the files are hashed once instead of at every trial."""
         return task_digest(self.dir)
 
+    def record(self) -> dict[str, str]:
+        """`{name, short_name, dir, layer, digest}` as job and trial configs record it (§10.2)."""
+        return {
+            "name": self.name,
+            "short_name": self.short_name,
+            "dir": self.dir.absolute().as_posix(),
+            "layer": self.layer,
+            "digest": self.digest,
+        }
+
     def instruction(self) -> str:
         """`instruction.md` as posted: UTF-8 with trailing whitespace removed (§7.2 step 11)."""
         return self.paths.instruction_md.read_text(encoding="utf-8").rstrip()

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from orchestra.evidence.normalize import TRANSCRIPT_CAP, build_evidence, transcript_of
-from orchestra.jobs.jsonio import write_json_atomic, write_text_atomic
+from orchestra.files import empty_directory
+from orchestra.jsonio import write_json_atomic, write_text_atomic
 from orchestra.paths import TrialPaths
 
 PAGE_SIZE = 200
@@ -140,16 +139,6 @@ def write_evidence_files(evidence: Mapping[str, Any], trial: TrialPaths) -> None
     write_json_atomic(trial.transcript_json, transcript_of(evidence), ensure_ascii=True)
     empty_directory(trial.artifacts_dir)
     write_json_atomic(trial.artifacts_evidence_json, evidence, ensure_ascii=True)
-
-
-def empty_directory(path: Path) -> None:
-    if path.exists():
-        for child in path.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-    path.mkdir(parents=True, exist_ok=True)
 
 
 def record_export_failure(error: BaseException, trial: TrialPaths) -> str:

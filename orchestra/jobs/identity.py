@@ -8,6 +8,7 @@ from typing import Any
 from orchestra.config.canonical import canonical_sha256
 from orchestra.config.condition import Condition
 from orchestra.config.task import Task
+from orchestra.documents.job import ReplayIdentity
 
 
 def replay_components(
@@ -23,21 +24,18 @@ def replay_components(
     }
 
 
-def replay_record(components: dict[str, Any]) -> dict[str, Any]:
-    """`{sha256, fields}`: the identity hash, and one hash per field so a mismatch can be named
-    without writing endpoint env values into the job's config."""
-    return {
-        "sha256": canonical_sha256(components),
-        "fields": {name: canonical_sha256(value) for name, value in sorted(components.items())},
-    }
+def replay_record(components: dict[str, Any]) -> ReplayIdentity:
+    """The identity hash, and one hash per field so a mismatch can be named without writing
+    endpoint env values into the job's config."""
+    return ReplayIdentity(
+        sha256=canonical_sha256(components),
+        fields={name: canonical_sha256(value) for name, value in sorted(components.items())},
+    )
 
 
-def differing_fields(stored: Any, current: dict[str, Any]) -> list[str]:
-    """Names of the fields that differ; `["replay_identity"]` when the stored record is unusable."""
-    if not isinstance(stored, dict) or not isinstance(stored.get("fields"), dict):
-        return ["replay_identity"]
-    if stored.get("sha256") == current["sha256"]:
+def differing_fields(stored: ReplayIdentity, current: ReplayIdentity) -> list[str]:
+    """Names of the fields that differ (`["replay_identity"]` when only the hash does)."""
+    if stored.sha256 == current.sha256:
         return []
-    fields = stored["fields"]
-    changed = [name for name, value in current["fields"].items() if fields.get(name) != value]
+    changed = [name for name, value in current.fields.items() if stored.fields.get(name) != value]
     return changed or ["replay_identity"]

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import shutil
-import uuid
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
+from orchestra.config.errors import display_path
+from orchestra.documents.enums import TrialStatus
+from orchestra.documents.io import DocumentError
+from orchestra.documents.job import JobConfig, ResumeRecord
+from orchestra.documents.trial import TrialResult
+from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.identity import differing_fields
-from orchestra.jobs.jsonio import read_json_object, utc_timestamp, write_json_atomic
+from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
 
 
@@ -29,43 +33,28 @@ def orchestrator_version() -> str:
 class ExistingTrial:
     name: str
     path: Path
-    task_name: str | None
-    attempt: int | None
-    status: str | None  # None: no readable result.json (the process died)
-    result: dict[str, Any] | None
+    result: TrialResult | None  # None: no readable result.json (the process died)
 
 
 @dataclass
 class Inventory:
     """Trials kept per slot, and the slots still owed, in plan order."""
 
-    kept: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    kept: dict[tuple[str, int], TrialResult] = field(default_factory=dict)
     owed: list[tuple[int, str]] = field(default_factory=list)  # (attempt, task name)
     superseded: list[str] = field(default_factory=list)
 
 
 def scan_trials(paths: JobPaths) -> list[ExistingTrial]:
-    trials = []
+    """Every trial directory of the job; `DocumentError` when a `result.json` is malformed."""
+    trials: list[ExistingTrial] = []
     if not paths.root.is_dir():
         return trials
     for child in sorted(paths.root.iterdir()):
         if not child.is_dir() or child.name.startswith("."):
             continue
-        result = read_json_object(child / "result.json")
-        config = read_json_object(child / "config.json") or {}
-        source = result or config
-        task = source.get("task_name") or (config.get("task") or {}).get("name")
-        attempt = source.get("attempt")
-        trials.append(
-            ExistingTrial(
-                name=child.name,
-                path=child,
-                task_name=task if isinstance(task, str) else None,
-                attempt=attempt if isinstance(attempt, int) else None,
-                status=result.get("status") if result else None,
-                result=result,
-            )
-        )
+        result = TrialResult.load_if_readable(paths.trial(child.name).result_json)
+        trials.append(ExistingTrial(name=child.name, path=child, result=result))
     return trials
 
 
@@ -74,15 +63,21 @@ def take_inventory(
 ) -> Inventory:
     """Keep scored trials (and errors with `keep_errors`); move everything else aside.
 
-    A superseded trial directory is moved to `.superseded/`, never deleted.
+    A superseded trial directory is moved to `.superseded/`, never deleted. Every trial is
+    read before anything moves, so a malformed one stops the resume with nothing changed.
     """
     inventory = Inventory()
     wanted = {(task, attempt) for attempt, task in slots}
+    kept_statuses = {TrialStatus.SCORED} | ({TrialStatus.ERROR} if keep_errors else set())
     for trial in scan_trials(paths):
-        slot = (trial.task_name, trial.attempt)
-        keep = trial.status == "scored" or (keep_errors and trial.status == "error")
-        if keep and slot in wanted and slot not in inventory.kept and trial.result is not None:
-            inventory.kept[slot] = trial.result  # type: ignore[index]
+        result = trial.result
+        if (
+            result is not None
+            and result.status in kept_statuses
+            and result.slot in wanted
+            and result.slot not in inventory.kept
+        ):
+            inventory.kept[result.slot] = result
             continue
         target = paths.superseded(trial.name)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -93,34 +88,40 @@ def take_inventory(
 
 
 def open_job(
-    paths: JobPaths, config: dict[str, Any], *, slots: list[tuple[int, str]], keep_errors: bool
-) -> tuple[dict[str, Any], Inventory, bool]:
-    """Create the job, or resume it when the replay identity matches.
+    paths: JobPaths, config: JobConfig, *, slots: list[tuple[int, str]], keep_errors: bool
+) -> tuple[JobConfig, Inventory, bool]:
+    """Create the job with `config`, or resume it when the replay identity matches.
 
     Returns (the job config as stored, the inventory, whether this is a resume).
     """
-    existing = read_json_object(paths.config_json)
+    existing = JobConfig.load_if_readable(paths.config_json)
     if existing is None:
         paths.root.mkdir(parents=True, exist_ok=True)
-        config = {
-            **config,
-            "schema_version": 1,
-            "id": str(uuid.uuid4()),
-            "created_at": utc_timestamp(),
-            "orchestrator_version": orchestrator_version(),
-            "resumes": [],
-        }
-        write_json_atomic(paths.config_json, config)
+        config.write(paths.config_json)
         return config, take_inventory(paths, slots, keep_errors=keep_errors), False
-    changed = differing_fields(existing.get("replay_identity"), config["replay_identity"])
+    changed = differing_fields(existing.replay_identity, config.replay_identity)
     if changed:
         raise JobConfigMismatch(
             f"job {paths.name} exists with a different configuration ({', '.join(changed)}); "
             "choose another --job-name"
         )
     inventory = take_inventory(paths, slots, keep_errors=keep_errors)
-    existing.setdefault("resumes", []).append(
-        {"at": utc_timestamp(), "owed_trials": len(inventory.owed)}
-    )
-    write_json_atomic(paths.config_json, existing)
+    existing.resumes.append(ResumeRecord(at=utc_timestamp(), owed_trials=len(inventory.owed)))
+    existing.write(paths.config_json)
     return existing, inventory, True
+
+
+def load_job_record(job_dir: Path) -> JobRecord:
+    """The job's plan and every trial result in it, read through the models (`DocumentError`
+    naming the file and field when one is malformed)."""
+    paths = JobPaths(job_dir)
+    config = JobConfig.load_if_readable(paths.config_json)
+    if config is None:
+        raise DocumentError(
+            display_path(paths.config_json),
+            "",
+            "missing or not a JSON object (not a job directory?)",
+        )
+    record = JobRecord.from_config(config, job_dir)
+    record.trials = [t.result for t in scan_trials(paths) if t.result is not None]
+    return record

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal
 
 from orchestra.config.condition import Condition
 from orchestra.config.endpoints import API_KEY_FALLBACKS, resolve_api_key
@@ -21,13 +20,13 @@ from orchestra.config.task import (
     Task,
     load_task,
 )
+from orchestra.documents.job import PlanLayer, PlanRecord
+from orchestra.documents.trial import TaskRecord
 from orchestra.paths import DEFAULT_DATASET
 
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 JOB_STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 _REGISTRY_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w.-]+)?$")
-
-PlanLayer = Literal["regression", "workflow", "mixed"]
 
 
 class PlanError(ConfigError):
@@ -68,13 +67,13 @@ class PlannedJob:
         """(attempt, task) in start order: attempt-major, tasks in plan order (§2.3 item 7)."""
         return [(attempt, task) for attempt in range(1, self.attempts + 1) for task in self.tasks]
 
-    def plan_record(self) -> dict[str, Any]:
+    def plan_record(self) -> PlanRecord:
         """The `plan` object of the job's `config.json` (§10.2)."""
-        return {
-            "layer": self.layer,
-            "attempts": self.attempts,
-            "tasks": [task_record(task) for task in self.tasks],
-        }
+        return PlanRecord(
+            layer=self.layer,
+            attempts=self.attempts,
+            tasks=[TaskRecord.model_validate(task.record()) for task in self.tasks],
+        )
 
 
 @dataclass(frozen=True)
@@ -86,17 +85,6 @@ class Plan:
     @property
     def n_trials(self) -> int:
         return sum(job.n_trials for job in self.jobs)
-
-
-def task_record(task: Task) -> dict[str, Any]:
-    """`{name, short_name, dir, layer, digest}` as recorded in job and trial configs (§10.2)."""
-    return {
-        "name": task.name,
-        "short_name": task.short_name,
-        "dir": task.dir.absolute().as_posix(),
-        "layer": task.layer,
-        "digest": task.digest,
-    }
 
 
 # --- where the tasks come from --------------------------------------------------------------

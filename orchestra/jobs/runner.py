@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from orchestra.config.condition import Condition
 from orchestra.config.task import Task
+from orchestra.documents.enums import EnvKind, TrialStatus
+from orchestra.documents.job import (
+    EndpointRecord,
+    JobConfig,
+    JobOptions,
+    ManifestRecord,
+)
+from orchestra.documents.trial import TrialResult
 from orchestra.jobs.identity import replay_components, replay_record
-from orchestra.jobs.jsonio import utc_timestamp
-from orchestra.jobs.layout import open_job
+from orchestra.jobs.layout import open_job, orchestrator_version
 from orchestra.jobs.plan import PlannedJob
-from orchestra.jobs.result import JobResult
+from orchestra.jobs.result import JobResultRecorder
+from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths, TrialPaths
-from orchestra.report.progress import Progress
 from orchestra.stack.images import agent_layers
 from orchestra.stack.info import StackInfo, scripts_dir
 from orchestra.stack.registry import Registry
@@ -27,6 +35,16 @@ from orchestra.trial.docker_environment import DockerEnvironment
 from orchestra.trial.environment import TrialEnvironment
 from orchestra.trial.lifecycle import Trial
 from orchestra.trial.local_env import LocalEnvironment
+
+
+class Progress(Protocol):
+    """What the runner tells whoever shows progress (the CLI passes `report.progress`'s)."""
+
+    def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None: ...
+
+    def trial_update(self, result: TrialResult) -> None: ...
+
+    def end_job(self) -> None: ...
 
 
 class Interrupt:
@@ -70,11 +88,11 @@ class Settings:
 class JobOutcome:
     name: str
     path: Path
-    results: list[dict[str, Any]]
+    results: list[TrialResult]
     interrupted: bool
 
-    def count(self, status: str) -> int:
-        return sum(1 for r in self.results if r["status"] == status)
+    def count(self, status: TrialStatus) -> int:
+        return sum(1 for r in self.results if r.status is status)
 
 
 async def environment_factory(
@@ -103,35 +121,42 @@ async def environment_factory(
     )
 
 
-def job_config(planned: PlannedJob, settings: Settings) -> dict[str, Any]:
+def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
+    """The `config.json` of a new job (§10.2); a resume keeps the stored one's id and dates."""
     condition = settings.condition
     components = replay_components(condition, settings.environment, planned.attempts, planned.tasks)
     options = settings.options
-    return {
-        "job_name": planned.name,
-        "replay_identity": replay_record(components),
-        "plan": planned.plan_record(),
-        "manifest": {
-            "path": condition.manifest_path.absolute().as_posix(),
-            "sha256": condition.manifest_sha256,
-            "condition": condition.name,
-            "normalized": condition.manifest.normalized(),
+    return JobConfig(
+        job_name=planned.name,
+        id=str(uuid.uuid4()),
+        created_at=utc_timestamp(),
+        orchestrator_version=orchestrator_version(),
+        replay_identity=replay_record(components),
+        plan=planned.plan_record(),
+        manifest=ManifestRecord(
+            path=condition.manifest_path.absolute().as_posix(),
+            sha256=condition.manifest_sha256,
+            condition=condition.name,
+            normalized=condition.manifest.normalized(),
+        ),
+        endpoints={
+            name: EndpointRecord.model_validate(ep.summary())
+            for name, ep in condition.used_endpoints().items()
         },
-        "endpoints": {name: ep.summary() for name, ep in condition.used_endpoints().items()},
-        "stack": settings.stack.config_record(),
-        "environment": settings.environment,
-        "options": {
-            "n_concurrent": settings.n_concurrent,
-            "timeout_multiplier": options.timeout_multiplier,
-            "keep_channels": options.keep_channels,
-            "jobs_dir": settings.jobs_dir.absolute().as_posix(),
-            "state_dir": settings.state.paths.root.absolute().as_posix(),
-            "relay_port": settings.relay_port,
-            "buzz_bin_dir": options.buzz_bin_dir.as_posix() if options.buzz_bin_dir else None,
-            "endpoint_config": settings.endpoint_config_path.absolute().as_posix(),
-            "artifact_root": condition.artifact_root.as_posix(),
-        },
-    }
+        stack=settings.stack.config_record(),
+        environment=EnvKind(settings.environment),
+        options=JobOptions(
+            n_concurrent=settings.n_concurrent,
+            timeout_multiplier=options.timeout_multiplier,
+            keep_channels=options.keep_channels,
+            jobs_dir=settings.jobs_dir.absolute().as_posix(),
+            state_dir=settings.state.paths.root.absolute().as_posix(),
+            relay_port=settings.relay_port,
+            buzz_bin_dir=options.buzz_bin_dir.as_posix() if options.buzz_bin_dir else None,
+            endpoint_config=settings.endpoint_config_path.absolute().as_posix(),
+            artifact_root=condition.artifact_root.as_posix(),
+        ),
+    )
 
 
 async def run_job(
@@ -143,7 +168,7 @@ async def run_job(
     config, inventory, _ = open_job(
         paths, job_config(planned, settings), slots=slots, keep_errors=settings.keep_errors
     )
-    result = JobResult(paths, config, planned.n_trials)
+    result = JobResultRecorder(paths, config, planned.n_trials)
     result.seed(inventory.kept.values())
     result.write()
     tasks_by_name = {task.name: task for task in planned.tasks}
@@ -151,7 +176,9 @@ async def run_job(
     await registry.open()
     stable_clients = ClientPool(settings.stack.relay_ws_url)
 
-    def on_update(trial_result: dict[str, Any]) -> None:
+    def on_update(document: dict[str, Any]) -> None:
+        # The trial still writes its result as a dict; the job side reads it as the model.
+        trial_result = TrialResult.model_validate(document)
         result.update(trial_result)
         progress.trial_update(trial_result)
 
@@ -178,11 +205,12 @@ async def run_job(
         f"{len(inventory.superseded)} superseded"
     )
     slots_free = asyncio.Semaphore(settings.n_concurrent)
-    finished: list[dict[str, Any]] = list(inventory.kept.values())
+    finished: list[TrialResult] = list(inventory.kept.values())
 
     async def run_one(attempt: int, task_name: str) -> None:
         try:
-            finished.append(await Trial(ctx, tasks_by_name[task_name], attempt).run())
+            document = await Trial(ctx, tasks_by_name[task_name], attempt).run()
+            finished.append(TrialResult.model_validate(document))
         except Exception as error:  # a trial that cannot even write its record
             ctx.log(f"trial of {task_name} #{attempt} failed: {type(error).__name__}: {error}")
         finally:

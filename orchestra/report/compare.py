@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestra.jobs.jsonio import read_json_object
+from orchestra.jsonio import read_json_object
 from orchestra.report.report_json import build_report
 from orchestra.report.stats import fisher_exact_greater, fisher_exact_less, wilson_interval
 

@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from orchestra.jobs.jsonio import write_text_atomic
+from orchestra.jsonio import write_text_atomic
 from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
 from orchestra.report.render import ORACLE_NOTE

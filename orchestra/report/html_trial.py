@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from orchestra.jobs.jsonio import read_json_object
+from orchestra.jobs.aggregate import metric_passed
+from orchestra.jsonio import read_json_object
 from orchestra.report.html_transcript import message_anchor, render_transcript
-from orchestra.report.report_json import metric_passed
 
 
 def trial_anchor(index: int) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestra.jobs.jsonio import write_text_atomic
+from orchestra.jsonio import write_text_atomic
 
 # XML 1.0 cannot carry most C0 controls even escaped; verifier output and tracebacks may.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

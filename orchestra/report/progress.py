@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-STATUS_STYLE = {"scored": "green", "error": "red", "cancelled": "yellow"}
+from orchestra.documents.enums import TrialStatus
+from orchestra.documents.trial import TrialResult
+
+STATUS_STYLE = {
+    TrialStatus.SCORED: "green",
+    TrialStatus.ERROR: "red",
+    TrialStatus.CANCELLED: "yellow",
+}
 
 
 class Progress:
-    """One overall line kept live at the bottom; finished trials are printed above it."""
+    """One overall line kept live at the bottom; finished trials are printed above it.
+
+    Satisfies `orchestra.jobs.runner.Progress`.
+    """
 
     def __init__(self, console: Console, *, quiet: bool = False) -> None:
         self.console = console
@@ -21,32 +30,32 @@ class Progress:
         self._live: Live | None = None
         self._job = ""
         self._planned = 0
-        self._status: dict[str, str] = {}
+        self._status: dict[str, TrialStatus] = {}
         self._started = time.monotonic()
 
-    def start_job(self, name: str, planned: int, kept: list[dict[str, Any]]) -> None:
+    def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None:
         self._job, self._planned = name, planned
-        self._status = {r["trial_name"]: r["status"] for r in kept}
+        self._status = {r.trial_name: r.status for r in kept}
         self._started = time.monotonic()
         if kept and not self.quiet:
             self.console.print(f"{name}: resuming, {len(kept)} trial(s) kept")
         self._live = Live(self._line(), console=self.console, refresh_per_second=4, transient=True)
         self._live.start()
 
-    def trial_update(self, result: dict[str, Any]) -> None:
-        name, status = result["trial_name"], result["status"]
+    def trial_update(self, result: TrialResult) -> None:
+        name, status = result.trial_name, result.status
         before = self._status.get(name)
         self._status[name] = status
         if status != before and status in STATUS_STYLE and not self.quiet:
-            reward = result.get("reward")
-            detail = f" reward={reward:.2f}" if isinstance(reward, float) else ""
-            info = result.get("exception_info") or {}
-            if status != "scored" and info:
-                detail = f" {info.get('exception_type')}: {info.get('exception_message', '')[:120]}"
+            reward = result.reward
+            detail = f" reward={reward:.2f}" if reward is not None else ""
+            info = result.exception_info
+            if status is not TrialStatus.SCORED and info is not None:
+                detail = f" {info.exception_type}: {info.exception_message[:120]}"
             self.console.print(
                 Text.assemble(
                     (f"{status:9}", STATUS_STYLE[status]),
-                    f" {result['task_name']} #{result['attempt']} ({name}){detail}",
+                    f" {result.task_name} #{result.attempt} ({name}){detail}",
                 )
             )
         if self._live is not None:
@@ -55,8 +64,8 @@ class Progress:
     def _line(self) -> Text:
         statuses = list(self._status.values())
         done = sum(1 for s in statuses if s in STATUS_STYLE)
-        errors = statuses.count("error")
-        running = statuses.count("running")
+        errors = statuses.count(TrialStatus.ERROR)
+        running = statuses.count(TrialStatus.RUNNING)
         elapsed = int(time.monotonic() - self._started)
         return Text(
             f"{self._job}: {done}/{self._planned} done, {running} running, {errors} errors, "

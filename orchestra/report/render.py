@@ -5,10 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from orchestra.documents.summary import (
+    GroupSummary,
+    Rates,
+    Summary,
+    TaskPassAtK,
+    UsageSummary,
+)
 
 ORACLE_NOTE = (
     "oracle condition: these scores replay the tasks' reference solutions through the agent "
@@ -24,42 +31,45 @@ def _kilo(value: int) -> str:
     return f"{value / 1000:.1f}k"
 
 
-def _tokens(summary: dict[str, Any]) -> str:
-    tokens = summary["tokens"]
-    return f"{_kilo(tokens['input'])}/{_kilo(tokens['output'])}"
+def _tokens(summary: UsageSummary) -> str:
+    return f"{_kilo(summary.tokens.input)}/{_kilo(summary.tokens.output)}"
 
 
-def _cost(summary: dict[str, Any]) -> str:
-    return f"${summary['cost_usd']:.4f}"
+def _cost(summary: UsageSummary) -> str:
+    return f"${summary.cost_usd:.4f}"
 
 
-def _seconds(summary: dict[str, Any]) -> str:
-    value = summary.get("mean_trial_seconds")
+def _seconds(summary: UsageSummary) -> str:
+    value = summary.mean_trial_seconds
     return "—" if value is None else f"{value:.1f}s"
 
 
-def _failing(dimensions: dict[str, int]) -> str:
+def failing_text(dimensions: dict[str, int]) -> str:
     return ", ".join(f"{name}×{count}" for name, count in dimensions.items()) or "-"
 
 
-def _counts(summary: dict[str, Any]) -> list[str]:
+def task_pass_at_k_text(pass_at_k: TaskPassAtK | None) -> str:
+    return "incomplete" if pass_at_k is None else f"{pass_at_k.value:.2f} (k={pass_at_k.k})"
+
+
+def _counts(summary: Rates) -> list[str]:
     return [
-        str(summary["planned"]),
-        str(summary["scored"]),
-        str(summary["errors"]),
-        str(summary["cancelled"]),
-        _rate(summary["pass_rate"]),
+        str(summary.planned),
+        str(summary.scored),
+        str(summary.errors),
+        str(summary.cancelled),
+        _rate(summary.pass_rate),
     ]
 
 
-def render_summary(document: dict[str, Any], console: Console) -> None:
-    for condition in document["conditions"]:
-        jobs = ", ".join(job["name"] for job in condition["jobs"])
+def render_summary(document: Summary, console: Console) -> None:
+    for condition in document.conditions:
+        jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
-            f"Condition [bold]{condition['condition']}[/bold]  "
-            f"(manifest {condition['manifest_sha256'][:8]}…)  jobs: {jobs}"
+            f"Condition [bold]{condition.condition}[/bold]  "
+            f"(manifest {condition.manifest_sha256[:8]}…)  jobs: {jobs}"
         )
-        if condition.get("oracle"):
+        if condition.oracle:
             console.print(f"[yellow]{ORACLE_NOTE}[/yellow]")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for column, justify in (
@@ -77,22 +87,21 @@ def render_summary(document: dict[str, Any], console: Console) -> None:
             ("Mean time", "right"),
         ):
             table.add_column(column, justify=justify)  # type: ignore[arg-type]
-        for layer_name, layer in condition["layers"].items():
-            for task_name, task in layer["tasks"].items():
-                pass_k = task["pass_at_k"]
+        for layer_name, layer in condition.layers.items():
+            for task_name, task in layer.tasks.items():
                 table.add_row(
                     layer_name,
                     task_name,
                     *_counts(task),
-                    "incomplete" if pass_k is None else f"{pass_k['value']:.2f} (k={pass_k['k']})",
-                    _failing(task["failing_dimensions"]),
+                    task_pass_at_k_text(task.pass_at_k),
+                    failing_text(task.failing_dimensions),
                     _tokens(task),
                     _cost(task),
                     _seconds(task),
                 )
             table.add_row(
                 layer_name,
-                f"(layer, {layer['n_tasks']} tasks)",
+                f"(layer, {layer.n_tasks} tasks)",
                 *_counts(layer),
                 _group_pass_k(layer),
                 "",
@@ -101,7 +110,7 @@ def render_summary(document: dict[str, Any], console: Console) -> None:
                 _seconds(layer),
                 style="bold",
             )
-        totals = condition["totals"]
+        totals = condition.totals
         table.add_row(
             "all",
             "(condition)",
@@ -114,19 +123,22 @@ def render_summary(document: dict[str, Any], console: Console) -> None:
             style="bold",
         )
         console.print(table)
-        for kind, names in condition["error_types"].items():
+        for kind, names in condition.error_types.items():
             console.print(f"{kind}: {len(names)} ({', '.join(names)})")
-        for job in condition["jobs"]:
-            console.print(f"job directory: {job['path']}")
+        for job in condition.jobs:
+            console.print(f"job directory: {job.path}")
 
 
-def _group_pass_k(summary: dict[str, Any]) -> str:
-    value = summary["pass_at_k"]
-    return "—" if value is None else f"{value['value']:.2f} ({value['n_tasks']})"
+def _group_pass_k(summary: GroupSummary) -> str:
+    value = summary.pass_at_k
+    return "—" if value is None else f"{value.value:.2f} ({value.n_tasks})"
 
 
-def summary_json(document: dict[str, Any]) -> str:
-    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+def summary_json(document: Summary) -> str:
+    return (
+        json.dumps(document.model_dump(mode="json"), sort_keys=True, indent=2, ensure_ascii=False)
+        + "\n"
+    )
 
 
 CSV_FIELDS = (
@@ -152,35 +164,35 @@ CSV_FIELDS = (
 )
 
 
-def summary_csv(document: dict[str, Any]) -> str:
+def summary_csv(document: Summary) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
-    for condition in document["conditions"]:
-        for layer_name, layer in condition["layers"].items():
-            for task_name, task in layer["tasks"].items():
-                pass_k = task["pass_at_k"] or {}
+    for condition in document.conditions:
+        for layer_name, layer in condition.layers.items():
+            for task_name, task in layer.tasks.items():
+                pass_k = task.pass_at_k
                 writer.writerow(
                     [
-                        condition["condition"],
-                        condition["manifest_sha256"],
+                        condition.condition,
+                        condition.manifest_sha256,
                         layer_name,
                         task_name,
-                        task["planned"],
-                        task["scored"],
-                        task["errors"],
-                        task["cancelled"],
-                        task["pass_rate"],
-                        task["pass_rate_all"],
-                        pass_k.get("value"),
-                        pass_k.get("k"),
-                        task["incomplete"],
-                        _failing(task["failing_dimensions"]),
-                        task["tokens"]["input"],
-                        task["tokens"]["cached_input"],
-                        task["tokens"]["output"],
-                        task["cost_usd"],
-                        task["mean_trial_seconds"],
+                        task.planned,
+                        task.scored,
+                        task.errors,
+                        task.cancelled,
+                        task.pass_rate,
+                        task.pass_rate_all,
+                        pass_k.value if pass_k else None,
+                        pass_k.k if pass_k else None,
+                        task.incomplete,
+                        failing_text(task.failing_dimensions),
+                        task.tokens.input,
+                        task.tokens.cached_input,
+                        task.tokens.output,
+                        task.cost_usd,
+                        task.mean_trial_seconds,
                     ]
                 )
     return buffer.getvalue()

@@ -8,60 +8,37 @@ metric, the verifier's details, the error, the stop reason, usage, durations and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from orchestra.jobs.jsonio import read_json_object, utc_timestamp, write_json_atomic
+from orchestra.documents.enums import Phase, TrialStatus
+from orchestra.documents.trial import TrialResult
+from orchestra.jobs.aggregate import JobRecord, aggregate, metric_passed, seconds_between
+from orchestra.jobs.layout import load_job_record
+from orchestra.jsonio import read_json_object, utc_timestamp, write_json_atomic
 from orchestra.paths import JobPaths, TrialPaths
-from orchestra.report.aggregate import SUCCESS_THRESHOLD, JobRecord, aggregate
-from orchestra.report.load import load_job_record
 
 REPORT_SCHEMA_VERSION = 1
-PHASES = ("setup", "agent", "teardown", "evidence", "verify", "finalize")
 
 
-def metric_passed(value: object) -> bool:
-    """A metric (or the reward) holds when it is a number ≥ 1.0 − 1e-9, as §11.1 defines success."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and value >= SUCCESS_THRESHOLD
-    )
-
-
-def _seconds_between(start: object, end: object) -> float | None:
-    try:
-        started = datetime.fromisoformat(str(start).replace("Z", "+00:00"))
-        finished = datetime.fromisoformat(str(end).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return round((finished - started).total_seconds(), 6)
-
-
-def _durations(result: dict[str, Any]) -> dict[str, Any]:
-    timings = result.get("timings") if isinstance(result.get("timings"), dict) else {}
+def _durations(result: TrialResult) -> dict[str, Any]:
+    timings = result.timings
     phases = {
-        phase: timings[phase].get("seconds")
-        for phase in PHASES
-        if isinstance(timings.get(phase), dict)
+        phase.value: timing.seconds
+        for phase in Phase
+        if (timing := timings.phase(phase)) is not None
     }
     return {
-        "total_seconds": _seconds_between(result.get("started_at"), result.get("finished_at"))
-        if result.get("finished_at")
+        "total_seconds": round(seconds_between(result.started_at, result.finished_at), 6)
+        if result.finished_at
         else None,
         "phase_seconds": phases,
-        "agent_active_seconds": timings.get("agent_active_seconds"),
+        "agent_active_seconds": timings.agent_active_seconds,
     }
 
 
-def _agent_ids(result: dict[str, Any], paths: TrialPaths) -> list[str]:
-    buzz = result.get("buzz") if isinstance(result.get("buzz"), dict) else {}
-    ids = [
-        str(agent["agent_id"])
-        for agent in buzz.get("agents") or []
-        if isinstance(agent, dict) and agent.get("agent_id")
-    ]
+def _agent_ids(result: TrialResult, paths: TrialPaths) -> list[str]:
+    ids = [agent.agent_id for agent in result.buzz.agents]
     if ids:
         return ids
     # An early setup error leaves no agent list; the logs on disk still name the agents.
@@ -72,7 +49,7 @@ def _existing(path: Path) -> str | None:
     return str(path) if path.is_file() else None
 
 
-def trial_files(result: dict[str, Any], paths: TrialPaths) -> dict[str, Any]:
+def trial_files(result: TrialResult, paths: TrialPaths) -> dict[str, Any]:
     """The trial's files that exist, as paths; agent logs per agent id."""
     agents = {
         agent_id: {
@@ -103,59 +80,57 @@ def trial_files(result: dict[str, Any], paths: TrialPaths) -> dict[str, Any]:
     return {**{k: v for k, v in singles.items() if v is not None}, "agents": agents}
 
 
-def trial_entry(job: JobRecord, result: dict[str, Any]) -> dict[str, Any]:
-    paths = JobPaths(Path(job.path)).trial(str(result.get("trial_name")))
-    rewards = result.get("rewards") if isinstance(result.get("rewards"), dict) else None
-    details = read_json_object(paths.details_json)
+def _dumped(part: Any) -> Any:
+    return None if part is None else part.model_dump(mode="json")
+
+
+def trial_entry(job: JobRecord, result: TrialResult) -> dict[str, Any]:
+    paths = JobPaths(Path(job.path)).trial(result.trial_name)
+    rewards = result.rewards
     return {
         "job_name": job.name,
-        "trial_name": result.get("trial_name"),
-        "trial_id": result.get("trial_id"),
-        "task_name": result.get("task_name"),
-        "short_name": result.get("short_name"),
-        "layer": result.get("layer"),
-        "attempt": result.get("attempt"),
-        "condition": result.get("condition"),
-        "manifest_sha256": result.get("manifest_sha256"),
-        "status": result.get("status"),
-        "phase": result.get("phase"),
-        "stop_reason": result.get("stop_reason"),
-        "reward": result.get("reward"),
-        "succeeded": result.get("status") == "scored" and metric_passed(result.get("reward")),
+        "trial_name": result.trial_name,
+        "trial_id": result.trial_id,
+        "task_name": result.task_name,
+        "short_name": result.short_name,
+        "layer": result.layer,
+        "attempt": result.attempt,
+        "condition": result.condition,
+        "manifest_sha256": result.manifest_sha256,
+        "status": result.status.value,
+        "phase": result.phase.value,
+        "stop_reason": result.stop_reason.value if result.stop_reason else None,
+        "reward": result.reward,
+        "succeeded": result.status is TrialStatus.SCORED and metric_passed(result.reward),
         "rewards": rewards,
         "failing_metrics": sorted(
             name for name, value in (rewards or {}).items() if not metric_passed(value)
         ),
-        "verifier": result.get("verifier"),
-        "details": details,
-        "exception_info": result.get("exception_info"),
-        "budget_exceeded": result.get("budget_exceeded"),
-        "tokens": result.get("tokens"),
-        "cost_usd": result.get("cost_usd"),
-        "accounting": result.get("accounting"),
-        "started_at": result.get("started_at"),
-        "finished_at": result.get("finished_at"),
+        "verifier": _dumped(result.verifier),
+        "details": read_json_object(paths.details_json),
+        "exception_info": _dumped(result.exception_info),
+        "budget_exceeded": _dumped(result.budget_exceeded),
+        "tokens": _dumped(result.tokens),
+        "cost_usd": result.cost_usd,
+        "accounting": result.accounting.value,
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
         "durations": _durations(result),
         "files": trial_files(result, paths),
     }
 
 
-def _trial_order(trial: dict[str, Any]) -> tuple[Any, ...]:
-    attempt = trial.get("attempt")
-    return (
-        str(trial.get("task_name")),
-        attempt if isinstance(attempt, int) else 0,
-        str(trial.get("trial_name")),
-    )
+def _trial_order(trial: TrialResult) -> tuple[str, int, str]:
+    return (trial.task_name, trial.attempt, trial.trial_name)
 
 
-def metric_counts(trials: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def metric_counts(trials: Sequence[TrialResult]) -> dict[str, dict[str, Any]]:
     """Per metric over the scored trials: how many held, of how many carried it, and the rate."""
     counts: dict[str, dict[str, Any]] = {}
     for trial in trials:
-        if trial["status"] != "scored":
+        if trial.status is not TrialStatus.SCORED:
             continue
-        for name, value in (trial["rewards"] or {}).items():
+        for name, value in (trial.rewards or {}).items():
             entry = counts.setdefault(name, {"passed": 0, "scored": 0})
             entry["scored"] += 1
             entry["passed"] += metric_passed(value)
@@ -164,39 +139,39 @@ def metric_counts(trials: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]
     return dict(sorted(counts.items()))
 
 
-def stop_reason_counts(trials: Sequence[dict[str, Any]]) -> dict[str, int]:
+def stop_reason_counts(trials: Sequence[TrialResult]) -> dict[str, int]:
     """How the agent phase ended, over every trial (`none` when it never ended normally)."""
     counts: dict[str, int] = {}
     for trial in trials:
-        reason = str(trial["stop_reason"] or "none")
+        reason = trial.stop_reason.value if trial.stop_reason else "none"
         counts[reason] = counts.get(reason, 0) + 1
     return dict(sorted(counts.items()))
 
 
-def _outcomes(trials: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _outcomes(trials: Sequence[TrialResult]) -> dict[str, Any]:
     return {"metrics": metric_counts(trials), "stop_reasons": stop_reason_counts(trials)}
 
 
-def _add_outcomes(summary: dict[str, Any], trials: Sequence[dict[str, Any]]) -> None:
+def _add_outcomes(summary: dict[str, Any], trials: Sequence[TrialResult]) -> None:
     """Per task, layer and condition: metric pass counts and stop reasons, beside §11's numbers."""
     for condition in summary["conditions"]:
         of_condition = [
             t
             for t in trials
-            if (t["condition"], t["manifest_sha256"])
+            if (t.condition, t.manifest_sha256)
             == (condition["condition"], condition["manifest_sha256"])
         ]
         for layer_name, layer in condition["layers"].items():
-            of_layer = [t for t in of_condition if (t["layer"] or layer_name) == layer_name]
+            of_layer = [t for t in of_condition if t.layer == layer_name]
             layer.update(_outcomes(of_layer))
             for task_name, task in layer["tasks"].items():
-                task.update(_outcomes([t for t in of_layer if t["task_name"] == task_name]))
+                task.update(_outcomes([t for t in of_layer if t.task_name == task_name]))
         condition["totals"].update(_outcomes(of_condition))
 
 
 def pending_slots(job: JobRecord) -> list[dict[str, Any]]:
     """Planned (task, attempt) slots with no trial directory: the job stopped before them."""
-    started = {(t.get("task_name"), t.get("attempt")) for t in job.trials}
+    started = {t.slot for t in job.trials}
     return [
         {"task_name": task.name, "layer": task.layer, "attempt": attempt}
         for attempt in range(1, job.attempts + 1)
@@ -206,15 +181,15 @@ def pending_slots(job: JobRecord) -> list[dict[str, Any]]:
 
 
 def build_report(job_dirs: Sequence[Path]) -> dict[str, Any]:
-    """The report document for these job directories (`JobDirError` if one is not a job)."""
+    """The report document for these job directories (`DocumentError` if one is not a job)."""
     records = [load_job_record(job_dir) for job_dir in job_dirs]
-    summary = aggregate(records)
+    summary = aggregate(records).model_dump(mode="json")
+    _add_outcomes(summary, [result for record in records for result in record.trials])
     trials = [
         trial_entry(record, result)
         for record in records
         for result in sorted(record.trials, key=_trial_order)
     ]
-    _add_outcomes(summary, trials)
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "generated_at": utc_timestamp(),

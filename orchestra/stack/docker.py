@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import asyncpg
 
-from orchestra.jobs.jsonio import write_text_atomic
+from orchestra.jsonio import write_text_atomic
 from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
 from orchestra.stack.images import ImageBuilder, ImageError
 from orchestra.stack.info import StackInfo

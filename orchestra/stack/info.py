@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from orchestra.documents.enums import StackMode
+from orchestra.documents.job import StackRecord
+
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
@@ -42,12 +45,12 @@ class StackInfo:
     def relay_http_url(self) -> str:
         return http_url_of(self.relay_ws_url)
 
-    def config_record(self) -> dict[str, object]:
+    def config_record(self) -> StackRecord:
         """The job config's `stack` object (§10.2)."""
-        return {
-            "mode": self.mode,
-            "relay_ws_url": self.relay_ws_url,
-            "relay_http_url": self.relay_http_url,
-            "agent_relay_url": self.agent_relay_url,
-            "database": self.database_url is not None,
-        }
+        return StackRecord(
+            mode=StackMode(self.mode),
+            relay_ws_url=self.relay_ws_url,
+            relay_http_url=self.relay_http_url,
+            agent_relay_url=self.agent_relay_url,
+            database=self.database_url is not None,
+        )

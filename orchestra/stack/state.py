@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestra.jobs.jsonio import write_json_atomic
+from orchestra.jsonio import write_json_atomic
 from orchestra.nostr.keys import Keys
 from orchestra.paths import StatePaths
 

@@ -19,7 +19,7 @@ from orchestra.agents.oracle.registry import DoneProbe
 from orchestra.config.fixture import Fixture
 from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.config.task import Task
-from orchestra.evidence.export import empty_directory
+from orchestra.files import empty_directory
 from orchestra.paths import (
     CONTAINER_BUZZ_BIN_DIR,
     CONTAINER_EVIDENCE,

@@ -7,7 +7,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from orchestra.jobs.jsonio import utc_timestamp
+from orchestra.jsonio import utc_timestamp
 
 CANCELLED = "Cancelled"
 INTERNAL = "InternalError"

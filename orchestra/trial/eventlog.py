@@ -6,16 +6,30 @@ lines are never parsed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
+from orchestra.agents.acp.records import (
+    AgentExited,
+    EventDropped,
+    EventIgnored,
+    EventQueued,
+    FailureNotice,
+    MalformedRecord,
+    Record,
+    Shutdown,
+    Subscribed,
+    TurnCompleted,
+    TurnDelivered,
+    TurnFailed,
+    TurnStarted,
+    Usage,
+    UsageCounters,
+    read_record,
+)
 from orchestra.trial.filewatch import watch_file
-
-NOTED_RECORDS = ("agent_exited", "failure_notice", "shutdown")
 
 
 @dataclass
@@ -25,27 +39,26 @@ class SessionUsage:
     cached_input_tokens: int = 0
     cached_reported: bool = False
 
-    def absorb(self, numbers: dict[str, Any]) -> None:
+    def absorb(self, numbers: UsageCounters) -> None:
         """Counters are cumulative per session: keep the maximum seen."""
-        self.input_tokens = max(self.input_tokens, _count(numbers.get("input_tokens")))
-        self.output_tokens = max(self.output_tokens, _count(numbers.get("output_tokens")))
-        if isinstance(numbers.get("cached_input_tokens"), int):
+        self.input_tokens = max(self.input_tokens, _count(numbers.input_tokens))
+        self.output_tokens = max(self.output_tokens, _count(numbers.output_tokens))
+        if numbers.cached_input_tokens is not None:
             self.cached_reported = True
             self.cached_input_tokens = max(
-                self.cached_input_tokens, _count(numbers.get("cached_input_tokens"))
+                self.cached_input_tokens, _count(numbers.cached_input_tokens)
             )
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def _count(value: int | None) -> int:
+    return value if value is not None and value > 0 else 0
 
 
-def _timestamp(record: dict[str, Any]) -> float | None:
-    text = record.get("ts")
-    if not isinstance(text, str):
+def _timestamp(record: Record) -> float | None:
+    if record.ts is None:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(record.ts.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
 
@@ -64,7 +77,7 @@ class AgentLogState:
     awaiting_retry: list[frozenset[str]] = field(default_factory=list)
     sessions: dict[str, SessionUsage] = field(default_factory=dict)
     active_seconds: float = 0.0
-    notes: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, object]] = field(default_factory=list)
     _active_since: float | None = None
 
     @property
@@ -83,43 +96,39 @@ class AgentLogState:
     def ran_turns(self) -> bool:
         return self.starts > 0
 
-    def apply(self, record: dict[str, Any]) -> None:
-        name = record.get("event")
+    def apply(self, record: Record) -> None:
         was_active = self.in_flight > 0
-        event_ids = [i for i in record.get("event_ids") or [] if isinstance(i, str)]
-        if name == "subscribed" and isinstance(record.get("channel_id"), str):
-            self.subscribed_channels.add(record["channel_id"])
-        elif name == "event_queued" and isinstance(record.get("event_id"), str):
-            self.queued.append(record["event_id"])
-        elif name in ("event_ignored", "event_dropped") and isinstance(record.get("event_id"), str):
-            self.discarded.add(record["event_id"])
-        elif name == "turn_started":
-            self.starts += 1
-            retried = frozenset(event_ids)
-            if retried in self.awaiting_retry:
-                self.awaiting_retry.remove(retried)
-        elif name == "turn_delivered":
-            self.delivered.update(event_ids)
-        elif name == "turn_completed":
-            self.ends += 1
-            self.turns_completed += 1
-            usage = record.get("usage")
-            session = usage.get("session") if isinstance(usage, dict) else None
-            if isinstance(session, dict):
-                self._session(record).absorb(session)
-        elif name == "turn_failed":
-            self.ends += 1
-            if record.get("will_retry") is True:
-                self.awaiting_retry.append(frozenset(event_ids))
-        elif name == "usage":
-            self._session(record).absorb(record)
-        if name in NOTED_RECORDS:
-            self.notes.append(record)
+        match record:
+            case Subscribed(channel_id=str(channel_id)):
+                self.subscribed_channels.add(channel_id)
+            case EventQueued(event_id=str(event_id)):
+                self.queued.append(event_id)
+            case EventIgnored(event_id=str(event_id)) | EventDropped(event_id=str(event_id)):
+                self.discarded.add(event_id)
+            case TurnStarted():
+                self.starts += 1
+                retried = frozenset(record.event_ids or ())
+                if retried in self.awaiting_retry:
+                    self.awaiting_retry.remove(retried)
+            case TurnDelivered():
+                self.delivered.update(record.event_ids or ())
+            case TurnCompleted():
+                self.ends += 1
+                self.turns_completed += 1
+                if record.usage is not None and record.usage.session is not None:
+                    self._session(record.session_id).absorb(record.usage.session)
+            case TurnFailed():
+                self.ends += 1
+                if record.will_retry is True:
+                    self.awaiting_retry.append(frozenset(record.event_ids or ()))
+            case Usage():
+                self._session(record.session_id).absorb(record.counters)
+            case AgentExited() | FailureNotice() | Shutdown():  # copied to trial.log (§7.10)
+                self.notes.append(record.model_dump(exclude_none=True))
         self._track_activity(was_active, _timestamp(record))
 
-    def _session(self, record: dict[str, Any]) -> SessionUsage:
-        session_id = str(record.get("session_id") or "")
-        return self.sessions.setdefault(session_id, SessionUsage())
+    def _session(self, session_id: str | None) -> SessionUsage:
+        return self.sessions.setdefault(session_id or "", SessionUsage())
 
     def _track_activity(self, was_active: bool, at: float | None) -> None:
         active = self.in_flight > 0
@@ -180,11 +189,11 @@ class EventLogFollower:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except ValueError:
-                record = None
-            if not isinstance(record, dict):
+                record = read_record(line)
+            except MalformedRecord:
                 self._on_bad_line(line.decode("utf-8", "replace")[:200])
+                continue
+            if record is None:  # a record name this version does not know
                 continue
             self.state.apply(record)
             applied = True

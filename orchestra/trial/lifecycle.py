@@ -9,7 +9,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from orchestra.agents.oracle.registry import oracle_token
-from orchestra.jobs.jsonio import write_json_atomic
+from orchestra.jsonio import write_json_atomic
 from orchestra.trial import provision
 from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.budget import budget_exceeded

@@ -9,8 +9,16 @@ from typing import Any, TextIO
 
 from orchestra.config.manifest import AgentSlot
 from orchestra.config.task import Task
-from orchestra.jobs.jsonio import utc_timestamp, write_json_atomic
-from orchestra.jobs.plan import task_record
+from orchestra.documents.enums import EnvKind
+from orchestra.documents.trial import (
+    RosterAgent,
+    TaskRecord,
+    Timeouts,
+    TrialConfig,
+    TrialIdentity,
+    TrialResult,
+)
+from orchestra.jsonio import utc_timestamp, write_json_atomic
 from orchestra.paths import TrialPaths
 from orchestra.trial.context import JobContext
 
@@ -25,36 +33,10 @@ class TrialRecorder:
         self._on_update = on_update
         self._phase_clock: dict[str, float] = {}
         self._log_file: TextIO | None = None
-        self.result: dict[str, Any] = {
-            "schema_version": 1,
-            **base,
-            "status": "running",
-            "phase": "setup",
-            "stop_reason": None,
-            "reward": None,
-            "rewards": None,
-            "verifier": None,
-            "started_at": utc_timestamp(),
-            "finished_at": None,
-            "timings": {"agent_active_seconds": 0.0},
-            "tokens": None,
-            "cost_usd": None,
-            "accounting": "unavailable",
-            "cached_estimated": False,
-            "budget_exceeded": None,
-            "buzz": {
-                "channel_id": None,
-                "channel_name": None,
-                "task_event_id": None,
-                "completion_message_id": None,
-                "scripted_events": [],
-                "evidence_exported": False,
-                "user": None,
-                "agents": [],
-            },
-            "secret_scan": {"redactions": 0, "files": []},
-            "exception_info": None,
-        }
+        identity = TrialIdentity.model_validate(base)
+        self.result: dict[str, Any] = TrialResult.starting(identity, utc_timestamp()).model_dump(
+            mode="json"
+        )
 
     def log(self, line: str) -> None:
         """Append to trial.log; the file stays open (line-buffered) until the trial finishes."""
@@ -97,19 +79,21 @@ class TrialRecorder:
         self._on_update(self.result)
 
 
-def base_record(ctx: JobContext, task: Task, trial_id: str, name: str, attempt: int) -> dict:
+def base_record(
+    ctx: JobContext, task: Task, trial_id: str, name: str, attempt: int
+) -> dict[str, Any]:
     """The identifying keys shared by the trial's config.json and result.json."""
-    return {
-        "trial_id": trial_id,
-        "trial_name": name,
-        "job_name": ctx.job_name,
-        "task_name": task.name,
-        "short_name": task.short_name,
-        "layer": task.layer,
-        "attempt": attempt,
-        "condition": ctx.condition.name,
-        "manifest_sha256": ctx.condition.manifest_sha256,
-    }
+    return TrialIdentity(
+        trial_id=trial_id,
+        trial_name=name,
+        job_name=ctx.job_name,
+        task_name=task.name,
+        short_name=task.short_name,
+        layer=task.layer,
+        attempt=attempt,
+        condition=ctx.condition.name,
+        manifest_sha256=ctx.condition.manifest_sha256,
+    ).model_dump(mode="json")
 
 
 def trial_config(
@@ -121,26 +105,25 @@ def trial_config(
     timeouts: dict[str, float],
 ) -> dict[str, Any]:
     """The trial's `config.json` (§10.2), written at step 1."""
-    return {
-        "schema_version": 1,
-        "trial_id": base["trial_id"],
-        "trial_name": base["trial_name"],
-        "job_name": base["job_name"],
-        "task": task_record(task),
-        "attempt": base["attempt"],
-        "condition": base["condition"],
-        "manifest_sha256": base["manifest_sha256"],
-        "environment": ctx.environment,
-        "timeouts": timeouts,
-        "roster": [
-            {
-                "agent_id": slot.agent_id,
-                "class_id": slot.class_id,
-                "kind": slot.kind,
-                "role": slot.role,
-                "endpoint": slot.entry.endpoint,
-                "model_revision": slot.entry.model_revision,
-            }
+    return TrialConfig(
+        trial_id=base["trial_id"],
+        trial_name=base["trial_name"],
+        job_name=base["job_name"],
+        task=TaskRecord.model_validate(task.record()),
+        attempt=base["attempt"],
+        condition=base["condition"],
+        manifest_sha256=base["manifest_sha256"],
+        environment=EnvKind(ctx.environment),
+        timeouts=Timeouts.model_validate(timeouts),
+        roster=[
+            RosterAgent(
+                agent_id=slot.agent_id,
+                class_id=slot.class_id,
+                kind=slot.kind,
+                role=slot.role,
+                endpoint=slot.entry.endpoint,
+                model_revision=slot.entry.model_revision,
+            )
             for slot in slots
         ],
-    }
+    ).model_dump(mode="json")

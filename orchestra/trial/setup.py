@@ -7,7 +7,7 @@ import contextlib
 import time
 
 from orchestra.config.manifest import AgentSlot, ArtifactHashMismatch
-from orchestra.jobs.jsonio import write_text_atomic
+from orchestra.jsonio import write_text_atomic
 from orchestra.nostr.keys import Keys
 from orchestra.trial import provision
 from orchestra.trial.base import TrialBase

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from orchestra.evidence.export import empty_directory
+from orchestra.files import empty_directory
 from orchestra.paths import TrialPaths
 from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun, conclude_verifier_run
 from orchestra.verify.reward import remove_stale_rewards

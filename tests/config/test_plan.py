@@ -230,10 +230,11 @@ def test_too_long_job_name_with_layer_suffix_is_rejected(dataset: Path) -> None:
 
 def test_plan_record(dataset: Path) -> None:
     [job] = plan_of(dataset / "user-mention").jobs
-    [task] = job.plan_record()["tasks"]
-    assert job.plan_record()["layer"] == "regression" and job.plan_record()["attempts"] == 1
-    assert task["name"] == "buzz-native/user-mention" and task["short_name"] == "user-mention"
-    assert task["dir"] == (dataset / "user-mention").as_posix() and len(task["digest"]) == 64
+    record = job.plan_record()
+    [task] = record.tasks
+    assert record.layer == "regression" and record.attempts == 1
+    assert task.name == "buzz-native/user-mention" and task.short_name == "user-mention"
+    assert task.dir == (dataset / "user-mention").as_posix() and len(task.digest) == 64
 
 
 def test_dry_run_text_names_everything_but_never_a_key_value(dataset: Path) -> None:

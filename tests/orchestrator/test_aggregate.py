@@ -1,8 +1,10 @@
 """Aggregation (orchestrator.md §11): errors apart, pass@k, failing dimensions, tokens."""
 
+from documents_support import SHA, STARTED, trial_result
 from rich.console import Console
 
-from orchestra.report.aggregate import JobRecord, PlannedTask, aggregate, pass_at_k
+from orchestra.documents.trial import TrialResult
+from orchestra.jobs.aggregate import JobRecord, PlannedTask, aggregate, pass_at_k
 from orchestra.report.render import render_summary, summary_csv
 
 
@@ -14,24 +16,31 @@ def trial(
     layer: str = "workflow",
     rewards: dict | None = None,
     tokens: int | None = None,
-) -> dict:
-    return {
-        "task_name": task,
-        "layer": layer,
-        "status": status,
-        "reward": reward,
-        "rewards": rewards
+) -> TrialResult:
+    return trial_result(
+        task,
+        trial_name=f"{task}-{status}",
+        layer=layer,
+        status=status,
+        reward=reward,
+        rewards=rewards
         if rewards is not None
         else ({"reward": reward} if reward is not None else None),
-        "trial_name": f"{task}-{status}",
-        "started_at": "2026-11-29T10:00:00.000000Z",
-        "finished_at": "2026-11-29T10:00:10.000000Z",
-        "tokens": None if tokens is None else {"input": tokens, "cached_input": 0, "output": 1},
-        "cost_usd": None if tokens is None else 0.5,
-        "exception_info": {"exception_type": "AgentReadinessTimeout"}
+        finished_at="2026-11-29T10:00:10.000000Z",
+        tokens=None
+        if tokens is None
+        else {"input": tokens, "cached_input": 0, "output": 1, "per_agent": {}},
+        cost_usd=None if tokens is None else 0.5,
+        exception_info={
+            "exception_type": "AgentReadinessTimeout",
+            "exception_message": "agents did not subscribe within 60 s",
+            "exception_traceback": "",
+            "occurred_at": STARTED,
+            "phase": "setup",
+        }
         if status == "error"
         else None,
-    }
+    )
 
 
 def test_pass_at_k_estimator() -> None:
@@ -46,7 +55,7 @@ def test_errors_are_excluded_from_the_pass_rate() -> None:
         name="j-workflow",
         path="jobs/j-workflow",
         condition="c",
-        manifest_sha256="ab" * 32,
+        manifest_sha256=SHA,
         attempts=3,
         tasks=[PlannedTask("buzz-native/a", "workflow"), PlannedTask("buzz-native/b", "workflow")],
         trials=[
@@ -65,7 +74,7 @@ def test_errors_are_excluded_from_the_pass_rate() -> None:
         ],
     )
     document = aggregate([job])
-    condition = document["conditions"][0]
+    condition = document.model_dump()["conditions"][0]
     task_a = condition["layers"]["workflow"]["tasks"]["buzz-native/a"]
     assert task_a["pass_rate"] == 0.5
     assert task_a["pass_rate_all"] == 1 / 3
@@ -90,7 +99,7 @@ def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> N
         name="j-regression",
         path="p1",
         condition="c",
-        manifest_sha256="x",
+        manifest_sha256=SHA,
         attempts=1,
         tasks=[PlannedTask("buzz-native/r", "regression")],
         trials=[trial("buzz-native/r", "scored", 1.0, layer="regression")],
@@ -100,11 +109,11 @@ def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> N
         name="j-workflow",
         path="p2",
         condition="c",
-        manifest_sha256="x",
+        manifest_sha256=SHA,
         attempts=3,
         tasks=[PlannedTask("buzz-native/w", "workflow")],
     )
-    document = aggregate([regression, workflow])
+    document = aggregate([regression, workflow]).model_dump()
     assert len(document["conditions"]) == 1
     condition = document["conditions"][0]
     assert list(condition["layers"]) == ["regression", "workflow"]

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from documents_support import log_record
 
 from orchestra.trial import completion
 from orchestra.trial.completion import AgentProcessExited, CompletionRules, CompletionWatch
@@ -53,9 +54,9 @@ def watch(*, solo: bool = True, scripted: tuple[str, ...] = ()) -> tuple:
 
 
 def turn(state: AgentLogState, *event_ids: str) -> None:
-    state.apply({"event": "turn_started", "event_ids": list(event_ids)})
-    state.apply({"event": "turn_delivered", "event_ids": list(event_ids)})
-    state.apply({"event": "turn_completed", "event_ids": list(event_ids)})
+    state.apply(log_record(event="turn_started", event_ids=list(event_ids)))
+    state.apply(log_record(event="turn_delivered", event_ids=list(event_ids)))
+    state.apply(log_record(event="turn_completed", event_ids=list(event_ids)))
 
 
 async def test_solo_turn_end_after_settle_with_last_authored_message() -> None:
@@ -75,7 +76,7 @@ async def test_a_new_turn_inside_the_window_restarts_it() -> None:
 
     async def late_event() -> None:
         await asyncio.sleep(0.1)
-        state.apply({"event": "event_queued", "event_id": "late"})
+        state.apply(log_record(event="event_queued", event_id="late"))
         w.notify()
         await asyncio.sleep(0.1)
         turn(state, "late")
@@ -118,6 +119,6 @@ async def test_timeout_and_agent_exit() -> None:
 
 async def test_pending_retry_blocks_turn_end() -> None:
     w, state, _, _ = watch()
-    state.apply({"event": "turn_started", "event_ids": ["task"]})
-    state.apply({"event": "turn_failed", "will_retry": True, "event_ids": ["task"]})
+    state.apply(log_record(event="turn_started", event_ids=["task"]))
+    state.apply(log_record(event="turn_failed", will_retry=True, event_ids=["task"]))
     assert (await w.wait(0.5)).stop_reason == "timeout"

@@ -4,6 +4,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from documents_support import log_record
+
 from orchestra.nostr.keys import Keys
 from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.eventlog import AgentLogState, EventLogFollower
@@ -21,7 +23,7 @@ class Price:
 def fold(*records: dict) -> AgentLogState:
     state = AgentLogState()
     for record in records:
-        state.apply(record)
+        state.apply(log_record(**record))
     return state
 
 
@@ -50,17 +52,15 @@ def test_turn_bookkeeping_with_retry_and_pending() -> None:
     assert state.subscribed_channels == {"c"}
     assert state.in_flight == 1  # the retry is still owed
     assert state.pending == ["e2"]
-    state.apply({"event": "turn_started", "turn_id": "t2", "event_ids": ["e1"]})
+    state.apply(log_record(event="turn_started", turn_id="t2", event_ids=["e1"]))
     state.apply(
-        {
-            "event": "turn_completed",
-            "turn_id": "t2",
-            "ts": "2026-11-29T10:00:05.500Z",
-            "usage": {
-                "session": {"input_tokens": 100, "output_tokens": 7, "cached_input_tokens": 40}
-            },
-            "session_id": "s1",
-        }
+        log_record(
+            event="turn_completed",
+            turn_id="t2",
+            ts="2026-11-29T10:00:05.500Z",
+            usage={"session": {"input_tokens": 100, "output_tokens": 7, "cached_input_tokens": 40}},
+            session_id="s1",
+        )
     )
     assert state.in_flight == 0 and state.ends == 2 and state.turns_completed == 1
     assert state.active_seconds == 5.5

@@ -6,17 +6,21 @@ import random
 from pathlib import Path
 
 import pytest
+from documents_support import job_config, trial_result
 
+from orchestra.documents.enums import TrialStatus
+from orchestra.documents.io import DocumentError
+from orchestra.documents.job import JobConfig, ReplayIdentity
 from orchestra.jobs.identity import differing_fields, replay_record
-from orchestra.jobs.jsonio import dumps_pretty, utc_timestamp, write_json_atomic
 from orchestra.jobs.layout import JobConfigMismatch, open_job
-from orchestra.jobs.result import JobResult
+from orchestra.jobs.result import JobResultRecorder
+from orchestra.jsonio import dumps_pretty, utc_timestamp, write_json_atomic
 from orchestra.paths import JobPaths
 
 SLOTS = [(1, "buzz-native/a"), (1, "buzz-native/b"), (2, "buzz-native/a"), (2, "buzz-native/b")]
 
 
-def components(**overrides: object) -> dict:
+def components(**overrides: object) -> ReplayIdentity:
     base = {
         "condition": "c" * 64,
         "endpoints": {"oracle": {"provider": "oracle"}},
@@ -44,39 +48,40 @@ def test_replay_identity_names_only_changed_fields() -> None:
         "condition",
         "environment",
     ]
-    assert differing_fields(None, components()) == ["replay_identity"]
+    same_fields = ReplayIdentity(sha256="0" * 64, fields=components().fields)
+    assert differing_fields(same_fields, components()) == ["replay_identity"]
 
 
 def trial_dir(job: JobPaths, name: str, task: str, attempt: int, status: str | None) -> Path:
     path = job.root / name
     path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps({"task": {"name": task}, "attempt": attempt}))
     if status is not None:
-        (path / "result.json").write_text(
-            json.dumps(
-                {"trial_name": name, "task_name": task, "attempt": attempt, "status": status}
-            )
-        )
+        trial_result(task, attempt, trial_name=name, status=status).write(path / "result.json")
     return path
+
+
+def new_job(identity: ReplayIdentity | None = None) -> JobConfig:
+    return job_config(replay_identity=identity or components())
 
 
 @pytest.mark.parametrize("keep_errors", [False, True])
 def test_resume_keeps_scored_and_supersedes_the_rest(tmp_path: Path, keep_errors: bool) -> None:
     job = JobPaths(tmp_path / "job")
-    config = {"job_name": "job", "replay_identity": components()}
-    stored, inventory, resumed = open_job(job, dict(config), slots=SLOTS, keep_errors=False)
-    assert not resumed and inventory.owed == SLOTS and stored["resumes"] == []
+    stored, inventory, resumed = open_job(job, new_job(), slots=SLOTS, keep_errors=False)
+    assert not resumed and inventory.owed == SLOTS and stored.resumes == []
     trial_dir(job, "a1", "buzz-native/a", 1, "scored")
     trial_dir(job, "b1", "buzz-native/b", 1, "error")
     trial_dir(job, "a2", "buzz-native/a", 2, "cancelled")
     trial_dir(job, "b2", "buzz-native/b", 2, "running")
     trial_dir(job, "dead", "buzz-native/a", 2, None)
-    again, inventory, resumed = open_job(job, dict(config), slots=SLOTS, keep_errors=keep_errors)
-    assert resumed and again["id"] == stored["id"]
+    rerun = new_job().model_copy(update={"id": "another-id"})
+    again, inventory, resumed = open_job(job, rerun, slots=SLOTS, keep_errors=keep_errors)
+    assert resumed and again.id == stored.id
     kept = {("buzz-native/a", 1)} | ({("buzz-native/b", 1)} if keep_errors else set())
     assert set(inventory.kept) == kept
     assert len(inventory.owed) == 4 - len(kept)
-    assert again["resumes"][0]["owed_trials"] == len(inventory.owed)
+    assert again.resumes[0].owed_trials == len(inventory.owed)
+    assert JobConfig.load(job.config_json).resumes == again.resumes
     moved = sorted(os.listdir(job.superseded_dir))
     assert moved == sorted({"b1", "a2", "b2", "dead"} - ({"b1"} if keep_errors else set()))
     assert (job.superseded_dir / "a2" / "result.json").exists()  # moved, never deleted
@@ -84,39 +89,34 @@ def test_resume_keeps_scored_and_supersedes_the_rest(tmp_path: Path, keep_errors
 
 def test_resume_with_another_identity_is_refused(tmp_path: Path) -> None:
     job = JobPaths(tmp_path / "job")
-    open_job(
-        job, {"job_name": "job", "replay_identity": components()}, slots=SLOTS, keep_errors=False
-    )
+    open_job(job, new_job(), slots=SLOTS, keep_errors=False)
     with pytest.raises(JobConfigMismatch, match=r"\(tasks\); choose another --job-name"):
-        open_job(
-            job,
-            {"job_name": "job", "replay_identity": components(tasks=[])},
-            slots=SLOTS,
-            keep_errors=False,
-        )
+        open_job(job, new_job(components(tasks=[])), slots=SLOTS, keep_errors=False)
 
 
-def _job_config() -> dict:
-    return {
-        "id": "6a26f1b0-4616-4e0d-84fc-b60b2a1801b3",
-        "job_name": "j",
-        "manifest": {"condition": "c", "sha256": "s" * 64, "path": "m.yaml"},
-        "plan": {"attempts": 1, "layer": "regression", "tasks": []},
-    }
+def test_resume_stops_at_a_malformed_trial_with_nothing_moved(tmp_path: Path) -> None:
+    job = JobPaths(tmp_path / "job")
+    open_job(job, new_job(), slots=SLOTS, keep_errors=False)
+    trial_dir(job, "b1", "buzz-native/b", 1, "error")
+    broken = trial_dir(job, "a1", "buzz-native/a", 1, "scored") / "result.json"
+    broken.write_text(broken.read_text().replace('"scored"', '"finished"'))
+    with pytest.raises(DocumentError, match=r"a1/result.json: status: input should be"):
+        open_job(job, new_job(), slots=SLOTS, keep_errors=False)
+    assert sorted(p.name for p in job.root.iterdir()) == ["a1", "b1", "config.json"]
 
 
 def test_job_result_rewritten_at_each_trial_state_change_only(tmp_path: Path) -> None:
     paths = JobPaths.of(tmp_path, "j")
-    job = JobResult(paths, _job_config(), n_planned=1)
-    trial = {"trial_name": "t", "task_name": "buzz-native/a", "attempt": 1, "layer": "regression"}
-    trial |= {"status": "running", "phase": "setup", "reward": None, "tokens": None}
-    job.update(trial)
+    job = JobResultRecorder(paths, job_config("j"), n_planned=1)
+    job.update(trial_result("buzz-native/a", trial_name="t"))
     assert json.loads(paths.result_json.read_text())["stats"]["n_running"] == 1
     os.utime(paths.result_json, ns=(0, 0))
-    job.update(trial | {"phase": "agent", "tokens": {"input": 5, "cached_input": 0, "output": 1}})
+    tokens = {"input": 5, "cached_input": 0, "output": 1, "per_agent": {}}
+    job.update(trial_result("buzz-native/a", trial_name="t", phase="agent", tokens=tokens))
     assert paths.result_json.stat().st_mtime_ns == 0  # a phase is not a state change
-    final = {"status": "scored", "reward": 1.0, "finished_at": utc_timestamp()}
-    job.update(trial | {"tokens": {"input": 7, "cached_input": 0, "output": 1}} | final)
+    final = {"status": TrialStatus.SCORED, "reward": 1.0, "finished_at": utc_timestamp()}
+    tokens = tokens | {"input": 7}
+    job.update(trial_result("buzz-native/a", trial_name="t", tokens=tokens, **final))
     document = json.loads(paths.result_json.read_text())
     assert document["trials"][0]["status"] == "scored" and document["finished_at"] is not None
     assert document["stats"]["tokens"]["input"] == 7 and document["stats"]["n_running"] == 0

@@ -43,7 +43,7 @@ async def test_embedded_stack_lifecycle(pg_dir: Path, free_port: int) -> None:
     try:
         assert info.mode == "embedded"
         assert info.relay_ws_url == info.agent_relay_url == f"ws://localhost:{port}"
-        assert info.config_record()["database"] is True
+        assert info.config_record().database is True
         assert await probe_relay(info.relay_http_url)
         assert state.paths.relay_pid.read_text().strip().isdigit()
         assert "listening" in state.paths.relay_log.read_text()

@@ -1,7 +1,8 @@
 """Job directories laid out exactly as orchestrator.md §10 describes, built from short specs.
 
-The job `result.json` is written by the orchestrator's own `JobResult`, trial files through
-`orchestra.paths`, so a layout change there shows up here instead of drifting silently.
+The job `result.json` is written by the orchestrator's own `JobResultRecorder`, the configs and
+trial results are checked against the document models, and trial files are placed through
+`orchestra.paths`, so a layout or schema change shows up here instead of drifting silently.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestra.jobs.jsonio import write_json_atomic
-from orchestra.jobs.result import JobResult
+from orchestra.documents.job import JobConfig
+from orchestra.documents.trial import TrialConfig, TrialResult
+from orchestra.jobs.identity import replay_record
+from orchestra.jobs.result import JobResultRecorder
+from orchestra.jsonio import write_json_atomic
 from orchestra.paths import JobPaths, TrialPaths, make_trial_name
 
 USER = "John Vincent Doe"
@@ -216,8 +220,7 @@ def _trial_result(spec: TrialSpec, job_name: str, trial_name: str, index: int) -
 
 
 def _write_trial(paths: TrialPaths, spec: TrialSpec, result: dict[str, Any]) -> None:
-    write_json_atomic(
-        paths.config_json,
+    TrialConfig.model_validate(
         {
             "schema_version": 1,
             "trial_id": result["trial_id"],
@@ -233,8 +236,8 @@ def _write_trial(paths: TrialPaths, spec: TrialSpec, result: dict[str, Any]) -> 
             "roster": [{"agent_id": AGENT, "class_id": "solo", "kind": "orchestrator", "role": "solo",
                         "endpoint": "oracle", "model_revision": "oracle"}],
         },
-    )  # fmt: skip
-    write_json_atomic(paths.result_json, result)
+    ).write(paths.config_json)  # fmt: skip
+    TrialResult.model_validate(result).write(paths.result_json)
     paths.trial_log.write_text("00:00:00.000 phase setup\n", encoding="utf-8")
     paths.buzz_dir.mkdir(parents=True, exist_ok=True)
     paths.system_prompt(AGENT).write_text("# Buzz agent\n", encoding="utf-8")
@@ -276,7 +279,7 @@ def build_job(jobs_dir: Path, name: str, trials: list[TrialSpec], *, attempts: i
         "id": f"uuid-{name}",
         "created_at": _timestamp(0),
         "orchestrator_version": "0.0.0",
-        "replay_identity": "ab" * 32,
+        "replay_identity": replay_record({"condition": MANIFEST_SHA}).model_dump(),
         "plan": {
             "layer": layers.pop() if len(layers) == 1 else "mixed",
             "attempts": attempts,
@@ -296,18 +299,20 @@ def build_job(jobs_dir: Path, name: str, trials: list[TrialSpec], *, attempts: i
         "environment": "local",
         "options": {"n_concurrent": 1, "timeout_multiplier": 1.0, "keep_channels": False,
                     "jobs_dir": str(jobs_dir), "state_dir": ".benchmark", "relay_port": 3600,
-                    "buzz_bin_dir": None},
+                    "buzz_bin_dir": None, "endpoint_config": "endpoints/oracle.json",
+                    "artifact_root": "."},
         "resumes": [],
     }  # fmt: skip
     paths.root.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(paths.config_json, config)
-    job_result = JobResult(paths, config, n_planned=len(tasks) * attempts)
+    job_config = JobConfig.model_validate(config)
+    job_config.write(paths.config_json)
+    job_result = JobResultRecorder(paths, job_config, n_planned=len(tasks) * attempts)
     for index, spec in enumerate(trials):
         trial_name = make_trial_name(
             spec.task, suffix=f"{index:07d}".translate(str.maketrans("0123456789", "abcdefghij"))
         )
         result = _trial_result(spec, name, trial_name, index)
         _write_trial(paths.trial(trial_name), spec, result)
-        job_result.seed([result])
+        job_result.seed([TrialResult.model_validate(result)])
     job_result.write()
     return paths.root

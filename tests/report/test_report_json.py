@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestra.report.aggregate import aggregate
-from orchestra.report.load import JobDirError, load_job_record
+from orchestra.documents.io import DocumentError
+from orchestra.jobs.aggregate import aggregate
+from orchestra.jobs.layout import load_job_record
 from orchestra.report.report_json import build_report, write_report_json
 
 
@@ -62,7 +63,7 @@ def test_trials_carry_the_trial_results_verbatim(sample_job: Path) -> None:
 
 def test_summary_is_the_section_11_aggregation_plus_metric_counts(sample_job: Path) -> None:
     report = build_report([sample_job])
-    expected = aggregate([load_job_record(sample_job)])["conditions"]
+    expected = aggregate([load_job_record(sample_job)]).model_dump(mode="json")["conditions"]
     condition = report["conditions"][0]
     for layer_name, layer in expected[0]["layers"].items():
         for task_name, task in layer["tasks"].items():
@@ -98,5 +99,5 @@ def test_written_file_round_trips(sample_job: Path, tmp_path: Path) -> None:
 
 
 def test_not_a_job_directory_is_a_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(JobDirError, match="config.json: missing or not a JSON object"):
+    with pytest.raises(DocumentError, match="config.json: missing or not a JSON object"):
         build_report([tmp_path])

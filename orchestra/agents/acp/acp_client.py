@@ -24,6 +24,7 @@ from acp.schema import (
 )
 
 from orchestra.agents.acp.eventlog import EventLog
+from orchestra.agents.acp.records import ToolCall, Usage
 
 AGENT_MESSAGE_LIMIT = 8 * 1024
 USAGE_KEYS = {
@@ -103,12 +104,13 @@ class BridgeClient:
             return  # a late update after its turn ended: consumed, nothing to attribute
         if isinstance(update, ToolCallStart | ToolCallProgress):
             self._events.emit(
-                "tool_call",
-                turn_id=tracker.turn_id,
-                channel_id=tracker.channel_id,
-                tool_call_id=update.tool_call_id,
-                title=update.title,
-                status=update.status or "pending",
+                ToolCall(
+                    turn_id=tracker.turn_id,
+                    channel_id=tracker.channel_id,
+                    tool_call_id=update.tool_call_id,
+                    title=update.title,
+                    status=update.status or "pending",
+                )
             )
         elif isinstance(update, AgentMessageChunk):
             text = getattr(update.content, "text", None)
@@ -133,11 +135,12 @@ class BridgeClient:
             if tracker is not None:
                 tracker.session_usage = usage
             self._events.emit(
-                "usage",
-                turn_id=tracker.turn_id if tracker else None,
-                channel_id=tracker.channel_id if tracker else None,
-                session_id=session_id,
-                **usage,
+                Usage(
+                    turn_id=tracker.turn_id if tracker else None,
+                    channel_id=tracker.channel_id if tracker else None,
+                    session_id=session_id,
+                    **usage,
+                )
             )
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

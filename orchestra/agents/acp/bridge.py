@@ -23,6 +23,15 @@ from orchestra.agents.acp.prompt import (
     thread_roots,
 )
 from orchestra.agents.acp.queues import ChannelQueues
+from orchestra.agents.acp.records import (
+    EventDropped,
+    EventIgnored,
+    EventQueued,
+    FailureNotice,
+    RelayAuthenticated,
+    RelayConnected,
+    Shutdown,
+)
 from orchestra.agents.acp.relay import RelayLink, RelayUnavailable
 from orchestra.agents.acp.sessions import SessionManager
 from orchestra.agents.acp.slot import AgentSlot
@@ -69,26 +78,28 @@ class Bridge:
         reason = self.wake.check(event)
         if reason is not None:
             self.events.emit(
-                "event_ignored",
-                channel_id=channel,
-                event_id=event.get("id"),
-                author=event.get("pubkey"),
-                reason=reason,
+                EventIgnored(
+                    channel_id=channel,
+                    event_id=event.get("id"),
+                    author=event.get("pubkey"),
+                    reason=reason,
+                )
             )
             return
         dropped = self.queues.add(channel, event, time.monotonic())
         self.events.emit(
-            "event_queued",
-            channel_id=channel,
-            event_id=event["id"],
-            author=event["pubkey"],
-            created_at=event["created_at"],
-            queue_depth=self.queues.depth(channel),
+            EventQueued(
+                channel_id=channel,
+                event_id=event["id"],
+                author=event["pubkey"],
+                created_at=event["created_at"],
+                queue_depth=self.queues.depth(channel),
+            )
         )
         if dropped is not None:
             log.warning("queue full for channel %s: dropped event %s", channel, dropped["id"])
             self.events.emit(
-                "event_dropped", channel_id=channel, event_id=dropped["id"], reason="queue_full"
+                EventDropped(channel_id=channel, event_id=dropped["id"], reason="queue_full")
             )
         self.pool.changed.notify()
 
@@ -96,11 +107,12 @@ class Bridge:
         self.sessions.abandon(channel)
         for event in self.queues.drop_channel(channel):
             self.events.emit(
-                "event_ignored",
-                channel_id=channel,
-                event_id=event["id"],
-                author=event["pubkey"],
-                reason="unsubscribed_channel",
+                EventIgnored(
+                    channel_id=channel,
+                    event_id=event["id"],
+                    author=event["pubkey"],
+                    reason="unsubscribed_channel",
+                )
             )
 
     # --- scheduling ------------------------------------------------------------------------
@@ -249,7 +261,7 @@ class Bridge:
             "failure notice posted for channel %s: %s", channel, event_id
         )
         self.events.emit(
-            "failure_notice", channel_id=channel, event_id=event_id, reply_to=anchor, reason=reason
+            FailureNotice(channel_id=channel, event_id=event_id, reply_to=anchor, reason=reason)
         )
 
     # --- life cycle --------------------------------------------------------------------------
@@ -308,8 +320,8 @@ class Bridge:
             log.error("relay not reachable within %ss: %s", self.config.connect_timeout_s, error)
             return self.exit("relay_unreachable", 2)
         connect.result()
-        self.events.emit("relay_connected", url=self.config.relay_url)
-        self.events.emit("relay_authenticated")
+        self.events.emit(RelayConnected(url=self.config.relay_url))
+        self.events.emit(RelayAuthenticated())
         return None
 
     async def _serve_until_stopped(self) -> BaseException | None:
@@ -336,7 +348,7 @@ class Bridge:
 
     def exit(self, reason: str, code: int) -> int:
         log.info("shutting down (%s), exit code %d", reason, code)
-        self.events.emit("shutdown", reason=reason, exit_code=code)
+        self.events.emit(Shutdown(reason=reason, exit_code=code))
         return code
 
 

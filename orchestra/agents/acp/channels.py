@@ -10,6 +10,13 @@ from typing import Any
 
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.eventlog import EventLog
+from orchestra.agents.acp.records import (
+    Ready,
+    RelayDisconnected,
+    Subscribed,
+    SubscriptionRefused,
+    Unsubscribed,
+)
 from orchestra.agents.acp.relay import (
     RECONNECT_BACKOFF,
     RelayLink,
@@ -112,7 +119,7 @@ class Channels:
                 self._unserve(channel, None)
                 message = error.message
                 log.warning("subscription to channel %s refused: %s", channel, message)
-                self._events.emit("subscription_refused", channel_id=channel, message=message)
+                self._events.emit(SubscriptionRefused(channel_id=channel, message=message))
                 retry = self._retry[channel]
                 retry.clear()
                 with contextlib.suppress(TimeoutError):
@@ -131,7 +138,7 @@ class Channels:
                     self._subscribed.add(channel)
                     log.info("subscribed to channel %s", channel)
                     self._events.emit(
-                        "subscribed", channel_id=channel, channel_name=self.name(channel)
+                        Subscribed(channel_id=channel, channel_name=self.name(channel))
                     )
                     self._check_ready()
                 elif item.get("kind") == 39000:
@@ -152,7 +159,7 @@ class Channels:
         self._subscribed.discard(channel)
         if reason is not None and was_served:
             log.info("no longer serving channel %s: %s", channel, reason)
-            self._events.emit("unsubscribed", channel_id=channel, reason=reason)
+            self._events.emit(Unsubscribed(channel_id=channel, reason=reason))
         self._on_unserved(channel)
 
     def _check_ready(self) -> None:
@@ -163,13 +170,13 @@ class Channels:
             self._ready_logged = True
             channels = sorted(self._subscribed)
             log.info("ready: serving %d channel(s)", len(channels))
-            self._events.emit("ready", channels=channels)
+            self._events.emit(Ready(channels=channels))
 
     def _on_disconnect(self, reason: str) -> None:
         delay = RECONNECT_BACKOFF[min(self._disconnects, len(RECONNECT_BACKOFF) - 1)]
         self._disconnects += 1
         logging.getLogger("relay").warning("relay disconnected: %s", reason)
-        self._events.emit("relay_disconnected", reason=reason, reconnect_in_s=delay)
+        self._events.emit(RelayDisconnected(reason=reason, reconnect_in_s=delay))
 
     async def close(self) -> None:
         for task in self._tasks.values():

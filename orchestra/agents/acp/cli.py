@@ -13,6 +13,7 @@ from orchestra.agents.acp.config import AcpConfig, ConfigError, help_text, load_
 from orchestra.agents.acp.eventlog import EventLog, PromptLog, open_log
 from orchestra.agents.acp.proctree import become_subreaper, exit_now, start_agent_process
 from orchestra.agents.acp.prompt import compose_system_prompt
+from orchestra.agents.acp.records import AgentSpawned, Shutdown, Startup
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
 
 VERSION = "0.1.0"
@@ -25,21 +26,21 @@ def sha256(text: str) -> str:
 
 def startup_record(events: EventLog, config: AcpConfig, system_prompt: str) -> None:
     events.emit(
-        "startup",
-        version=VERSION,
-        pid=os.getpid(),
-        relay_url=config.relay_url,
-        channels=list(config.channels) or None,
-        nullable=("channels",),
-        subscribe=config.subscribe,
-        respond_to=config.respond_to,
-        pool_size=config.pool_size,
-        agent_command=config.agent_command,
-        mcp_command=config.mcp_command or "none",
-        base_prompt=config.base_prompt_source,
-        base_prompt_sha256=sha256(config.base_prompt) if config.base_prompt else None,
-        system_prompt_sha256=sha256(system_prompt),
-        memory=config.memory,
+        Startup(
+            version=VERSION,
+            pid=os.getpid(),
+            relay_url=config.relay_url,
+            channels=list(config.channels) or None,
+            subscribe=config.subscribe,
+            respond_to=config.respond_to,
+            pool_size=config.pool_size,
+            agent_command=config.agent_command,
+            mcp_command=config.mcp_command or "none",
+            base_prompt=config.base_prompt_source,
+            base_prompt_sha256=sha256(config.base_prompt) if config.base_prompt else None,
+            system_prompt_sha256=sha256(system_prompt),
+            memory=config.memory,
+        )
     )
 
 
@@ -54,7 +55,7 @@ async def start_agents(config: AcpConfig, events: EventLog) -> list[asyncio.subp
             process = await start_agent_process(config.agent_command, config.agent_args, config.cwd)
         except OSError:
             break
-        events.emit("agent_spawned", slot=index, pid=process.pid)
+        events.emit(AgentSpawned(slot=index, pid=process.pid))
         started.append(process)
     return started
 
@@ -89,7 +90,7 @@ def main() -> None:
     except (ConfigError, OSError) as error:
         message = str(error) if isinstance(error, ConfigError) else f"BUZZ_ACP_PROMPT_LOG: {error}"
         log.error("configuration error: %s", message)
-        EventLog(stream, None).emit("shutdown", reason="configuration_error", exit_code=1)
+        EventLog(stream, None).emit(Shutdown(reason="configuration_error", exit_code=1))
         sys.exit(1)
     events = EventLog(stream, config.keys.pubkey)
     if config.ignored_set:
@@ -104,6 +105,6 @@ def main() -> None:
         code = asyncio.run(serve(config, events, PromptLog(prompt_stream)))
     except Exception:
         traceback.print_exc(file=sys.stderr)
-        events.emit("shutdown", reason="internal_error", exit_code=4)
+        events.emit(Shutdown(reason="internal_error", exit_code=4))
         code = 4
     exit_now(code)

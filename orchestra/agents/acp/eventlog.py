@@ -1,7 +1,7 @@
 """The JSON-lines event log (agent-harness.md §1.11) and the optional prompt log.
 
-Record names and fields are a contract read by Buzz Orchestra. Every line is flushed as
-it is written; nothing else ever goes to stdout.
+Record names and fields are a contract read by Buzz Orchestra, defined once in `records`.
+Every line is flushed as it is written; nothing else ever goes to stdout.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import json
 import sys
 import time
 from typing import IO, Any
+
+from orchestra.agents.acp.records import Record
 
 
 def rfc3339_ms(seconds: float | None = None) -> str:
@@ -35,16 +37,14 @@ class EventLog:
         self._agent_pubkey = agent_pubkey
         self._seq = 0
 
-    def emit(self, event: str, *, nullable: tuple[str, ...] = (), **fields: Any) -> None:
-        """Fields whose value is None are omitted, except those named in `nullable`."""
+    def emit(self, record: Record) -> None:
+        """One line: the common fields, then the record's own (None omitted unless NULLABLE)."""
         self._seq += 1
-        record: dict[str, Any] = {"ts": rfc3339_ms(), "seq": self._seq, "event": event}
+        line: dict[str, Any] = {"ts": rfc3339_ms(), "seq": self._seq, "event": record.event}
         if self._agent_pubkey is not None:  # unknown only when the key itself is invalid
-            record["agent_pubkey"] = self._agent_pubkey
-        record.update(
-            (key, value) for key, value in fields.items() if value is not None or key in nullable
-        )
-        self._stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            line["agent_pubkey"] = self._agent_pubkey
+        line.update(record.payload())
+        self._stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._stream.flush()
 
 

@@ -12,6 +12,12 @@ from collections.abc import Callable
 from orchestra.agents.acp.acp_client import BridgeClient
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.eventlog import EventLog
+from orchestra.agents.acp.records import (
+    AgentExited,
+    AgentInitialized,
+    AgentSpawned,
+    SessionRotated,
+)
 from orchestra.agents.acp.slot import AgentSlot, spawn_slot
 
 INIT_TIMEOUT_S = 30.0
@@ -79,7 +85,7 @@ class AgentPool:
         except OSError as error:
             raise AgentInitError(f"cannot start {self._config.agent_command}: {error}") from None
         if process is None:
-            self._events.emit("agent_spawned", slot=index, pid=slot.pid)
+            self._events.emit(AgentSpawned(slot=index, pid=slot.pid))
         try:
             response = await asyncio.wait_for(slot.initialize(), INIT_TIMEOUT_S)
         except TimeoutError:
@@ -95,12 +101,13 @@ class AgentPool:
             raise AgentInitError(reason) from None
         info = response.agent_info
         self._events.emit(
-            "agent_initialized",
-            slot=index,
-            protocol_version=response.protocol_version,
-            agent_name=info.name if info else None,
-            agent_version=info.version if info else None,
-            system_prompt_delivery="meta" if slot.meta_system_prompt else "inline",
+            AgentInitialized(
+                slot=index,
+                protocol_version=response.protocol_version,
+                agent_name=info.name if info else None,
+                agent_version=info.version if info else None,
+                system_prompt_delivery="meta" if slot.meta_system_prompt else "inline",
+            )
         )
         self.slots[index] = slot
         watcher = asyncio.create_task(self._watch(slot), name=f"agent-slot-{index}")
@@ -115,21 +122,23 @@ class AgentPool:
         during_turn = slot.busy or slot.lost_turn
         signal_number = -code if code < 0 else None
         self._events.emit(
-            "agent_exited",
-            slot=slot.index,
-            pid=slot.pid,
-            exit_code=None if signal_number else code,
-            signal=signal_number,
-            during_turn=during_turn,
+            AgentExited(
+                slot=slot.index,
+                pid=slot.pid,
+                exit_code=None if signal_number else code,
+                signal=signal_number,
+                during_turn=during_turn,
+            )
         )
         log.warning("agent in slot %d exited unexpectedly (code %s)", slot.index, code)
         for channel, session in slot.sessions.items():
             self._events.emit(
-                "session_rotated",
-                channel_id=channel,
-                slot=slot.index,
-                old_session_id=session.session_id,
-                reason="agent_restarted",
+                SessionRotated(
+                    channel_id=channel,
+                    slot=slot.index,
+                    old_session_id=session.session_id,
+                    reason="agent_restarted",
+                )
             )
         slot.sessions.clear()
         await slot.conn.close()

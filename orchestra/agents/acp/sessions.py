@@ -28,6 +28,7 @@ from orchestra.agents.acp.eventlog import EventLog, PromptLog
 from orchestra.agents.acp.pool import AgentPool
 from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.acp.queues import ChannelQueues
+from orchestra.agents.acp.records import SessionRotated
 from orchestra.agents.acp.relay import RelayLink
 from orchestra.agents.acp.slot import AgentSlot, Session
 
@@ -84,11 +85,12 @@ class SessionManager:
         old = slot.sessions.get(channel)
         if old is not None and self._exhausted(old):
             self._events.emit(
-                "session_rotated",
-                channel_id=channel,
-                slot=slot.index,
-                old_session_id=old.session_id,
-                reason="max_turns_per_session",
+                SessionRotated(
+                    channel_id=channel,
+                    slot=slot.index,
+                    old_session_id=old.session_id,
+                    reason="max_turns_per_session",
+                )
             )
         memory = await self._relay.core_memory() if self._config.memory else None
         system_prompt = compose_system_prompt(

@@ -19,6 +19,14 @@ from acp import RequestError
 
 from orchestra.agents.acp.acp_client import USAGE_KEYS, TurnTracker, snake_usage
 from orchestra.agents.acp.eventlog import EventLog, PromptLog
+from orchestra.agents.acp.records import (
+    AgentMessage,
+    TurnCompleted,
+    TurnDelivered,
+    TurnFailed,
+    TurnStarted,
+    TurnUsage,
+)
 from orchestra.agents.acp.slot import AgentSlot
 from orchestra.buzz import BuzzError
 
@@ -118,16 +126,17 @@ class TurnRunner:
             request.attempt,
         )
         self._events.emit(
-            "turn_started",
-            turn_id=turn_id,
-            channel_id=channel,
-            slot=slot.index,
-            session_id=session_id,
-            session_new=request.session_new,
-            event_ids=request.event_ids,
-            attempt=request.attempt,
-            prompt_chars=len(request.text),
-            prompt_sha256=hashlib.sha256(request.text.encode()).hexdigest(),
+            TurnStarted(
+                turn_id=turn_id,
+                channel_id=channel,
+                slot=slot.index,
+                session_id=session_id,
+                session_new=request.session_new,
+                event_ids=request.event_ids,
+                attempt=request.attempt,
+                prompt_chars=len(request.text),
+                prompt_sha256=hashlib.sha256(request.text.encode()).hexdigest(),
+            )
         )
         self._prompts.write(
             "prompt", request.text, turn_id=turn_id, channel_id=channel, session_id=session_id
@@ -142,7 +151,7 @@ class TurnRunner:
             "turn delivered Buzz events for channel %s: %s", channel, ", ".join(request.event_ids)
         )
         self._events.emit(
-            "turn_delivered", turn_id=turn_id, channel_id=channel, event_ids=request.event_ids
+            TurnDelivered(turn_id=turn_id, channel_id=channel, event_ids=request.event_ids)
         )
         try:
             outcome = await self._await_outcome(slot, prompt_task, tracker, started, shutdown)
@@ -154,7 +163,7 @@ class TurnRunner:
         text, truncated = tracker.message_text()
         if text:
             self._events.emit(
-                "agent_message", turn_id=turn_id, channel_id=channel, text=text, truncated=truncated
+                AgentMessage(turn_id=turn_id, channel_id=channel, text=text, truncated=truncated)
             )
         if outcome.completed:
             self._finish_completed(request, outcome, start_usage)
@@ -242,17 +251,20 @@ class TurnRunner:
             )
             log.info(line.format(channel=channel))
         self._events.emit(
-            "turn_completed",
-            turn_id=outcome.turn_id,
-            channel_id=channel,
-            session_id=request.session_id,
-            stop_reason=outcome.stop_reason,
-            cancel_reason=outcome.cancel_reason if outcome.stop_reason == "cancelled" else None,
-            duration_ms=outcome.duration_ms,
-            event_ids=request.event_ids,
-            usage=turn_usage(
-                outcome.response_meta, start, self.session_usage.get(request.session_id)
-            ),
+            TurnCompleted(
+                turn_id=outcome.turn_id,
+                channel_id=channel,
+                session_id=request.session_id,
+                stop_reason=outcome.stop_reason,
+                cancel_reason=outcome.cancel_reason if outcome.stop_reason == "cancelled" else None,
+                duration_ms=outcome.duration_ms,
+                event_ids=request.event_ids,
+                usage=TurnUsage.model_validate(
+                    turn_usage(
+                        outcome.response_meta, start, self.session_usage.get(request.session_id)
+                    )
+                ),
+            )
         )
 
     def fail_before_prompt(
@@ -271,14 +283,15 @@ class TurnRunner:
             request.attempt,
         )
         self._events.emit(
-            "turn_started",
-            turn_id=turn_id,
-            channel_id=request.channel_id,
-            slot=slot.index,
-            session_new=False,
-            event_ids=request.event_ids,
-            attempt=request.attempt,
-            prompt_chars=0,
+            TurnStarted(
+                turn_id=turn_id,
+                channel_id=request.channel_id,
+                slot=slot.index,
+                session_new=False,
+                event_ids=request.event_ids,
+                attempt=request.attempt,
+                prompt_chars=0,
+            )
         )
         return TurnOutcome(
             completed=False,
@@ -302,15 +315,16 @@ class TurnRunner:
             suffix,
         )
         self._events.emit(
-            "turn_failed",
-            turn_id=outcome.turn_id,
-            channel_id=request.channel_id,
-            session_id=request.session_id or None,
-            error=outcome.error,
-            retryable=outcome.retryable,
-            attempt=k,
-            will_retry=retry_in_s is not None,
-            retry_in_s=retry_in_s,
-            duration_ms=outcome.duration_ms,
-            event_ids=request.event_ids,
+            TurnFailed(
+                turn_id=outcome.turn_id,
+                channel_id=request.channel_id,
+                session_id=request.session_id or None,
+                error=outcome.error,
+                retryable=outcome.retryable,
+                attempt=k,
+                will_retry=retry_in_s is not None,
+                retry_in_s=retry_in_s,
+                duration_ms=outcome.duration_ms,
+                event_ids=request.event_ids,
+            )
         )

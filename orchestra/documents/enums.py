@@ -1,0 +1,100 @@
+"""The closed vocabularies of the jobs-directory documents (orchestrator.md §10.3, §12)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TrialStatus(StrEnum):
+    """`running` while in progress, then one terminal value (§10.3)."""
+
+    RUNNING = "running"
+    SCORED = "scored"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self is not TrialStatus.RUNNING
+
+
+class Phase(StrEnum):
+    """The trial phases in the order they are entered (§7.1)."""
+
+    SETUP = "setup"
+    AGENT = "agent"
+    TEARDOWN = "teardown"
+    EVIDENCE = "evidence"
+    VERIFY = "verify"
+    FINALIZE = "finalize"
+
+
+class StopReason(StrEnum):
+    """How the agent phase ended normally (§7.11); null in result.json when it did not."""
+
+    DONE_MESSAGE = "done_message"
+    TURN_END = "turn_end"
+    TIMEOUT = "timeout"
+    AGENT_BUDGET = "agent_budget"
+    TRIAL_BUDGET = "trial_budget"
+
+
+class ErrorType(StrEnum):
+    """`exception_info.exception_type`: the error taxonomy of §12."""
+
+    STACK_UNAVAILABLE = "StackUnavailable"
+    ENVIRONMENT_START_ERROR = "EnvironmentStartError"
+    UNSUPPORTED_NETWORK_MODE = "UnsupportedNetworkMode"
+    PROVISIONING_ERROR = "ProvisioningError"
+    FIXTURE_SETUP_ERROR = "FixtureSetupError"
+    ARTIFACT_HASH_MISMATCH = "ArtifactHashMismatch"
+    AGENT_LAUNCH_ERROR = "AgentLaunchError"
+    AGENT_READINESS_TIMEOUT = "AgentReadinessTimeout"
+    AGENT_PROCESS_EXITED = "AgentProcessExited"
+    TASK_POST_ERROR = "TaskPostError"
+    SCRIPTED_EVENT_ERROR = "ScriptedEventError"
+    EVIDENCE_EXPORT_ERROR = "EvidenceExportError"
+    VERIFIER_TIMEOUT = "VerifierTimeout"
+    REWARD_FILE_NOT_FOUND = "RewardFileNotFound"
+    REWARD_FILE_EMPTY = "RewardFileEmpty"
+    REWARD_PARSE_ERROR = "RewardParseError"
+    VERIFIER_REPORTED_ERROR = "VerifierReportedError"
+    CANCELLED = "Cancelled"  # status `cancelled`, not `error`
+    INTERNAL_ERROR = "InternalError"
+
+
+class EnvKind(StrEnum):
+    """Where a trial's agents and verifier run (§5.8)."""
+
+    DOCKER = "docker"
+    LOCAL = "local"
+
+
+class StackMode(StrEnum):
+    """Where the relay and database come from (§5.1)."""
+
+    DOCKER = "docker"
+    EMBEDDED = "embedded"
+    EXTERNAL = "external"
+
+
+class Accounting(StrEnum):
+    """How a trial's tokens were counted (§7.14)."""
+
+    EVENT_LOG = "event_log"
+    UNRECONCILED = "unreconciled"
+    UNAVAILABLE = "unavailable"
+
+
+class VerifierNetwork(StrEnum):
+    """What network the verifier had (§9.2, §9.3)."""
+
+    NONE = "none"  # docker env: the container is attached to no network
+    NOT_ISOLATED = "not-isolated"  # local env: the verifier shares the host's network
+
+
+class BudgetScope(StrEnum):
+    """Whose limit a `budget_exceeded` record names (§7.13)."""
+
+    AGENT = "agent"
+    TRIAL = "trial"

@@ -1,0 +1,137 @@
+"""A job's `config.json` (orchestrator.md §10.2) and `result.json` (§10.4)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from orchestra.config.endpoints import Provider
+from orchestra.documents.enums import EnvKind, StackMode, TrialStatus
+from orchestra.documents.io import Document, Sha256, Timestamp
+from orchestra.documents.summary import LayerSummary
+from orchestra.documents.trial import Attempt, Count, Part, TaskRecord, TokenCounts
+
+PlanLayer = Literal["regression", "workflow", "mixed"]
+
+
+# --- config.json -------------------------------------------------------------------------------
+
+
+class ReplayIdentity(Part):
+    """The §2.5 identity hash, and one hash per component so a mismatch can be named without
+    writing endpoint env values into the job's config."""
+
+    sha256: Sha256
+    fields: dict[str, Sha256]
+
+
+class PlanRecord(Part):
+    layer: PlanLayer
+    attempts: Attempt
+    tasks: list[TaskRecord]
+
+
+class ManifestRecord(Part):
+    path: str
+    sha256: Sha256
+    condition: str
+    normalized: dict[str, Any]  # the normalised manifest of §3.5, as config hashes it
+
+
+class EndpointRecord(Part):
+    """Names only: env values and key values are never written (§10.2)."""
+
+    provider: Provider
+    api_key_env: str | None
+    base_url: str | None
+    env_keys: list[str]
+
+
+class StackRecord(Part):
+    mode: StackMode
+    relay_ws_url: str  # what the orchestrator dials
+    relay_http_url: str
+    agent_relay_url: str  # what agents get (§5.1)
+    database: bool
+
+
+class JobOptions(Part):
+    """The run's options; `endpoint_config` and `artifact_root` let `resume` reload the
+    condition the job started with (beyond §10.2's list)."""
+
+    n_concurrent: Attempt
+    timeout_multiplier: float
+    keep_channels: bool
+    jobs_dir: str
+    state_dir: str
+    relay_port: int
+    buzz_bin_dir: str | None  # null when this package's scripts are used
+    endpoint_config: str
+    artifact_root: str
+
+
+class ResumeRecord(Part):
+    at: Timestamp
+    owed_trials: Count
+
+
+class JobConfig(Document):
+    """Written once at job start; each resume appends to `resumes` (§2.5)."""
+
+    schema_version: Literal[1] = 1
+    job_name: str
+    id: str
+    created_at: Timestamp
+    orchestrator_version: str
+    replay_identity: ReplayIdentity
+    plan: PlanRecord
+    manifest: ManifestRecord
+    endpoints: dict[str, EndpointRecord]
+    stack: StackRecord
+    environment: EnvKind
+    options: JobOptions
+    resumes: list[ResumeRecord] = Field(default_factory=list)
+
+    @property
+    def is_oracle(self) -> bool:
+        """The roster runs the built-in oracle, not a model."""
+        return any(endpoint.provider == "oracle" for endpoint in self.endpoints.values())
+
+
+# --- result.json -------------------------------------------------------------------------------
+
+
+class JobStats(Part):
+    n_scored: Count
+    n_errors: Count
+    n_cancelled: Count
+    n_running: Count
+    n_pending: Count
+    tokens: TokenCounts
+    cost_usd: float
+
+
+class JobTrialEntry(Part):
+    trial_name: str
+    task_name: str
+    attempt: Attempt
+    status: TrialStatus
+    reward: float | None
+
+
+class JobResult(Document):
+    """Job progress and aggregates, rewritten after every trial state change (§10.4)."""
+
+    schema_version: Literal[1] = 1
+    id: str
+    job_name: str
+    started_at: Timestamp
+    updated_at: Timestamp
+    finished_at: Timestamp | None  # null until every trial is terminal
+    condition: str
+    manifest_sha256: Sha256
+    n_planned: Count
+    stats: JobStats
+    aggregates: dict[str, LayerSummary]
+    trials: list[JobTrialEntry]

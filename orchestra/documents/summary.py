@@ -1,0 +1,71 @@
+"""The aggregation of §11 as the job `result.json` embeds it and `summarize --json` prints it.
+
+Task rows carry pass@k with its k; layer and condition rows the mean over the tasks that have
+one and how many those are (§11.1).
+"""
+
+from __future__ import annotations
+
+from orchestra.documents.trial import Count, Part, TokenCounts
+
+
+class Rates(Part):
+    planned: Count
+    scored: Count
+    errors: Count
+    cancelled: Count
+    pass_rate: float | None  # mean reward over scored trials; None when none was scored
+    pass_rate_all: float | None  # successes / planned
+
+
+class UsageSummary(Part):
+    tokens: TokenCounts
+    cost_usd: float
+    mean_cost_usd: float | None
+    mean_trial_seconds: float | None
+
+
+class TaskPassAtK(Part):
+    k: int
+    value: float
+
+
+class GroupPassAtK(Part):
+    value: float
+    n_tasks: Count
+
+
+class TaskSummary(Rates, UsageSummary):
+    incomplete: bool  # fewer scored trials than k
+    pass_at_k: TaskPassAtK | None
+    failing_dimensions: dict[str, Count]
+
+
+class GroupSummary(Rates, UsageSummary):
+    pass_at_k: GroupPassAtK | None
+    n_tasks: Count
+
+
+class LayerSummary(GroupSummary):
+    tasks: dict[str, TaskSummary]
+
+
+class JobRef(Part):
+    name: str
+    path: str
+
+
+class ConditionSummary(Part):
+    condition: str
+    manifest_sha256: str
+    oracle: bool  # the roster runs the built-in oracle, not a model
+    jobs: list[JobRef]
+    layers: dict[str, LayerSummary]
+    totals: GroupSummary
+    error_types: dict[str, list[str]]  # §12 type (or status) -> trial names
+
+
+class Summary(Part):
+    """`orchestra summarize --json` (§11.2)."""
+
+    conditions: list[ConditionSummary]

@@ -1,0 +1,243 @@
+"""A trial's `config.json` (orchestrator.md §10.2) and `result.json` (§10.3)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestra.config.manifest import AgentKind
+from orchestra.config.task import Layer
+from orchestra.documents.enums import (
+    Accounting,
+    BudgetScope,
+    EnvKind,
+    ErrorType,
+    Phase,
+    StopReason,
+    TrialStatus,
+    VerifierNetwork,
+)
+from orchestra.documents.io import Document, Sha256, Timestamp
+
+Attempt = Annotated[int, Field(ge=1)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class Part(BaseModel):
+    """A nested object of a document: as strict about its keys as the document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskRecord(Part):
+    """`{name, short_name, dir, layer, digest}`, as `Task.record()` builds it."""
+
+    name: str
+    short_name: str
+    dir: str
+    layer: Layer
+    digest: Sha256
+
+
+class TrialIdentity(Part):
+    """The identifying keys a trial's `result.json` starts with."""
+
+    trial_id: str
+    trial_name: str
+    job_name: str
+    task_name: str
+    short_name: str
+    layer: Layer
+    attempt: Attempt
+    condition: str
+    manifest_sha256: Sha256
+
+
+# --- config.json -------------------------------------------------------------------------------
+
+
+class Timeouts(Part):
+    agent_seconds: float
+    verifier_seconds: float
+
+
+class RosterAgent(Part):
+    agent_id: str
+    class_id: str
+    kind: AgentKind
+    role: str
+    endpoint: str
+    model_revision: str
+
+
+class TrialConfig(Document):
+    """The trial plan, written at step 1 (§10.2)."""
+
+    schema_version: Literal[1] = 1
+    trial_id: str
+    trial_name: str
+    job_name: str
+    task: TaskRecord
+    attempt: Attempt
+    condition: str
+    manifest_sha256: Sha256
+    environment: EnvKind
+    timeouts: Timeouts
+    roster: list[RosterAgent]
+
+
+# --- result.json -------------------------------------------------------------------------------
+
+
+class PhaseTiming(Part):
+    started_at: Timestamp
+    finished_at: Timestamp | None = None
+    seconds: float | None = None
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+# A phase not entered yet has no key at all (not null): the trial writes each phase's timing
+# when it enters the phase.
+_PhaseEntry = Annotated[PhaseTiming | None, Field(default=None, exclude_if=_absent)]
+
+
+class Timings(Part):
+    setup: _PhaseEntry
+    agent: _PhaseEntry
+    teardown: _PhaseEntry
+    evidence: _PhaseEntry
+    verify: _PhaseEntry
+    finalize: _PhaseEntry
+    agent_active_seconds: float = 0.0
+
+    def phase(self, phase: Phase) -> PhaseTiming | None:
+        timing: PhaseTiming | None = getattr(self, phase.value)
+        return timing
+
+
+class TokenCounts(Part):
+    input: Count
+    cached_input: Count
+    output: Count
+
+
+class AgentTokens(TokenCounts):
+    turns: Count
+    cost_usd: float
+
+
+class TrialTokens(TokenCounts):
+    per_agent: dict[str, AgentTokens]
+
+
+class VerifierSummary(Part):
+    exit_code: int | None
+    timed_out: bool
+    network: VerifierNetwork
+    details_error: str | None
+
+
+class BudgetExceeded(Part):
+    """The first exceeded limit (§7.13)."""
+
+    scope: BudgetScope
+    agent_id: str | None
+    limit: Literal["max_input_tokens", "max_output_tokens", "max_cost_usd"]
+    max: int | float
+    value: int | float
+
+
+class BuzzUser(Part):
+    name: str
+    pubkey: str
+
+
+class BuzzAgent(Part):
+    agent_id: str
+    role: str
+    kind: AgentKind
+    endpoint: str
+    pubkey: str
+
+
+class ScriptedEvent(Part):
+    label: str
+    event_id: str
+    actor: str
+    reply_to_event_id: str | None
+
+
+class BuzzRecord(Part):
+    """Where the trial happened in Buzz; filled in as setup and the agent phase progress."""
+
+    channel_id: str | None = None
+    channel_name: str | None = None
+    task_event_id: str | None = None
+    completion_message_id: str | None = None
+    scripted_events: list[ScriptedEvent] = Field(default_factory=list)
+    evidence_exported: bool = False
+    user: BuzzUser | None = None
+    agents: list[BuzzAgent] = Field(default_factory=list)
+
+
+class SecretScan(Part):
+    """What redaction replaced (§7.15)."""
+
+    redactions: Count = 0
+    files: list[str] = Field(default_factory=list)
+
+
+class ExceptionInfo(Part):
+    exception_type: ErrorType
+    exception_message: str
+    exception_traceback: str
+    occurred_at: Timestamp
+    phase: Phase
+
+
+class TrialResult(TrialIdentity, Document):
+    """The trial's status and outcome, rewritten at every phase change (§10.3).
+
+    The defaults are the document as a trial starts: `TrialResult(**identity, started_at=…)`.
+    """
+
+    schema_version: Literal[1] = 1
+    status: TrialStatus = TrialStatus.RUNNING
+    phase: Phase = Phase.SETUP
+    stop_reason: StopReason | None = None
+    reward: float | None = None
+    rewards: dict[str, float] | None = None
+    verifier: VerifierSummary | None = None
+    started_at: Timestamp
+    finished_at: Timestamp | None = None
+    timings: Timings = Field(default_factory=Timings)
+    tokens: TrialTokens | None = None
+    cost_usd: float | None = None
+    accounting: Accounting = Accounting.UNAVAILABLE
+    cached_estimated: bool = False
+    budget_exceeded: BudgetExceeded | None = None
+    buzz: BuzzRecord = Field(default_factory=BuzzRecord)
+    secret_scan: SecretScan = Field(default_factory=SecretScan)
+    exception_info: ExceptionInfo | None = None
+
+    @classmethod
+    def starting(cls, identity: TrialIdentity, started_at: str) -> TrialResult:
+        """The first `result.json` of a trial: running, in setup, nothing measured yet."""
+        return cls(**dict(identity), started_at=started_at)
+
+    @property
+    def slot(self) -> tuple[str, int]:
+        """(task name, attempt): the planned slot this trial fills (§2.5)."""
+        return (self.task_name, self.attempt)
+
+    @property
+    def error_type(self) -> str | None:
+        """The §12 type of an error or cancellation (the status when none was recorded)."""
+        if self.status in (TrialStatus.ERROR, TrialStatus.CANCELLED):
+            info = self.exception_info
+            return str(info.exception_type) if info is not None else str(self.status)
+        return None
