@@ -9,9 +9,13 @@
   `.restart()`; all are stopped at test end.
 * `pg_dir` (function): a fresh directory (outside pytest's 0700 temp tree) for an
   `EmbeddedPostgres` data directory of a test's own.
+* `document_round_trip` (session): `document_round_trip(job_dir) -> RoundTrip` loads the job's
+  and every trial's `config.json` and `result.json` through their models and dumps them back;
+  `.checked` counts the files, `.diffs` maps each file whose dump differs to a unified diff.
 """
 
 import contextlib
+import difflib
 import itertools
 import os
 import shutil
@@ -21,12 +25,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
+from orchestra.documents.io import Document
+from orchestra.documents.job import JobConfig, JobResult
+from orchestra.documents.trial import TrialConfig, TrialResult
 from orchestra.relay.embedded_db import EmbeddedPostgres
 
 READY_TIMEOUT_SECONDS = 30.0
@@ -192,3 +200,31 @@ def start_relay(embedded_pg: EmbeddedPg, tmp_path: Path) -> Iterator:
     yield start
     for relay in started:
         relay.stop()
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    checked: int
+    diffs: dict[str, str]
+
+
+def _round_trip(job_dir: Path) -> RoundTrip:
+    documents: list[tuple[Path, type[Document]]] = [
+        (job_dir / "config.json", JobConfig),
+        (job_dir / "result.json", JobResult),
+    ]
+    for trial in sorted(p for p in job_dir.iterdir() if p.is_dir() and p.name[0] != "."):
+        documents += [(trial / "config.json", TrialConfig), (trial / "result.json", TrialResult)]
+    diffs: dict[str, str] = {}
+    for path, model in documents:
+        text = path.read_text(encoding="utf-8")
+        dumped = model.load(path).to_json()
+        if dumped != text:
+            lines = difflib.unified_diff(text.splitlines(True), dumped.splitlines(True))
+            diffs[str(path.relative_to(job_dir))] = "".join(lines)
+    return RoundTrip(len(documents), diffs)
+
+
+@pytest.fixture(scope="session")
+def document_round_trip() -> Callable[[Path], RoundTrip]:
+    return _round_trip

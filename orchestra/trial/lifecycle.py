@@ -216,7 +216,7 @@ class Trial(TrialSetup, TrialGrading):
         self._account()
         self._redact()
         self.recorder.result["timings"]["agent_active_seconds"] = round(
-            sum(f.state.active_seconds for f in self.followers.values()), 3
+            sum((f.state.active_seconds for f in self.followers.values()), 0.0), 3
         )
         if self.cancelled:
             self.recorder.result["exception_info"] = self.recorder.result[

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestra.documents.enums import VerifierNetwork
 from orchestra.verify.reward import (
     VerifierFailure,
     VerifierReportedError,
@@ -13,8 +14,8 @@ from orchestra.verify.reward import (
     read_rewards,
 )
 
-NETWORK_NOT_ISOLATED = "not-isolated"  # local env: the verifier shares the host's network
-NETWORK_NONE = "none"  # docker env: the container is attached to no network
+NETWORK_NOT_ISOLATED = VerifierNetwork.NOT_ISOLATED
+NETWORK_NONE = VerifierNetwork.NONE
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,14 @@ def test_every_negative_trial_is_scored(negative_job: JobRun, record_property) -
     assert statuses == dict.fromkeys(dataset_task_names(), "scored"), negative_job.output
 
 
+def test_failed_trials_round_trip_through_the_models(
+    negative_job: JobRun, document_round_trip
+) -> None:
+    round_trip = document_round_trip(negative_job.job_dir)
+    assert round_trip.checked == 2 + 2 * len(dataset_task_names())
+    assert round_trip.diffs == {}
+
+
 @pytest.mark.parametrize("task", dataset_task_names())
 def test_negative_solution_is_caught_by_its_metric(negative_job: JobRun, task: str) -> None:
     negative = read_negative_solution(NEGATIVE_SOLUTIONS / f"{task}.sh")

@@ -44,6 +44,14 @@ def test_every_task_scores_one_in_its_trial_result(oracle_job: JobRun, record_pr
         assert result["accounting"] == "event_log", name
 
 
+def test_every_document_round_trips_through_its_model(
+    oracle_job: JobRun, document_round_trip
+) -> None:
+    round_trip = document_round_trip(oracle_job.job_dir)
+    assert round_trip.checked == 2 + 2 * len(dataset_task_names())
+    assert round_trip.diffs == {}
+
+
 def test_printed_summary_reports_every_task_passing(oracle_job: JobRun) -> None:
     assert "oracle condition" in oracle_job.stdout, oracle_job.output
     rows = {m["task"]: m.groupdict() for m in TASK_ROW.finditer(oracle_job.stdout)}

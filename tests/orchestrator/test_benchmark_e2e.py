@@ -129,7 +129,7 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
 
 
 def test_interrupt_cancels_in_flight_trials_and_exits_130(
-    relay_url: str, embedded_pg, tmp_path: Path
+    relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
 ) -> None:
     args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "stop")
     process = subprocess.Popen(
@@ -152,6 +152,7 @@ def test_interrupt_cancels_in_flight_trials_and_exits_130(
     result = json.loads((trial / "result.json").read_text())
     assert result["status"] == "cancelled"
     assert result["exception_info"]["exception_type"] == "Cancelled"
+    assert document_round_trip(job).diffs == {}
     sandbox = os.fsencode(str((trial / "sandbox").resolve()))
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
@@ -179,7 +180,7 @@ def fake_agent_tree(directory: Path, acp_body: str) -> Path:
 
 
 def test_agent_exit_during_readiness_is_an_error(
-    relay_url: str, embedded_pg, tmp_path: Path
+    relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
 ) -> None:
     bin_dir = fake_agent_tree(tmp_path / "bin", "import sys\nsys.exit(3)\n")
     args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "crash")
@@ -199,6 +200,7 @@ def test_agent_exit_during_readiness_is_an_error(
     assert result["buzz"]["evidence_exported"] is False and result["verifier"] is None
     job_log = (tmp_path / "jobs" / "crash" / "job.log").read_text()
     assert "1 trial(s) owed" in job_log
+    assert document_round_trip(tmp_path / "jobs" / "crash").diffs == {}
 
 
 SILENT_ACP = """\
@@ -212,7 +214,9 @@ while True:
 """
 
 
-def test_agent_timeout_is_scored_not_an_error(relay_url: str, embedded_pg, tmp_path: Path) -> None:
+def test_agent_timeout_is_scored_not_an_error(
+    relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
+) -> None:
     bin_dir = fake_agent_tree(tmp_path / "bin", SILENT_ACP)
     args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "silent")
     run = subprocess.run(
@@ -229,6 +233,7 @@ def test_agent_timeout_is_scored_not_an_error(relay_url: str, embedded_pg, tmp_p
     assert result["accounting"] == "unavailable" and result["tokens"] is None
     config = json.loads((result_file.parent / "config.json").read_text())
     assert config["timeouts"]["agent_seconds"] == 1.5
+    assert document_round_trip(tmp_path / "jobs" / "silent").diffs == {}
 
 
 GREEDY_ACP = """\
@@ -248,7 +253,7 @@ while True:
 
 
 def test_agent_budget_stops_the_wait_and_still_scores(
-    relay_url: str, embedded_pg, tmp_path: Path
+    relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
 ) -> None:
     manifest = tmp_path / "budget.yaml"
     text = (PROJECT_ROOT / "manifests" / "buzz-native-solo-oracle.yaml").read_text()
@@ -287,3 +292,4 @@ def test_agent_budget_stops_the_wait_and_still_scores(
     }
     assert result["tokens"]["input"] == 500 and result["tokens"]["cached_input"] == 100
     assert result["accounting"] == "event_log"
+    assert document_round_trip(tmp_path / "jobs" / "budget").diffs == {}
