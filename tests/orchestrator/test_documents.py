@@ -1,0 +1,129 @@
+"""The typed jobs-directory documents (orchestrator.md §10, §12): vocabularies, the document a
+trial starts with, and one-line errors for files that do not match."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from documents_support import SHA, STARTED, trial_result
+
+from orchestra.documents.enums import ErrorType, Phase, TrialStatus
+from orchestra.documents.io import DocumentError
+from orchestra.documents.trial import PhaseTiming, TrialIdentity, TrialResult
+from orchestra.paths import PROJECT_ROOT
+
+SPEC = PROJECT_ROOT.parent / "shared" / "spec" / "orchestrator.md"
+
+
+def spec_section(number: str) -> str:
+    text = SPEC.read_text(encoding="utf-8")
+    start = text.index(f"\n## {number}. ")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_error_types_are_the_section_12_names() -> None:
+    first_cells = re.findall(r"^\| ([^|]+) \|", spec_section("12"), re.MULTILINE)
+    names = {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
+    assert {str(kind) for kind in ErrorType} == names
+
+
+def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
+    identity = TrialIdentity(
+        trial_id="t-1",
+        trial_name="user-mention__abc",
+        job_name="job",
+        task_name="buzz-native/user-mention",
+        short_name="user-mention",
+        layer="regression",
+        attempt=1,
+        condition="c",
+        manifest_sha256=SHA,
+    )
+    document = TrialResult.starting(identity, STARTED).model_dump(mode="json")
+    assert document == {
+        "schema_version": 1,
+        **identity.model_dump(),
+        "status": "running",
+        "phase": "setup",
+        "stop_reason": None,
+        "reward": None,
+        "rewards": None,
+        "verifier": None,
+        "started_at": STARTED,
+        "finished_at": None,
+        "timings": {"agent_active_seconds": 0.0},  # no key for a phase not entered yet
+        "tokens": None,
+        "cost_usd": None,
+        "accounting": "unavailable",
+        "cached_estimated": False,
+        "budget_exceeded": None,
+        "buzz": {
+            "channel_id": None,
+            "channel_name": None,
+            "task_event_id": None,
+            "completion_message_id": None,
+            "scripted_events": [],
+            "evidence_exported": False,
+            "user": None,
+            "agents": [],
+        },
+        "secret_scan": {"redactions": 0, "files": []},
+        "exception_info": None,
+    }
+
+
+def test_entered_phases_are_written_in_timings(tmp_path: Path) -> None:
+    result = trial_result("buzz-native/user-mention", phase=Phase.AGENT)
+    result.timings.setup = PhaseTiming(started_at=STARTED, finished_at=STARTED, seconds=0.5)
+    result.timings.agent = PhaseTiming(started_at=STARTED)
+    result.write(tmp_path / "result.json")
+    timings = json.loads((tmp_path / "result.json").read_text())["timings"]
+    assert sorted(timings) == ["agent", "agent_active_seconds", "setup"]
+    assert timings["agent"] == {"started_at": STARTED, "finished_at": None, "seconds": None}
+    again = TrialResult.load(tmp_path / "result.json")
+    assert again == result and again.timings.phase(Phase.SETUP) == result.timings.setup
+    assert again.to_json() == (tmp_path / "result.json").read_text()
+
+
+def test_status_vocabulary() -> None:
+    assert [s.value for s in TrialStatus] == ["running", "scored", "error", "cancelled"]
+    assert [s for s in TrialStatus if s.terminal] == [
+        TrialStatus.SCORED,
+        TrialStatus.ERROR,
+        TrialStatus.CANCELLED,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"status": "scored"}', "result.json: trial_id: required key is missing"),
+        ("[1]", "result.json: (top level): expected a mapping (got a list)"),
+    ],
+)
+def test_a_document_that_does_not_match_is_one_line_naming_the_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(text)
+    with pytest.raises(DocumentError) as caught:
+        TrialResult.load_if_readable(path)
+    assert str(caught.value) == f"{path}: {message.removeprefix('result.json: ')}"
+    assert "\n" not in str(caught.value)
+
+
+def test_unknown_keys_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    document = trial_result("buzz-native/user-mention").model_dump(mode="json")
+    path.write_text(json.dumps(document | {"score": 1}))
+    with pytest.raises(DocumentError, match=r"result.json: score: unknown key$"):
+        TrialResult.load(path)
+
+
+def test_missing_or_unparsable_is_no_document(tmp_path: Path) -> None:
+    assert TrialResult.load_if_readable(tmp_path / "result.json") is None
+    (tmp_path / "result.json").write_text('{"trial_id": ')  # a writer that died mid-way
+    assert TrialResult.load_if_readable(tmp_path / "result.json") is None
+    with pytest.raises(DocumentError, match=r"result.json: missing or not valid JSON$"):
+        TrialResult.load(tmp_path / "result.json")
