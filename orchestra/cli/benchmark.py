@@ -28,7 +28,12 @@ from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
-from orchestra.jobs.layout import JobConfigMismatch, load_job_record, scan_trials
+from orchestra.jobs.layout import (
+    JobConfigMismatch,
+    load_job_config,
+    load_job_record,
+    scan_trials,
+)
 from orchestra.jobs.plan import (
     Plan,
     PlannedJob,
@@ -165,7 +170,7 @@ def run_resume_command(
     quiet: bool,
 ) -> int:
     try:
-        config = JobConfig.load(JobPaths(job_dir).config_json)
+        config = load_job_config(JobPaths(job_dir))
         stored = config.options
         condition = load_condition(
             Path(config.manifest.path),

@@ -111,10 +111,8 @@ def open_job(
     return existing, inventory, True
 
 
-def load_job_record(job_dir: Path) -> JobRecord:
-    """The job's plan and every trial result in it, read through the models (`DocumentError`
-    naming the file and field when one is malformed)."""
-    paths = JobPaths(job_dir)
+def load_job_config(paths: JobPaths) -> JobConfig:
+    """The job's `config.json`; `DocumentError` when it is missing or malformed."""
     config = JobConfig.load_if_readable(paths.config_json)
     if config is None:
         raise DocumentError(
@@ -122,6 +120,13 @@ def load_job_record(job_dir: Path) -> JobRecord:
             "",
             "missing or not a JSON object (not a job directory?)",
         )
-    record = JobRecord.from_config(config, job_dir)
+    return config
+
+
+def load_job_record(job_dir: Path) -> JobRecord:
+    """The job's plan and every trial result in it, read through the models (`DocumentError`
+    naming the file and field when one is malformed)."""
+    paths = JobPaths(job_dir)
+    record = JobRecord.from_config(load_job_config(paths), job_dir)
     record.trials = [t.result for t in scan_trials(paths) if t.result is not None]
     return record
