@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from documents_support import SHA, STARTED, trial_result
+from documents_support import STARTED, trial_result
 
 from orchestra.documents.enums import ErrorType, Phase, TrialStatus
 from orchestra.documents.io import DocumentError
@@ -29,17 +29,10 @@ def test_error_types_are_the_section_12_names() -> None:
 
 
 def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
-    identity = TrialIdentity(
-        trial_id="t-1",
-        trial_name="user-mention__abc",
-        job_name="job",
-        task_name="buzz-native/user-mention",
-        short_name="user-mention",
-        layer="regression",
-        attempt=1,
-        condition="c",
-        manifest_sha256=SHA,
+    fields = trial_result("buzz-native/user-mention").model_dump(
+        include=set(TrialIdentity.model_fields)
     )
+    identity = TrialIdentity.model_validate(fields)
     document = TrialResult.starting(identity, STARTED).model_dump(mode="json")
     assert document == {
         "schema_version": 1,
