@@ -8,8 +8,10 @@ from typing import Any, Literal
 
 import orjson
 
+from orchestra.nostr import tags as tag_list
 from orchestra.nostr.hexutil import is_hex64, is_hex128
 from orchestra.nostr.keys import Keys, verify_signature
+from orchestra.nostr.kinds import Kind
 
 MAX_EVENT_BYTES = 131_072
 MAX_TAGS = 2000
@@ -73,11 +75,10 @@ class Event:
 
     def tag_values(self, name: str) -> list[str]:
         """First values of every tag called `name`, in tag order."""
-        return [tag[1] for tag in self.tags if len(tag) >= 2 and tag[0] == name]
+        return tag_list.values(self.tags, name)
 
     def first_tag_value(self, name: str) -> str | None:
-        values = self.tag_values(name)
-        return values[0] if values else None
+        return tag_list.first_value(self.tags, name)
 
     def has_valid_id(self) -> bool:
         return (
@@ -175,7 +176,7 @@ def check_id_and_signature(event: Event) -> None:
 
 
 def kind_class(kind: int) -> KindClass:
-    if kind in (0, 3) or 10000 <= kind < 20000:
+    if kind in (Kind.PROFILE, Kind.FOLLOW_LIST) or 10000 <= kind < 20000:
         return "replaceable"
     if 20000 <= kind < 30000:
         return "ephemeral"
@@ -186,7 +187,4 @@ def kind_class(kind: int) -> KindClass:
 
 def d_tag(event: Event) -> str:
     """The addressable-event key: first value of the first `d` tag, or `""`."""
-    for tag in event.tags:
-        if tag[0] == "d":
-            return tag[1] if len(tag) >= 2 else ""
-    return ""
+    return tag_list.d_value(event.tags)

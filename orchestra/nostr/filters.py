@@ -10,6 +10,7 @@ from typing import Any
 
 from orchestra.nostr.event import MAX_SAFE_INTEGER, Event
 from orchestra.nostr.hexutil import is_hex64
+from orchestra.nostr.tags import has_value
 
 MAX_FILTER_VALUES = 1000
 DEFAULT_MAX_LIMIT = 500
@@ -41,12 +42,7 @@ class Filter:
             return False
         if self.until is not None and event.created_at > self.until:
             return False
-        for letter, values in self.tags.items():
-            if not any(
-                len(tag) >= 2 and tag[0] == letter and tag[1] in values for tag in event.tags
-            ):
-                return False
-        return True
+        return all(has_value(event.tags, letter, values) for letter, values in self.tags.items())
 
     def matches_nothing(self) -> bool:
         """True when an empty list or an empty time range makes any match impossible."""

@@ -2,10 +2,12 @@
 
 from urllib.parse import urlsplit
 
+from orchestra.nostr import tags
 from orchestra.nostr.event import Event, EventError, parse_event, sign_event
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.kinds import Kind
 
-AUTH_KIND = 22242
+AUTH_KIND = Kind.AUTH  # the relay's name for it (orchestra/relay/pipeline.py)
 AUTH_WINDOW_SECONDS = 600
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _DEFAULT_PORTS = {"ws": 80, "wss": 443}
@@ -19,7 +21,7 @@ def make_auth_event(
     keys: Keys, relay_url: str, challenge: str, created_at: int | None = None
 ) -> Event:
     return sign_event(
-        keys, AUTH_KIND, "", [["relay", relay_url], ["challenge", challenge]], created_at=created_at
+        keys, Kind.AUTH, "", [["relay", relay_url], ["challenge", challenge]], created_at=created_at
     )
 
 
@@ -44,13 +46,6 @@ def normalize_relay_url(url: str) -> str:
     return f"{scheme}://{host}:{port or _DEFAULT_PORTS[scheme]}{path}"
 
 
-def _single_tag_value(event: Event, name: str) -> str | None:
-    values = [tag for tag in event.tags if tag[0] == name]
-    if len(values) != 1 or len(values[0]) < 2:
-        return None
-    return values[0][1]
-
-
 def check_auth_event(
     obj: object, *, challenge: str, accepted_urls: list[str] | None, now: int
 ) -> Event:
@@ -59,18 +54,18 @@ def check_auth_event(
         event = parse_event(obj, verify=False)
     except EventError as exc:
         raise AuthError(str(exc).removeprefix("invalid: ")) from None
-    if event.kind != AUTH_KIND:
-        raise AuthError(f"kind must be {AUTH_KIND}")
+    if event.kind != Kind.AUTH:
+        raise AuthError(f"kind must be {Kind.AUTH:d}")
     if not event.has_valid_id():
         raise AuthError("bad event id")
     if not event.has_valid_signature():
         raise AuthError("bad signature")
-    tag_challenge = _single_tag_value(event, "challenge")
+    tag_challenge = tags.sole_value(event.tags, "challenge")
     if tag_challenge is None:
         raise AuthError("missing or duplicate challenge tag")
     if tag_challenge != challenge:
         raise AuthError("challenge mismatch")
-    relay = _single_tag_value(event, "relay")
+    relay = tags.sole_value(event.tags, "relay")
     if relay is None:
         raise AuthError("missing or duplicate relay tag")
     try:
