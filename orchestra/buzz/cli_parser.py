@@ -5,6 +5,7 @@ from typing import NoReturn
 
 from orchestra import __version__
 from orchestra.buzz.errors import user_error
+from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS, Kind
 
 DEFAULT_RELAY = "ws://localhost:3000"
 GLOBAL_DESTS = ("relay", "private_key", "auth_tag", "timeout", "format")
@@ -15,6 +16,9 @@ class JsonErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise user_error(f"{self.prog}: {message}")
+
+
+_DEFAULT_KINDS = ",".join(str(kind) for kind in CHANNEL_MESSAGE_KINDS)
 
 
 def _kinds(text: str) -> list[int]:
@@ -47,13 +51,15 @@ def _add_messages(groups: argparse._SubParsersAction) -> None:
         "--mention", action="append", help="explicit recipient (hex or npub), repeatable"
     )
     send.add_argument("--reply-to", help="reply in the thread of this event id")
-    send.add_argument("--kind", type=int, default=9, help="only 9 is supported")
+    send.add_argument(
+        "--kind", type=int, default=Kind.MESSAGE, help=f"only {Kind.MESSAGE} is supported"
+    )
     get = _command(sub, "get", "messages_get", "read the newest messages of a channel")
     get.add_argument("--channel", required=True)
     get.add_argument("--limit", type=int, default=50, help="1-10000 (default 50)")
     get.add_argument("--before", type=int, help="only created_at < TS")
     get.add_argument("--since", type=int, help="only created_at >= TS")
-    get.add_argument("--kinds", type=_kinds, help="K,K,… (default 9,40002,40008,45001,45003)")
+    get.add_argument("--kinds", type=_kinds, help=f"K,K,… (default {_DEFAULT_KINDS})")
     get.add_argument("--all", action="store_true", help="every matching message")
     thread = _command(sub, "thread", "messages_thread", "read a thread: root, then replies")
     thread.add_argument("--channel", required=True)

@@ -10,11 +10,11 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from orchestra.buzz.errors import EOSE, BuzzError, network_error
+from orchestra.nostr import wire
 from orchestra.nostr.event import Event
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.nip42 import make_auth_event
@@ -25,20 +25,14 @@ MAX_FRAME_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Closed:
-    """The relay ended or refused a subscription (`CLOSED`)."""
-
-    message: str
-
-
-@dataclass(frozen=True)
 class Lost:
     """The connection dropped; no more frames will arrive for any subscription."""
 
     reason: str
 
 
-SubscriptionItem = dict[str, Any] | Closed | Lost | type(EOSE)
+# `RelayClosed`: the relay ended or refused the subscription.
+SubscriptionItem = dict[str, Any] | wire.RelayClosed | Lost | type(EOSE)
 
 
 async def _open_socket(url: str, wait_limit: float) -> ClientConnection:
@@ -106,27 +100,28 @@ class RelayConnection:
         except TimeoutError:
             raise network_error("timed out waiting for the relay's AUTH challenge") from None
         event = make_auth_event(keys, self.url, challenge)
-        accepted, message = await self.send_event(event, wait_limit, frame_type="AUTH")
+        accepted, message = await self._send_for_ok(event.id, wire.client_auth(event), wait_limit)
         if not accepted:
             raise BuzzError("auth_error", message or "auth-required: authentication failed")
 
-    async def send_event(
-        self, event: Event, wait_limit: float, *, frame_type: str = "EVENT"
-    ) -> tuple[bool, str]:
-        """Send `EVENT` (or `AUTH`) and wait for the relay's `OK`: `(accepted, message)`."""
+    async def send_event(self, event: Event, wait_limit: float) -> tuple[bool, str]:
+        """Send `EVENT` and wait for the relay's `OK`: `(accepted, message)`."""
+        return await self._send_for_ok(event.id, wire.client_event(event), wait_limit)
+
+    async def _send_for_ok(self, event_id: str, frame: str, wait_limit: float) -> tuple[bool, str]:
         future: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
-        self._pending_ok.setdefault(event.id, []).append(future)
+        self._pending_ok.setdefault(event_id, []).append(future)
         try:
-            await self._send(f'["{frame_type}",{event.raw}]')
+            await self._send(frame)
             return await asyncio.wait_for(asyncio.shield(future), wait_limit)
         except TimeoutError:
             raise network_error("timed out waiting for the relay's OK") from None
         finally:
-            waiting = self._pending_ok.get(event.id)
+            waiting = self._pending_ok.get(event_id)
             if waiting and future in waiting:
                 waiting.remove(future)
                 if not waiting:
-                    del self._pending_ok[event.id]
+                    del self._pending_ok[event_id]
 
     def open_subscription(self, sub_id: str) -> "asyncio.Queue[SubscriptionItem]":
         queue: asyncio.Queue[SubscriptionItem] = asyncio.Queue()
@@ -136,7 +131,7 @@ class RelayConnection:
         return queue
 
     async def request(self, sub_id: str, filters: list[dict[str, Any]]) -> None:
-        await self._send(orjson.dumps(["REQ", sub_id, *filters]).decode())
+        await self._send(wire.client_req(sub_id, filters))
 
     async def close_subscription(
         self, sub_id: str, queue: "asyncio.Queue[SubscriptionItem]"
@@ -146,7 +141,7 @@ class RelayConnection:
             del self._subscriptions[sub_id]
             if self.is_open:
                 try:
-                    await self._send(orjson.dumps(["CLOSE", sub_id]).decode())
+                    await self._send(wire.client_close(sub_id))
                 except BuzzError:
                     pass  # the connection dropped: the relay forgot the subscription anyway
 
@@ -177,31 +172,28 @@ class RelayConnection:
 
     def _dispatch(self, frame: str) -> None:
         try:
-            message = orjson.loads(frame)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(message, list) or not message or not isinstance(message[0], str):
-            return
-        kind, args = message[0], message[1:]
-        if kind == "EVENT" and len(args) >= 2 and isinstance(args[1], dict):
-            self._to_subscription(args[0], args[1])
-        elif kind == "EOSE" and args:
-            self._to_subscription(args[0], EOSE)
-        elif kind == "CLOSED" and args:
-            self._to_subscription(args[0], Closed(str(args[1]) if len(args) > 1 else ""))
-        elif kind == "OK" and len(args) >= 2 and isinstance(args[0], str):
-            result = (args[1] is True, str(args[2]) if len(args) > 2 else "")
-            for future in self._pending_ok.pop(args[0], []):
-                if not future.done():
-                    future.set_result(result)
-        elif kind == "AUTH" and args and isinstance(args[0], str):
-            if not self._challenge.done():
-                self._challenge.set_result(args[0])
-        elif kind == "NOTICE" and args:
-            self.notices.append(str(args[0]))
+            message = wire.parse_relay_message(frame)
+        except wire.FrameError:
+            return  # not a NIP-01 relay message: nothing can be routed from it
+        match message:
+            case wire.RelayEvent(subid, event):
+                self._to_subscription(subid, event)
+            case wire.RelayEose(subid):
+                self._to_subscription(subid, EOSE)
+            case wire.RelayClosed(subid, _):
+                self._to_subscription(subid, message)
+            case wire.RelayOk(event_id, accepted, text):
+                for future in self._pending_ok.pop(event_id, []):
+                    if not future.done():
+                        future.set_result((accepted, text))
+            case wire.RelayAuth(challenge):
+                if not self._challenge.done():
+                    self._challenge.set_result(challenge)
+            case wire.RelayNotice(text):
+                self.notices.append(text)
 
-    def _to_subscription(self, sub_id: object, item: SubscriptionItem) -> None:
-        queue = self._subscriptions.get(sub_id) if isinstance(sub_id, str) else None
+    def _to_subscription(self, sub_id: str, item: SubscriptionItem) -> None:
+        queue = self._subscriptions.get(sub_id)
         if queue is not None:
             queue.put_nowait(item)
 

@@ -6,13 +6,14 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from orchestra.buzz.connection import Closed, Lost, RelayConnection
+from orchestra.buzz.connection import Lost, RelayConnection
 from orchestra.buzz.errors import EOSE, BuzzError, from_relay_message, network_error
 from orchestra.buzz.paging import EventDict, read_pages
 from orchestra.buzz.relay_info import fetch_max_limit
 from orchestra.buzz.subscription import Subscription
 from orchestra.nostr.event import sign_event
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.wire import RelayClosed
 
 DEFAULT_TIMEOUT = 30.0
 _URL_SCHEMES = {"ws": "ws", "wss": "wss", "http": "ws", "https": "wss"}
@@ -129,7 +130,7 @@ class ClientCore:
                     item = await queue.get()
                     if item is EOSE:
                         return events
-                    if isinstance(item, Closed):
+                    if isinstance(item, RelayClosed):
                         raise from_relay_message(item.message)
                     if isinstance(item, Lost):
                         raise network_error(f"connection to relay lost: {item.reason}")

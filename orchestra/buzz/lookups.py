@@ -5,15 +5,14 @@ from typing import Any
 from orchestra.buzz.core import ClientCore
 from orchestra.buzz.errors import not_found
 from orchestra.buzz.rows import EventDict, member_roles, profile_content
+from orchestra.nostr.kinds import Kind
 
-PROFILE_KIND = 0
-METADATA_KIND, MEMBERS_KIND = 39000, 39002
 MAX_FILTER_VALUES = 1000
 
 
 class Lookups(ClientCore):
     async def channel_metadata(self, channel: str) -> EventDict | None:
-        events = await self.query_one({"kinds": [METADATA_KIND], "#d": [channel]})
+        events = await self.query_one({"kinds": [Kind.CHANNEL_METADATA], "#d": [channel]})
         return _newest(events)
 
     async def require_channel_metadata(self, channel: str) -> EventDict:
@@ -24,7 +23,7 @@ class Lookups(ClientCore):
 
     async def member_roles(self, channel: str) -> dict[str, str] | None:
         """pubkey → role of the channel's current members; None when not found or not visible."""
-        members = _newest(await self.query_one({"kinds": [MEMBERS_KIND], "#d": [channel]}))
+        members = _newest(await self.query_one({"kinds": [Kind.CHANNEL_MEMBERS], "#d": [channel]}))
         return member_roles(members) if members is not None else None
 
     async def event_by_id(self, event_id: str) -> EventDict | None:
@@ -53,7 +52,7 @@ class Lookups(ClientCore):
         return found
 
     async def profile_events(self, pubkeys: list[str]) -> dict[str, EventDict]:
-        return await self.latest_by_author(PROFILE_KIND, pubkeys)
+        return await self.latest_by_author(Kind.PROFILE, pubkeys)
 
     async def profile_contents(self, pubkeys: list[str]) -> dict[str, dict[str, Any]]:
         events = await self.profile_events(pubkeys)

@@ -2,14 +2,15 @@
 
 from typing import Any
 
-from orchestra.nostr import memory, nip44
+from orchestra.nostr import memory, nip44, tags
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.kinds import Kind
 
 
 class MemoryCodec:
     """Self-encryption and blinded `d` tags for one identity (the conversation key is cached)."""
 
-    kind = memory.MEMORY_KIND
+    kind = Kind.MEMORY
 
     def __init__(self, keys: Keys) -> None:
         self._keys = keys
@@ -39,7 +40,6 @@ class MemoryCodec:
         except (nip44.Nip44Error, memory.MemoryFormatError):
             return None
         slug = entry["slug"]
-        d_values = [tag[1] for tag in event.get("tags", []) if len(tag) >= 2 and tag[0] == "d"]
-        if d_values[:1] != [self.d_tag(slug)]:
+        if tags.first_value(tags.of_event(event), "d") != self.d_tag(slug):
             return None
         return slug, None if entry.get("deleted") is True else entry["value"]

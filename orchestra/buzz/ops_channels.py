@@ -5,12 +5,11 @@ from typing import Any
 
 from orchestra.buzz import validate
 from orchestra.buzz.errors import BuzzError, not_found, user_error
-from orchestra.buzz.lookups import METADATA_KIND, Lookups
+from orchestra.buzz.lookups import Lookups
 from orchestra.buzz.ops_messages import ok_message
 from orchestra.buzz.rows import channel_row, member_rows
+from orchestra.nostr.kinds import Kind
 
-KIND_ADD_MEMBER, KIND_REMOVE_MEMBER, KIND_EDIT = 9000, 9001, 9002
-KIND_CREATE, KIND_JOIN, KIND_LEAVE = 9007, 9021, 9022
 TTL_RANGE = (60, 31_536_000)
 MAX_NAME_CHARS, MAX_ABOUT_CHARS = 100, 2000
 DUPLICATE_RESIGN_ATTEMPTS = 5
@@ -75,7 +74,7 @@ class ChannelsOps(Lookups):
         if ttl is not None:
             tags.append(["ttl", str(_ttl(ttl))])
         channel = str(uuid.uuid4())
-        result = await self.publish(KIND_CREATE, "", [["h", channel], *tags])
+        result = await self.publish(Kind.CREATE_CHANNEL, "", [["h", channel], *tags])
         return {
             "channel_id": channel,
             **_published(result),
@@ -98,7 +97,7 @@ class ChannelsOps(Lookups):
     ) -> list[dict[str, Any]]:
         validate.integer_in_range("--limit", limit, 1)
         needle = query.strip().lower()
-        events, _ = await self.paged_query({"kinds": [METADATA_KIND]})
+        events, _ = await self.paged_query({"kinds": [Kind.CHANNEL_METADATA]})
         rows = []
         for row in map(channel_row, events):
             name = row["name"].lower()
@@ -122,13 +121,13 @@ class ChannelsOps(Lookups):
         channel = validate.channel_id(channel)
         member = validate.pubkey(pubkey, "--pubkey")
         validate.choice("role", role, ("member", "bot", "admin"))
-        result = await self._publish_action(KIND_ADD_MEMBER, [["h", channel], ["p", member, role]])
+        result = await self._publish_action(Kind.PUT_USER, [["h", channel], ["p", member, role]])
         return {"channel_id": channel, "pubkey": member, "role": role, **_published(result)}
 
     async def channels_remove_member(self, channel: str, pubkey: str) -> dict[str, Any]:
         channel = validate.channel_id(channel)
         member = validate.pubkey(pubkey, "--pubkey")
-        result = await self._publish_action(KIND_REMOVE_MEMBER, [["h", channel], ["p", member]])
+        result = await self._publish_action(Kind.REMOVE_USER, [["h", channel], ["p", member]])
         return {"channel_id": channel, "pubkey": member, "removed": True, **_published(result)}
 
     async def channels_update(
@@ -159,7 +158,7 @@ class ChannelsOps(Lookups):
             raise user_error(
                 "nothing to change: give --name, --description, --visibility, --ttl or --no-ttl"
             )
-        result = await self._publish_action(KIND_EDIT, tags)
+        result = await self._publish_action(Kind.EDIT_METADATA, tags)
         row = channel_row(await self.require_channel_metadata(channel))
         return {**row, **_published(result)}
 
@@ -172,13 +171,15 @@ class ChannelsOps(Lookups):
     async def _set_archived(self, channel: str, archived: bool) -> dict[str, Any]:
         channel = validate.channel_id(channel)
         flag = "true" if archived else "false"
-        result = await self._publish_action(KIND_EDIT, [["h", channel], ["archived", flag]])
+        result = await self._publish_action(
+            Kind.EDIT_METADATA, [["h", channel], ["archived", flag]]
+        )
         return {"channel_id": channel, "archived": archived, **_published(result)}
 
     async def channels_join(self, channel: str) -> dict[str, Any]:
         channel = validate.channel_id(channel)
         try:
-            result = await self._publish_action(KIND_JOIN, [["h", channel]])
+            result = await self._publish_action(Kind.JOIN_REQUEST, [["h", channel]])
         except BuzzError as exc:
             if exc.message.startswith("duplicate: already a member"):
                 return {
@@ -199,5 +200,5 @@ class ChannelsOps(Lookups):
 
     async def channels_leave(self, channel: str) -> dict[str, Any]:
         channel = validate.channel_id(channel)
-        result = await self._publish_action(KIND_LEAVE, [["h", channel]])
+        result = await self._publish_action(Kind.LEAVE_REQUEST, [["h", channel]])
         return {"channel_id": channel, "left": True, **_published(result)}

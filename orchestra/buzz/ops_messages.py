@@ -6,17 +6,26 @@ from typing import Any
 from orchestra.buzz import validate
 from orchestra.buzz.errors import not_found, user_error
 from orchestra.buzz.lookups import Lookups
-from orchestra.buzz.rows import EventDict, tag_value, thread_root
+from orchestra.buzz.rows import EventDict
 from orchestra.buzz.send_plan import (
     check_content,
     explicit_identities,
     needs_preflight,
     plan_recipients,
 )
+from orchestra.nostr import tags
+from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS, Kind
 
-MESSAGE_KIND = 9
-DEFAULT_READ_KINDS = (9, 40002, 40008, 45001, 45003)
 MAX_READ_LIMIT = 10_000
+
+
+def _channel_of(event: EventDict) -> str | None:
+    return tags.channel_id(tags.of_event(event))
+
+
+def _thread_root(event: EventDict) -> str:
+    """buzz-cli.md §5.1.3 step 2: the thread rule's root, else the event itself."""
+    return tags.thread_root(tags.of_event(event)) or str(event["id"])
 
 
 def ok_message(message: str) -> str:
@@ -31,10 +40,10 @@ class MessagesOps(Lookups):
         content: str,
         mention: list[str] | None = None,
         reply_to: str | None = None,
-        kind: int = MESSAGE_KIND,
+        kind: int = Kind.MESSAGE,
     ) -> dict[str, Any]:
         channel = validate.channel_id(channel)
-        if kind != MESSAGE_KIND:
+        if kind != Kind.MESSAGE:
             raise user_error("only kind 9 messages are supported")
         parent_id = validate.event_id(reply_to, "--reply-to event id") if reply_to else None
         check_content(content)
@@ -50,8 +59,8 @@ class MessagesOps(Lookups):
                 raise outcome
         recipients: list[str] = preflight  # type: ignore[assignment]
         e_tags, root_id = threading  # type: ignore[misc]
-        tags = [["h", channel], *e_tags, *(["p", pk] for pk in recipients)]
-        published = await self.publish(MESSAGE_KIND, content, tags)
+        message_tags = [["h", channel], *e_tags, *(["p", pk] for pk in recipients)]
+        published = await self.publish(Kind.MESSAGE, content, message_tags)
         return {
             "event_id": published["event_id"],
             "accepted": True,
@@ -83,12 +92,10 @@ class MessagesOps(Lookups):
         parent = await self.event_by_id(parent_id)
         if parent is None:
             raise not_found(f"reply-to event {parent_id} not found")
-        if tag_value(parent, "h") != channel:
+        if _channel_of(parent) != channel:
             raise user_error(f"reply-to event {parent_id} is in another channel")
-        root_id = thread_root(parent)
-        if root_id == parent_id:
-            return [["e", parent_id, "", "reply"]], root_id
-        return [["e", root_id, "", "root"], ["e", parent_id, "", "reply"]], root_id
+        root_id = _thread_root(parent)
+        return tags.reply_tags(parent_id, root_id), root_id
 
     async def messages_get(
         self,
@@ -103,7 +110,7 @@ class MessagesOps(Lookups):
         validate.integer_in_range("--limit", limit, 1, MAX_READ_LIMIT)
         if before is not None:
             validate.integer_in_range("--before", before, 0)
-        base: dict[str, Any] = {"kinds": list(kinds or DEFAULT_READ_KINDS), "#h": [channel]}
+        base: dict[str, Any] = {"kinds": list(kinds or CHANNEL_MESSAGE_KINDS), "#h": [channel]}
         if since is not None:
             base["since"] = validate.integer_in_range("--since", since, 0)
         wanted = None if all else limit
@@ -124,13 +131,13 @@ class MessagesOps(Lookups):
         anchor = await self.event_by_id(event_id)
         if anchor is None:
             raise not_found(f"event {event_id} not found")
-        if tag_value(anchor, "h") != channel:
+        if _channel_of(anchor) != channel:
             raise user_error(f"event {event_id} is in another channel")
-        root_id = thread_root(anchor)
+        root_id = _thread_root(anchor)
         root = anchor if root_id == event_id else await self.event_by_id(root_id)
         if root is None:
             raise not_found(f"thread root {root_id} of event {event_id} not found")
-        base = {"kinds": [MESSAGE_KIND], "#h": [channel], "#e": [root_id]}
+        base = {"kinds": [Kind.MESSAGE], "#h": [channel], "#e": [root_id]}
         replies, _ = await self.paged_query(base)
         if len(replies) > limit:
             self.warn(

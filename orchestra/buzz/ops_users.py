@@ -6,10 +6,11 @@ from typing import Any
 
 from orchestra.buzz import validate
 from orchestra.buzz.errors import user_error
-from orchestra.buzz.lookups import PROFILE_KIND, Lookups
+from orchestra.buzz.lookups import Lookups
 from orchestra.buzz.mentions import display_name
 from orchestra.buzz.ops_messages import ok_message
 from orchestra.buzz.rows import profile_content, profile_row
+from orchestra.nostr.kinds import Kind
 
 MAX_PUBKEYS = 200
 NAME_SEARCH_CAP = 20_000
@@ -38,7 +39,7 @@ class UsersOps(Lookups):
         return [profile_row(pk, profiles.get(pk)) for pk in wanted]
 
     async def _users_by_name(self, name: str, exact: bool, limit: int) -> list[dict[str, Any]]:
-        events, capped = await self.paged_query({"kinds": [PROFILE_KIND]}, NAME_SEARCH_CAP)
+        events, capped = await self.paged_query({"kinds": [Kind.PROFILE]}, NAME_SEARCH_CAP)
         if capped:
             self.warn(
                 "profiles_capped",
@@ -83,7 +84,7 @@ class UsersOps(Lookups):
         if current is not None:
             created_at = max(created_at, current["created_at"] + 1)
         content = json.dumps(profile, ensure_ascii=False, separators=(",", ":"))
-        result = await self.publish(PROFILE_KIND, content, [], created_at=created_at)
+        result = await self.publish(Kind.PROFILE, content, [], created_at=created_at)
         return {
             "event_id": result["event_id"],
             "accepted": True,

@@ -4,21 +4,11 @@ import json
 from typing import Any
 
 from orchestra.buzz.mentions import display_name
+from orchestra.nostr import tags
 from orchestra.nostr.bech32 import encode_npub
 
 ROLE_ORDER = {"owner": 0, "admin": 1, "member": 2, "bot": 3}
 EventDict = dict[str, Any]
-
-
-def tag_value(event: EventDict, name: str) -> str | None:
-    for tag in event.get("tags", []):
-        if len(tag) >= 2 and tag[0] == name:
-            return tag[1]
-    return None
-
-
-def has_tag(event: EventDict, name: str) -> bool:
-    return any(tag and tag[0] == name for tag in event.get("tags", []))
 
 
 def _int_or_none(text: str | None) -> int | None:
@@ -29,30 +19,33 @@ def _int_or_none(text: str | None) -> int | None:
 
 
 def channel_row(metadata: EventDict) -> dict[str, Any]:
-    """A channel row from the relay-signed kind 39000."""
+    """A channel row from the relay-signed channel metadata (protocol.md §9.9)."""
+    metadata_tags = tags.of_event(metadata)
+
+    def value(name: str) -> str | None:
+        return tags.first_value(metadata_tags, name)
+
     return {
-        "channel_id": tag_value(metadata, "d"),
-        "name": tag_value(metadata, "name") or "",
-        "channel_type": tag_value(metadata, "t") or "stream",
-        "visibility": "private" if has_tag(metadata, "private") else "open",
-        "archived": any(
-            len(tag) >= 2 and tag[0] == "archived" and tag[1] == "true" for tag in metadata["tags"]
-        ),
-        "about": tag_value(metadata, "about") or "",
-        "ttl_seconds": _int_or_none(tag_value(metadata, "ttl")),
+        "channel_id": value("d"),
+        "name": value("name") or "",
+        "channel_type": value("t") or "stream",
+        "visibility": "private" if tags.has(metadata_tags, "private") else "open",
+        "archived": tags.has_value(metadata_tags, "archived", ("true",)),
+        "about": value("about") or "",
+        "ttl_seconds": _int_or_none(value("ttl")),
         "topic": None,
         "purpose": None,
-        "creator": tag_value(metadata, "P"),
-        "created_at": _int_or_none(tag_value(metadata, "created_at")),
+        "creator": value("P"),
+        "created_at": _int_or_none(value("created_at")),
     }
 
 
 def member_roles(members_event: EventDict) -> dict[str, str]:
-    """pubkey → role from a kind 39002."""
+    """pubkey → role from a relay-signed member list (protocol.md §9.9)."""
     return {
         tag[1]: tag[2] if len(tag) >= 3 else "member"
-        for tag in members_event.get("tags", [])
-        if len(tag) >= 2 and tag[0] == "p"
+        for tag in tags.named(tags.of_event(members_event), "p")
+        if len(tag) >= 2
     }
 
 
@@ -93,16 +86,6 @@ def profile_row(pubkey: str, profile_event: EventDict | None) -> dict[str, Any]:
         "bot": bot if isinstance(bot, bool) else None,
         "updated_at": profile_event["created_at"] if profile_event is not None else None,
     }
-
-
-def thread_root(event: EventDict) -> str:
-    """buzz-cli.md §5.1.3 step 2: the `root`-marked e tag, else the `reply`-marked one, else itself."""
-    marked = {
-        tag[3]: tag[1]
-        for tag in reversed(event.get("tags", []))
-        if len(tag) >= 4 and tag[0] == "e" and tag[3] in ("root", "reply")
-    }
-    return marked.get("root") or marked.get("reply") or event["id"]
 
 
 def compact_message(event: EventDict) -> dict[str, Any]:

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from orchestra.buzz.connection import Closed, Lost, RelayConnection, SubscriptionItem
+from orchestra.buzz.connection import Lost, RelayConnection, SubscriptionItem
 from orchestra.buzz.errors import EOSE, BuzzError, from_relay_message, network_error
+from orchestra.nostr.wire import RelayClosed
 
 if TYPE_CHECKING:
     from orchestra.buzz.core import ClientCore
@@ -102,7 +103,7 @@ class Subscription:
                     continue  # a re-subscription's EOSE: the caller is already live
                 self._eose_delivered = True
                 return EOSE
-            if isinstance(item, Closed):
+            if isinstance(item, RelayClosed):
                 self._closed = True
                 raise from_relay_message(item.message)
             if isinstance(item, Lost):

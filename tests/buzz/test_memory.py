@@ -9,7 +9,7 @@ import pytest
 
 from orchestra.buzz import BuzzError
 from orchestra.nostr import memory, nip44
-from orchestra.nostr.memory import MEMORY_KIND
+from orchestra.nostr.kinds import Kind
 
 
 def sha(value: str) -> str:
@@ -133,7 +133,7 @@ async def test_relay_newer_version_maps_to_conflict(make_client, monkeypatch):
     async def head_read_before_the_concurrent_write(slug):
         reads.append(slug)
         if len(reads) == 1:
-            await me.publish(MEMORY_KIND, content, tags, created_at=int(time.time()) + 600)
+            await me.publish(Kind.MEMORY, content, tags, created_at=int(time.time()) + 600)
             return None
         return await real_head(slug)
 
@@ -150,5 +150,5 @@ async def test_another_identity_cannot_read_the_entries(make_client):
     owner, other = make_client(), make_client()
     await owner.mem_set(slug="core", value="private")
     assert await other.mem_ls() == []
-    stolen = await other.query([{"kinds": [MEMORY_KIND], "authors": [owner.pubkey]}])
+    stolen = await other.query([{"kinds": [Kind.MEMORY], "authors": [owner.pubkey]}])
     assert stolen == []

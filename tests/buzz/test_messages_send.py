@@ -211,6 +211,28 @@ async def test_reply_tags_for_root_direct_reply_and_nested_reply(buzz, team):
     ]
 
 
+async def test_reply_to_a_root_only_reply_keeps_its_root(buzz, team):
+    """The NIP-10 form (`root` marker only) is a direct reply to the root (protocol.md §9.6):
+    replying to it nests under that root, and `messages thread` finds the root from it."""
+    root = (await send(buzz, team, "root question")).json["event_id"]
+    nip10 = await team.owner.publish(
+        9, "nip-10 style answer", [["h", team.channel], ["e", root, "", "root"]]
+    )
+    answer = await send(buzz, team, "follow-up", "--reply-to", nip10["event_id"])
+    assert answer.code == 0, answer.stderr
+    assert (await stored(team, answer.json["event_id"]))["tags"] == [
+        ["h", team.channel],
+        ["e", root, "", "root"],
+        ["e", nip10["event_id"], "", "reply"],
+    ]
+    assert answer.json["root_event_id"] == root
+    thread = await buzz(
+        team.owner, "messages", "thread", "--channel", team.channel, "--event", nip10["event_id"]
+    )
+    assert thread.json[0]["id"] == root
+    assert {e["id"] for e in thread.json[1:]} == {nip10["event_id"], answer.json["event_id"]}
+
+
 async def test_reply_to_errors(buzz, team, make_client):
     other = await team.owner.channels_create(name="other")
     elsewhere = await team.owner.messages_send(channel=other["channel_id"], content="elsewhere")
