@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from orchestra.evidence.normalize import TRANSCRIPT_CAP, build_evidence, transcript_of
 from orchestra.files import empty_directory
 from orchestra.jsonio import write_json_atomic, write_text_atomic
+from orchestra.nostr import tags
+from orchestra.nostr.kinds import Kind
 from orchestra.paths import TrialPaths
 
 PAGE_SIZE = 200
@@ -79,13 +81,11 @@ async def collect_channel_events(
 
 def _ttl_from_metadata(events: Sequence[Mapping[str, Any]]) -> int | None:
     for event in sorted(events, key=lambda e: e.get("created_at") or 0, reverse=True):
-        for tag in event.get("tags") or []:
-            if isinstance(tag, list) and len(tag) >= 2 and tag[0] == "ttl":
-                try:
-                    return int(tag[1])
-                except ValueError:
-                    return None
-        return None
+        ttl = tags.first_value(tags.of_event(event), "ttl")
+        try:
+            return int(ttl) if ttl is not None else None
+        except ValueError:
+            return None
     return None
 
 
@@ -125,7 +125,9 @@ async def collect_observed_channels(
             snapshot = dict(row)
             if "ttl_seconds" not in snapshot:
                 metadata = await run(
-                    lambda cid=channel_id: reader.query([{"kinds": [39000], "#d": [cid]}])
+                    lambda cid=channel_id: reader.query(
+                        [{"kinds": [Kind.CHANNEL_METADATA], "#d": [cid]}]
+                    )
                 )
                 snapshot["ttl_seconds"] = _ttl_from_metadata(metadata)
             snapshot["members"] = reduced

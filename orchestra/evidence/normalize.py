@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from orchestra.nostr import tags as tag_list
+from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS
+
 SCHEMA_VERSION = 1
-MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
 TRANSCRIPT_CAP = 1000
 
 
@@ -20,24 +22,6 @@ def _string_or_empty(value: object) -> str:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def clean_tags(raw_tags: object) -> list[list[str]]:
-    """Keep only tags that are non-empty lists of strings, in original order."""
-    if not isinstance(raw_tags, list):
-        return []
-    return [
-        list(tag)
-        for tag in raw_tags
-        if isinstance(tag, list) and tag and all(isinstance(item, str) for item in tag)
-    ]
-
-
-def first_h_tag(tags: Sequence[Sequence[str]]) -> str | None:
-    for tag in tags:
-        if tag[0] == "h":
-            return tag[1] if len(tag) >= 2 else None
-    return None
 
 
 def author_lookup(
@@ -56,12 +40,9 @@ def author_lookup(
 
 
 def normalize_message(raw: Mapping[str, Any], lookup: Mapping[str, tuple[str, str]]) -> dict:
-    tags = clean_tags(raw.get("tags"))
+    tags = tag_list.of_event(raw)
     pubkey = _string_or_empty(raw.get("pubkey"))
     author, author_role = lookup.get(pubkey, ("unknown", "unknown"))
-    reply_to = next(
-        (tag[1] for tag in tags if tag[0] == "e" and len(tag) >= 4 and tag[3] == "reply"), None
-    )
     return {
         "id": _string_or_empty(raw.get("id")),
         "kind": _int_or_none(raw.get("kind")),
@@ -71,15 +52,17 @@ def normalize_message(raw: Mapping[str, Any], lookup: Mapping[str, tuple[str, st
         "author_role": author_role,
         "content": _string_or_empty(raw.get("content")),
         "tags": tags,
-        "channel_id": first_h_tag(tags),
-        "reply_to_event_id": reply_to,
-        "mentioned_pubkeys": [tag[1] for tag in tags if tag[0] == "p" and len(tag) >= 2],
+        "channel_id": tag_list.channel_id(tags),
+        # §8.2: the reply marker only, not the thread rule's parent (a root-only tag is no reply).
+        "reply_to_event_id": tag_list.marked_reference(tags, tag_list.REPLY),
+        "mentioned_pubkeys": tag_list.mentions(tags),
     }
 
 
 def is_channel_message(raw: Mapping[str, Any], channel_id: str) -> bool:
-    return raw.get("kind") in MESSAGE_KINDS and first_h_tag(clean_tags(raw.get("tags"))) == (
-        channel_id
+    return (
+        raw.get("kind") in CHANNEL_MESSAGE_KINDS
+        and tag_list.channel_id(tag_list.of_event(raw)) == channel_id
     )
 
 

@@ -155,6 +155,15 @@ def test_batch_in_one_thread_and_message_tag() -> None:
     assert "--- Event 1 of 2 (message) ---\nEvent ID: " + "01" * 32 in text
 
 
+def test_a_root_only_event_is_a_direct_reply_to_its_root() -> None:
+    """The NIP-10 form (protocol.md §9.6) reads like the Buzz reply-only form (§1.6.2)."""
+    nip10 = event("04" * 32, "ask", tags=[["h", CHANNEL], ["e", ROOT, "", "root"], ["p", AGENT]])
+    text = turn([nip10])
+    assert "Scope: thread\n" in text and f"Thread root: {ROOT}\n" in text
+    assert f"Reply-to: {ROOT}\n" in text
+    assert f"Parsed: parent={ROOT}, root={ROOT}, mentions=" in text
+
+
 def test_profile_less_author_is_shown_by_npub() -> None:
     stranger = "dd" * 32
     text = turn([event("03" * 32, "hi", author=stranger)])

@@ -104,6 +104,19 @@ def test_message_fields() -> None:
     assert junk["channel_id"] is None and junk["kind"] is None
 
 
+def test_reply_to_event_id_is_the_reply_marker_only() -> None:
+    """§8.2: a root-only (NIP-10) reference is no reply, though the thread rule reads it as a
+    direct reply to that root; an unmarked `e` tag counts for neither."""
+    root_only = event("r1", 5, tags=[["h", CHANNEL], ["e", "r" * 64, "", "root"]])
+    unmarked = event("r2", 5, tags=[["h", CHANNEL], ["e", "p" * 64]])
+    reply_first = event(
+        "r3", 5, tags=[["h", CHANNEL], ["e", "p" * 64, "", "reply"], ["e", "q" * 64, "", "reply"]]
+    )
+    reply_to = [normalize_message(raw, {})["reply_to_event_id"] for raw in (root_only, unmarked)]
+    assert reply_to == [None, None]
+    assert normalize_message(reply_first, {})["reply_to_event_id"] == "p" * 64
+
+
 def test_only_channel_message_kinds_of_this_channel() -> None:
     evidence = evidence_for(
         [

@@ -36,8 +36,9 @@ from orchestra.agents.acp.relay import RelayLink, RelayUnavailable
 from orchestra.agents.acp.sessions import SessionManager
 from orchestra.agents.acp.slot import AgentSlot
 from orchestra.agents.acp.turns import Limits, TurnOutcome, TurnRequest, TurnRunner
-from orchestra.agents.acp.wake import WakeRule, tag_values
+from orchestra.agents.acp.wake import WakeRule
 from orchestra.buzz import BuzzError
+from orchestra.nostr import tags
 
 RETRY_BASE_S = 5.0
 NOTICE_REASONS = {"idle_timeout": "idle timeout", "max_turn_duration": "maximum turn duration"}
@@ -233,7 +234,7 @@ class Bridge:
                 )
         pubkeys = {str(event["pubkey"]) for event in batch}
         for event in batch:
-            pubkeys.update(tag_values(event, "p"))
+            pubkeys.update(tags.mentions(tags.of_event(event)))
         for thread in threads:
             pubkeys.update(str(message["pubkey"]) for message in thread.messages)
         names = await self.relay.display_names(pubkeys)

@@ -23,8 +23,9 @@ from orchestra.agents.acp.relay import (
     channel_filters,
     discovery_filters,
 )
-from orchestra.agents.acp.wake import tag_values
 from orchestra.buzz import EOSE, BuzzError
+from orchestra.nostr import tags
+from orchestra.nostr.kinds import Kind
 
 REFUSAL_RETRY_S = 10.0
 log = logging.getLogger("buzz_acp")
@@ -34,7 +35,7 @@ OnUnserved = Callable[[str], None]
 
 
 def lists_member(member_list: dict[str, Any], pubkey: str) -> bool:
-    return pubkey in tag_values(member_list, "p")
+    return pubkey in tags.values(tags.of_event(member_list), "p")
 
 
 class Channels:
@@ -88,7 +89,7 @@ class Channels:
                     self._discovered.set()
                     self._check_ready()
                     continue
-                channel = next(iter(tag_values(item, "d")), None)
+                channel = tags.first_value(tags.of_event(item), "d")
                 if channel is None or not self.wanted(channel):
                     continue
                 if lists_member(item, self._self):
@@ -96,7 +97,7 @@ class Channels:
 
     def _start_channel(self, channel: str) -> None:
         if channel in self._retry:
-            self._retry[channel].set()  # a refused subscription is retried on a new 39002
+            self._retry[channel].set()  # a refused subscription is retried on a new member list
         if channel in self._tasks and not self._tasks[channel].done():
             return
         self._retry[channel] = asyncio.Event()
@@ -141,15 +142,15 @@ class Channels:
                         Subscribed(channel_id=channel, channel_name=self.name(channel))
                     )
                     self._check_ready()
-                elif item.get("kind") == 39000:
-                    name = next(iter(tag_values(item, "name")), None)
+                elif item.get("kind") == Kind.CHANNEL_METADATA:
+                    name = tags.first_value(tags.of_event(item), "name")
                     if name:
                         self.names[channel] = name
-                elif item.get("kind") == 39002:
+                elif item.get("kind") == Kind.CHANNEL_MEMBERS:
                     if not lists_member(item, self._self):
                         self._unserve(channel, "removed")
                         return True
-                elif item.get("kind") == 9:
+                elif item.get("kind") == Kind.MESSAGE:
                     self._on_message(channel, item)
         return False
 

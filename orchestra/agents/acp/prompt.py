@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestra.agents.acp.eventlog import rfc3339_s
-from orchestra.agents.acp.wake import tag_values
+from orchestra.nostr import tags
 from orchestra.nostr.bech32 import encode_npub
 
 MAX_THREAD_ROOTS = 3
@@ -22,16 +22,10 @@ def compose_system_prompt(base: str, persona: str, memory: str | None) -> str:
     return "\n\n".join(f"{header}\n{text.rstrip()}" for header, text in sections if text.strip())
 
 
-def marked_e_tag(event: Mapping[str, Any], marker: str) -> str | None:
-    for tag in event.get("tags", []):
-        if isinstance(tag, list) and len(tag) >= 4 and tag[0] == "e" and tag[3] == marker:
-            return str(tag[1])
-    return None
-
-
 def parent_and_root(event: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    reply, root = marked_e_tag(event, "reply"), marked_e_tag(event, "root")
-    return reply or root, root or reply
+    """§1.6.2: the event's parent and thread root by the one thread rule (`nostr.tags`)."""
+    event_tags = tags.of_event(event)
+    return tags.thread_parent(event_tags), tags.thread_root(event_tags)
 
 
 def reply_anchor(event: Mapping[str, Any]) -> str:
@@ -95,7 +89,7 @@ def compose_turn_prompt(turn: TurnInput) -> str:
 
 
 def event_tag(event: Mapping[str, Any], self_pubkey: str) -> str:
-    return "mention" if self_pubkey in tag_values(dict(event), "p") else "message"
+    return "mention" if self_pubkey in tags.mentions(tags.of_event(event)) else "message"
 
 
 def context_block(turn: TurnInput, events: Sequence[Mapping[str, Any]]) -> str:
@@ -139,9 +133,10 @@ def context_block(turn: TurnInput, events: Sequence[Mapping[str, Any]]) -> str:
 def event_block(event: Mapping[str, Any], turn: TurnInput) -> str:
     author = str(event["pubkey"])
     parent, root = parent_and_root(event)
-    tags = [tag for tag in event.get("tags", []) if not (tag and tag[0] == "auth")]
+    event_tags = tags.of_event(event)
+    shown_tags = tags.without(event_tags, "auth")
     mentions = ", ".join(
-        f"{display_name(turn.names, pk)} ({pk})" for pk in tag_values(dict(event), "p")
+        f"{display_name(turn.names, pk)} ({pk})" for pk in tags.mentions(event_tags)
     )
     channel = f"{turn.channel_name} (#{turn.channel_id})"
     return "\n".join(
@@ -152,7 +147,7 @@ def event_block(event: Mapping[str, Any], turn: TurnInput) -> str:
             f"From: {display_name(turn.names, author)} (npub: {encode_npub(author)}, hex: {author})",
             f"Time: {rfc3339_s(int(event['created_at']))}",
             f"Reply-to: {reply_anchor(event)}",
-            f"Tags: {json.dumps(tags, separators=(',', ':'), ensure_ascii=False)}",
+            f"Tags: {json.dumps(shown_tags, separators=(',', ':'), ensure_ascii=False)}",
             f"Parsed: parent={parent or 'none'}, root={root or 'none'}, mentions=[{mentions}]",
             "Content:",
             str(event.get("content", "")),

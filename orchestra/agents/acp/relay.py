@@ -16,6 +16,8 @@ from typing import Any
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.prompt import ThreadContext, select_thread_messages
 from orchestra.buzz import BuzzClient, BuzzError
+from orchestra.nostr import tags
+from orchestra.nostr.kinds import Kind
 
 CONNECT_BACKOFF = (1, 2, 4, 8, 15)
 RECONNECT_BACKOFF = (1, 2, 4, 8, 15, 30)
@@ -28,16 +30,20 @@ class RelayUnavailable(RuntimeError):
 
 
 def discovery_filters(self_pubkey: str) -> list[dict[str, Any]]:
-    return [{"kinds": [39002], "#p": [self_pubkey]}]
+    return [{"kinds": [Kind.CHANNEL_MEMBERS], "#p": [self_pubkey]}]
 
 
 def channel_filters(config: AcpConfig, channel: str, since: int) -> list[dict[str, Any]]:
-    wake: dict[str, Any] = {"kinds": [9], "#h": [channel], "since": since}
+    wake: dict[str, Any] = {"kinds": [Kind.MESSAGE], "#h": [channel], "since": since}
     if config.subscribe == "mentions":
         wake["#p"] = [config.keys.pubkey]
-    # The member list of the channel too: a newer 39002 without us no longer matches the
+    # The member list of the channel too: a newer one without us no longer matches the
     # discovery filter (`#p` = self), so removal is only visible here.
-    return [wake, {"kinds": [39000], "#d": [channel]}, {"kinds": [39002], "#d": [channel]}]
+    return [
+        wake,
+        {"kinds": [Kind.CHANNEL_METADATA], "#d": [channel]},
+        {"kinds": [Kind.CHANNEL_MEMBERS], "#d": [channel]},
+    ]
 
 
 def profile_name(profile: Mapping[str, Any]) -> str | None:
@@ -92,7 +98,7 @@ class RelayLink:
         wanted = sorted(set(pubkeys))
         if not wanted:
             return {}
-        profiles = await self.query([{"kinds": [0], "authors": wanted}])
+        profiles = await self.query([{"kinds": [Kind.PROFILE], "authors": wanted}])
         newest: dict[str, dict[str, Any]] = {}
         for profile in profiles:
             author = profile.get("pubkey", "")
@@ -108,7 +114,14 @@ class RelayLink:
     ) -> ThreadContext:
         roots = await self.query([{"ids": [root]}])
         replies = await self.query(
-            [{"kinds": [9], "#h": [channel], "#e": [root], "limit": THREAD_FETCH_LIMIT}]
+            [
+                {
+                    "kinds": [Kind.MESSAGE],
+                    "#h": [channel],
+                    "#e": [root],
+                    "limit": THREAD_FETCH_LIMIT,
+                }
+            ]
         )
         root_event = roots[0] if roots else None
         return select_thread_messages(root_event, replies, exclude_ids, limit, root)
@@ -125,8 +138,8 @@ class RelayLink:
 
     async def post_failure_notice(self, channel: str, anchor: str, reason: str) -> str:
         content = f"⚠️ I could not finish processing this request ({reason}). Please try again."
-        tags = [["h", channel], ["e", anchor, "", "reply"], ["buzz", "turn-failed"]]
-        result = await self.client.publish(9, content, tags)
+        notice_tags = [["h", channel], *tags.reply_tags(anchor, anchor), ["buzz", "turn-failed"]]
+        result = await self.client.publish(Kind.MESSAGE, content, notice_tags)
         return str(result["event_id"])
 
     async def close(self) -> None:

@@ -7,25 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestra.agents.acp.config import AcpConfig
+from orchestra.nostr import tags
 
 SEEN_IDS = 10_000
 
 
-def tag_values(event: dict[str, Any], name: str) -> list[str]:
-    return [
-        tag[1]
-        for tag in event.get("tags", [])
-        if isinstance(tag, list) and len(tag) >= 2 and tag[0] == name
-    ]
-
-
 def p_tags_pubkey(event: dict[str, Any], pubkey: str) -> bool:
-    return pubkey in tag_values(event, "p")
+    return pubkey in tags.mentions(tags.of_event(event))
 
 
 def channel_of(event: dict[str, Any]) -> str | None:
-    channels = tag_values(event, "h")
-    return channels[0] if len(channels) == 1 else None
+    """The value of the event's single `h` tag (§1.4 check 3)."""
+    return tags.sole_value(tags.of_event(event), "h")
 
 
 class WakeRule:
