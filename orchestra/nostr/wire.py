@@ -69,7 +69,7 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def decode(text: str) -> Any:
+def _decode(text: str) -> Any:
     """orjson first; the standard library only for what orjson refuses but JSON allows (lone
     surrogate escapes, integers beyond 64 bits), so those reach the precise `invalid:` replies
     of the event rules. `NaN` and `Infinity` are not JSON."""
@@ -84,7 +84,7 @@ def decode(text: str) -> Any:
 
 
 def _decode_array(text: str) -> list[Any]:
-    frame = decode(text)
+    frame = _decode(text)
     if not isinstance(frame, list) or not frame or not isinstance(frame[0], str):
         raise FrameError(NOT_AN_ARRAY)
     return frame
