@@ -219,6 +219,13 @@ def test_agent_timeout_is_scored_not_an_error(
 ) -> None:
     bin_dir = fake_agent_tree(tmp_path / "bin", SILENT_ACP)
     args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "silent")
+    # the multiplier scales the verifier's limit too: keep it at 30 s so only the agent times out
+    task_toml = tmp_path / "tasks" / TASK.name / "task.toml"
+    task_toml.write_text(
+        task_toml.read_text().replace(
+            "[verifier]\ntimeout_sec = 30.0", "[verifier]\ntimeout_sec = 6000.0"
+        )
+    )
     run = subprocess.run(
         orchestra(*args, "--buzz-bin-dir", str(bin_dir), "--timeout-multiplier", "0.005"),
         capture_output=True,
@@ -232,7 +239,7 @@ def test_agent_timeout_is_scored_not_an_error(
     assert result["reward"] == 0.0 and result["buzz"]["completion_message_id"] is None
     assert result["accounting"] == "unavailable" and result["tokens"] is None
     config = json.loads((result_file.parent / "config.json").read_text())
-    assert config["timeouts"]["agent_seconds"] == 1.5
+    assert config["timeouts"] == {"agent_seconds": 1.5, "verifier_seconds": 30.0}
     assert document_round_trip(tmp_path / "jobs" / "silent").diffs == {}
 
 
