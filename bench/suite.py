@@ -1,59 +1,191 @@
-"""Wall and CPU time of the whole default suite (issue 5), as `just benchmark` runs it.
+"""The whole default suite, as `just benchmark` runs it, measured over its whole process tree;
+with `--baseline REF`, side by side with an earlier commit in one invocation (issue 16).
 
-Run from the repository root:
+Run from the repository root (a clean clone needs only `just setup` first):
 
-    .venv/bin/python bench/suite.py [--env docker --stack docker] [-n 4] [--keep]
+    .venv/bin/python bench/suite.py --baseline perf-baseline [--rounds 3] [--relay-port 3615]
+    .venv/bin/python bench/suite.py --baseline perf-baseline --rounds 1 --quick   # a few minutes
+    .venv/bin/python bench/suite.py                        # this checkout alone
 
-Runs `orchestra benchmark` with its default plan — the oracle condition over tasks/buzz-native,
-two jobs: regression k=1, then workflow k=3, 18 trials — in this process, with private jobs and
-state directories and a free relay port, twice: on a new state directory (cold: the fixture
-profiles get published, the interpreter imports everything) and again on it (warm, as every later
-`just benchmark` on a machine runs). Reports the total wall time, the time until the first
-trial started (stack start), the median trial wall time (trial result.json `started_at` to
-`finished_at`) with its median phases, and the orchestrator process's own CPU time per trial:
-`getrusage(RUSAGE_SELF)` around the in-process run, so agents, relay, PostgreSQL and verifiers
-(child processes) are not counted, while the in-process oracle server is. The CPU is reported
-twice: the whole run divided by the trials (start-up included: imports, stack start, summary),
-and the window from the first trial's start to the last trial's end divided by the trials,
-which is what a trial costs. Targets (issue 5): median trial <= 1.5 s, orchestrator CPU <= 50
-ms per trial (judged on the trials' window). Results go to docs/performance.md.
+Each run is one `orchestra benchmark` (oracle condition, tasks/buzz-native, the default plan:
+regression k=1 then workflow k=3, 18 trials; embedded stack, local env) started as a
+subprocess of the bench. With `--baseline`, REF is checked out as a git worktree in the cache
+(~/.cache/buzz-orchestra/bench-baseline/<commit>, with its own venv; reused while REF names
+the same commit), and the two checkouts run alternately, baseline then current, at each `-n`
+of each round, so both see the same machine. Each checkout runs its own default suite with
+its own state directory; both get only options that both understand.
+
+Measured per run: total wall; each trial's wall (result.json `started_at` to `finished_at`);
+CPU of the whole process tree (orchestrator and every child, the relay, and PostgreSQL, which
+daemonizes: a cgroup of its own when the bench may make one, else RUSAGE_CHILDREN with the bench
+as child subreaper; see bench/tree_usage.py); CPU by process kind (Linux taskstats, when
+available: bench/process_kinds.py); and, at the memory `-n` (10), the peak RSS and PSS of each
+agent tree (buzz-acp + buzz-agent + buzz-dev-mcp, /proc/<pid>/smaps_rollup). Reported for both
+checkouts as medians over rounds, with the ratio current / baseline and the spread of the
+per-round ratios. Reward check: every trial of every run must score reward 1.0 (18/18) and,
+once per checkout, every negative solution (tests/fixtures/negative-solutions, replayed by the
+oracle) reward 0.0, else the bench prints FAIL and exits 1. The negative-solution job runs
+first and also fills each state directory (fixture profiles), so every measured run is warm.
+Results go to docs/performance.md.
 """
 
 import argparse
 import json
 import os
-import platform
-import resource
 import shutil
 import socket
 import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PHASES = ("setup", "agent", "teardown", "evidence", "verify", "finalize")
-MEDIAN_TRIAL_TARGET_S = 1.5
-CPU_PER_TRIAL_TARGET_MS = 50.0
+from process_kinds import tree, usage_by_kind
+from suite_checkout import Checkout, CheckoutError, baseline_checkout, current_checkout
+from suite_report import load_average, render, uptime
+from taskstats import Listener, TaskstatsError
+from tree_usage import MemorySampler, become_subreaper, cpu_method, run_tree
+
+QUICK_TASKS = ("user-mention", "multiline-message", "ambiguous-user-mention")
+MEMORY_N = 10
 
 
-@dataclass(frozen=True)
-class SuiteRun:
+@dataclass
+class RunResult:
+    side: str
+    round: int
+    n: int
     exit_code: int
     wall_s: float
     cpu_s: float
-    import_cpu_s: float
-    children_cpu_s: float
-    trials_cpu_s: float
-    started_at: datetime
-    trials: list[dict[str, Any]]
-    agent_splits: list[dict[str, float]]
+    rusage_cpu_s: float
+    trials: int
+    rewarded: int  # trials scored with reward 1.0 (negative job: reward 0.0)
+    trial_walls_s: list[float]
+    load_before: float
+    load_after: float
+    leftover_pids: list[int] = field(default_factory=list)
+    by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
+    tree_peaks_mib: list[tuple[float, float]] = field(default_factory=list)  # per tree rss, pss
+    total_peak_mib: tuple[float, float] = (0.0, 0.0)
+    memory_samples: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and self.trials > 0 and self.rewarded == self.trials
+
+    @property
+    def median_trial_s(self) -> float:
+        return statistics.median(self.trial_walls_s) if self.trial_walls_s else float("nan")
+
+    @property
+    def cpu_per_trial_s(self) -> float:
+        return self.cpu_s / self.trials if self.trials else float("nan")
+
+
+@dataclass
+class Bench:
+    args: argparse.Namespace
+    work: Path
+    by_kind: bool
+    log_lines: list[str] = field(default_factory=list)
+
+    def log(self, text: str) -> None:
+        line = f"[{datetime.now().strftime('%H:%M:%S')}] {text}"
+        self.log_lines.append(line)
+        print(line, file=sys.stderr, flush=True)
+
+    def orchestra_args(self, checkout: Checkout, n: int, name: str) -> list[str]:
+        side = self.work / checkout.label
+        selection = [arg for task in QUICK_TASKS for arg in ("-i", task)] if self.args.quick else []
+        return [
+            str(checkout.orchestra), "benchmark", "--env", self.args.env,
+            "--stack", self.args.stack, "-n", str(n), "--relay-port", str(self.args.relay_port),
+            "--jobs-dir", str(side / "jobs" / name), "--state-dir", str(side / "state"),
+            "--job-name", name, *selection,
+        ]  # fmt: skip
+
+    def run(self, checkout: Checkout, round_: int, n: int, *, negative: bool = False) -> RunResult:
+        name = "negative" if negative else f"r{round_}-n{n}"
+        argv = self.orchestra_args(checkout, n, name)
+        if negative:
+            argv += ["--path", str(negative_dataset(checkout, self.work)), "-k", "1"]
+        sampler = MemorySampler(0, self.args.memory_interval) if n == MEMORY_N else None
+        listener = Listener() if self.by_kind else None
+        load_before = load_average()
+        if listener is not None:
+            listener.start()
+        env = {**os.environ, "PATH": f"{checkout.venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+        env.pop("VIRTUAL_ENV", None)
+        output = self.work / checkout.label / f"{name}.log"
+        output.parent.mkdir(parents=True, exist_ok=True)
+        measured = run_tree(argv, cwd=checkout.root, stdout_path=output, sampler=sampler, env=env)
+        records = listener.stop() if listener is not None else []
+        results = trial_results(self.work / checkout.label / "jobs" / name)
+        want = 0.0 if negative else 1.0
+        result = RunResult(
+            side=checkout.label,
+            round=round_,
+            n=n,
+            exit_code=measured.exit_code,
+            wall_s=measured.wall_s,
+            cpu_s=measured.cgroup_cpu_s
+            if measured.cgroup_cpu_s is not None
+            else measured.rusage_cpu_s,
+            rusage_cpu_s=measured.rusage_cpu_s,
+            trials=len(results),
+            rewarded=sum(r["status"] == "scored" and r["reward"] == want for r in results),
+            trial_walls_s=[trial_seconds(r) for r in results],
+            load_before=load_before,
+            load_after=load_average(),
+            leftover_pids=measured.leftover_pids,
+        )
+        if records:
+            members = tree(records, os.getpid())
+            result.by_kind = {
+                usage.kind: {"cpu_s": usage.cpu_s, "processes": usage.processes,
+                             "python_starts": usage.python_starts}
+                for usage in usage_by_kind(members)
+            }  # fmt: skip
+        if sampler is not None:
+            result.tree_peaks_mib = [
+                (r / 1024, p / 1024) for r, p in sampler.tree_peaks_kib.values()
+            ]
+            result.total_peak_mib = tuple(v / 1024 for v in sampler.total_peak_kib)  # type: ignore[assignment]
+            result.memory_samples = sampler.samples
+        status = "ok" if result.passed else f"FAIL (see {output})"
+        self.log(
+            f"{checkout.label} {name}: {result.rewarded}/{result.trials} reward {want}, "
+            f"wall {result.wall_s:.1f} s, CPU {result.cpu_per_trial_s:.2f} s/trial, "
+            f"median trial {result.median_trial_s:.2f} s, load {load_before:.2f}: {status}"
+        )
+        return result
+
+
+def negative_dataset(checkout: Checkout, work: Path) -> Path:
+    """The checkout's tasks with each solution/solve.sh replaced by its negative solution."""
+    dest = work / checkout.label / "negative-tasks"
+    if not dest.exists():
+        shutil.copytree(checkout.dataset, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        for task in sorted(p for p in dest.iterdir() if (p / "task.toml").is_file()):
+            script = checkout.negative_solutions / f"{task.name}.sh"
+            shutil.copyfile(script, task / "solution" / "solve.sh")
+    return dest
+
+
+def trial_results(jobs_dir: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted(jobs_dir.glob("*/*/result.json"))
+    ]
+
+
+def trial_seconds(result: dict[str, Any]) -> float:
+    started = datetime.fromisoformat(result["started_at"].replace("Z", "+00:00"))
+    finished = datetime.fromisoformat(result["finished_at"].replace("Z", "+00:00"))
+    return (finished - started).total_seconds()
 
 
 def free_port() -> int:
@@ -62,187 +194,106 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def cpu_seconds(who: int) -> float:
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timestamp(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def run_suite(orchestra_args: list[str], jobs_dir: Path, job_name: str) -> SuiteRun:
-    """`orchestra benchmark` in this process; its imports count towards its CPU time."""
-    started_at = datetime.now().astimezone()
-    wall0, cpu0 = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
-    children0 = cpu_seconds(resource.RUSAGE_CHILDREN)
-    from orchestra.cli.main import app
-
-    import_cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu0
-    with trials_window() as window:
-        code = app(args=orchestra_args, prog_name="orchestra", standalone_mode=False)
-    wall = time.perf_counter() - wall0
-    cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu0
-    children = cpu_seconds(resource.RUSAGE_CHILDREN) - children0
-    trial_dirs = sorted(path.parent for path in jobs_dir.glob(f"{job_name}-*/*/result.json"))
-    trials = [json.loads((d / "result.json").read_text(encoding="utf-8")) for d in trial_dirs]
-    splits = [agent_phase_split(d, t) for d, t in zip(trial_dirs, trials, strict=True)]
-    exit_code = code if isinstance(code, int) else 0
-    return SuiteRun(
-        exit_code,
-        wall,
-        cpu,
-        import_cpu,
-        children,
-        window.cpu_seconds(),
-        started_at,
-        trials,
-        [s for s in splits if s],
-    )
-
-
-class TrialsWindow:
-    """Process CPU from the first trial's start to the last trial's end: what the trials cost,
-    without the once-per-run start-up (imports, stack start) and final summary."""
-
-    def __init__(self) -> None:
-        self.first_start: float | None = None
-        self.last_end: float | None = None
-
-    def cpu_seconds(self) -> float:
-        if self.first_start is None or self.last_end is None:
-            return float("nan")
-        return self.last_end - self.first_start
-
-
-@contextmanager
-def trials_window() -> Iterator[TrialsWindow]:
-    from orchestra.trial.lifecycle import Trial
-
-    window = TrialsWindow()
-    original = Trial.run
-
-    async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if window.first_start is None:
-            window.first_start = cpu_seconds(resource.RUSAGE_SELF)
-        try:
-            return await original(self, *args, **kwargs)
-        finally:
-            window.last_end = cpu_seconds(resource.RUSAGE_SELF)
-
-    Trial.run = run  # type: ignore[method-assign]
-    try:
-        yield window
-    finally:
-        Trial.run = original  # type: ignore[method-assign]
-
-
-def agent_phase_split(trial_dir: Path, trial: dict[str, Any]) -> dict[str, float] | None:
-    """Where the agent phase's time goes, from the ACP event logs (orchestrator.md §7.10)."""
-    agent = trial["timings"].get("agent")
-    records = [
-        json.loads(line)
-        for log in sorted((trial_dir / "agent" / "buzz").glob("*.events.jsonl"))
-        for line in log.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    starts = [timestamp(r["ts"]) for r in records if r["event"] == "turn_started"]
-    ends = [timestamp(r["ts"]) for r in records if r["event"] in ("turn_completed", "turn_failed")]
-    if not agent or not starts or not ends:
-        return None
-    begin, end = timestamp(agent["started_at"]), timestamp(agent["finished_at"])
-    return {
-        "task posted -> first turn_started": (min(starts) - begin).total_seconds(),
-        "first turn_started -> last turn end": (max(ends) - min(starts)).total_seconds(),
-        "last turn end -> agent phase end": (end - max(ends)).total_seconds(),
-    }
-
-
-def trial_seconds(trial: dict[str, Any]) -> float:
-    return (timestamp(trial["finished_at"]) - timestamp(trial["started_at"])).total_seconds()
-
-
-def report(run: SuiteRun, command: str) -> str:
-    n = len(run.trials)
-    scored = sum(t["status"] == "scored" for t in run.trials)
-    passed = sum(t["status"] == "scored" and t["reward"] == 1.0 for t in run.trials)
-    first_start = min((timestamp(t["started_at"]) for t in run.trials), default=run.started_at)
-    median_trial = statistics.median(map(trial_seconds, run.trials)) if n else float("nan")
-    phases = ", ".join(
-        f"{phase} {statistics.median(t['timings'][phase]['seconds'] for t in run.trials):.2f}"
-        for phase in PHASES
-        if n and all(t["timings"].get(phase) for t in run.trials)
-    )
-    active = statistics.median(t["timings"]["agent_active_seconds"] for t in run.trials) if n else 0
-    split = "; ".join(
-        f"{name} {statistics.median(s[name] for s in run.agent_splits):.2f}"
-        for name in (run.agent_splits[0] if run.agent_splits else {})
-    )
-    cpu_ms = 1000 * run.cpu_s / n if n else float("nan")
-    trials_cpu_ms = 1000 * run.trials_cpu_s / n if n else float("nan")
-    mark = {True: "met", False: "MISSED"}
-    return "\n".join(
-        [
-            f"command: {command}",
-            f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-            f"{platform.python_version()}, load average {os.getloadavg()[0]:.2f} at the end",
-            f"exit code: {run.exit_code}; trials: {n} ({scored} scored, {passed} with reward 1.0)",
-            f"total wall: {run.wall_s:.1f} s "
-            f"(stack start until the first trial: {(first_start - run.started_at).total_seconds():.1f} s)",
-            f"median trial wall: {median_trial:.2f} s "
-            f"(target <= {MEDIAN_TRIAL_TARGET_S} s: {mark[median_trial <= MEDIAN_TRIAL_TARGET_S]})",
-            f"median phase seconds: {phases}; median agent_active_seconds {active:.2f}",
-            f"median agent phase split (ACP event logs): {split}",
-            f"orchestrator CPU: {run.cpu_s:.2f} s in all (imports {run.import_cpu_s:.2f} s) = "
-            f"{cpu_ms:.0f} ms per trial with start-up; first trial start to last trial end "
-            f"{run.trials_cpu_s:.2f} s = {trials_cpu_ms:.0f} ms per trial "
-            f"(target <= {CPU_PER_TRIAL_TARGET_MS:.0f} ms: "
-            f"{mark[trials_cpu_ms <= CPU_PER_TRIAL_TARGET_MS]})",
-            f"waited-for child processes' CPU (agents, relay, verifiers): {run.children_cpu_s:.2f} s",
-        ]
-    )
-
-
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    # Issue 5's targets are for the embedded stack and the local env (a machine without Docker,
-    # where `just benchmark` picks them); `auto` would pick Docker wherever an engine answers.
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="See the module docstring (bench/suite.py) for what is measured and how.",
+    )
+    parser.add_argument("--baseline", metavar="REF", help="git commit/tag/branch to compare with")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument(
+        "--n-values", default="1,4,10", metavar="N,N,...",
+        help="-n of each run in a round (default 1,4,10: median trial at 1, suite wall at 4, "
+        f"agent-tree memory at {MEMORY_N})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--quick", action="store_true",
+        help=f"only the tasks {', '.join(QUICK_TASKS)} (5 trials per run) instead of all ten",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-negatives", dest="negatives", action="store_false",
+        help="skip the negative-solution check (then the first run of each side is cold)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--by-kind", choices=("auto", "on", "off"), default="auto",
+        help="CPU by process kind through taskstats (needs root; auto: when available)",
+    )  # fmt: skip
+    parser.add_argument("--relay-port", type=int, default=0, help="embedded relay port (free)")
     parser.add_argument("--env", choices=("auto", "docker", "local"), default="local")
     parser.add_argument("--stack", choices=("auto", "docker", "embedded"), default="embedded")
-    parser.add_argument("-n", "--n-concurrent", type=int, default=4)
-    parser.add_argument("--keep", action="store_true", help="keep the jobs and state directories")
-    return parser.parse_args()
+    parser.add_argument("--memory-interval", type=float, default=0.25, metavar="SECONDS")
+    parser.add_argument("--work-dir", type=Path, help="jobs, state and logs (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write all runs as JSON")
+    args = parser.parse_args()
+    try:
+        args.n_values = [int(value) for value in args.n_values.split(",")]
+    except ValueError:
+        parser.error(f"--n-values {args.n_values!r}: comma-separated integers, e.g. 1,4,10")
+    if args.rounds < 1 or any(n < 1 for n in args.n_values):
+        parser.error("--rounds and every --n-values entry must be >= 1")
+    args.relay_port = args.relay_port or free_port()
+    return args
+
+
+def taskstats_works(choice: str) -> bool:
+    if choice == "off":
+        return False
+    try:
+        listener = Listener()
+        listener.start()
+        listener.stop()
+    except TaskstatsError as error:
+        if choice == "on":
+            raise SystemExit(f"error: --by-kind on: {error}") from None
+        return False
+    return True
 
 
 def main() -> int:
     args = parse_args()
-    os.chdir(PROJECT_ROOT)  # the orchestrator's defaults (dataset, manifest) are repo-relative
-    scratch = Path(tempfile.mkdtemp(prefix="bench-suite-"))
-    jobs_dir = scratch / "jobs"
-    relay_port = str(free_port())
-    reports: list[str] = []
-    exit_code = 0
+    become_subreaper()
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-suite-"))
+    work.mkdir(parents=True, exist_ok=True)
+    bench = Bench(args, work.resolve(), taskstats_works(args.by_kind))
+    started_uptime = uptime()
     try:
-        # A new state directory first publishes the tasks' 77 fixture profiles (one connection
-        # per identity); later runs find them current. Both runs are reported.
-        for label, job_name in (("cold state directory", "cold"), ("warm state directory", "warm")):
-            orchestra_args = [
-                "benchmark", "--env", args.env, "--stack", args.stack,
-                "-n", str(args.n_concurrent), "--relay-port", relay_port,
-                "--jobs-dir", str(jobs_dir), "--state-dir", str(scratch / "state"),
-                "--job-name", job_name,
-            ]  # fmt: skip
-            run = run_suite(orchestra_args, jobs_dir, job_name)
-            command = "orchestra " + " ".join(orchestra_args).replace(str(scratch), "<tmp>")
-            reports.append(f"== {label} ==\n{report(run, command)}")
-            exit_code = exit_code or run.exit_code
+        checkouts = [current_checkout()]
+        if args.baseline:
+            checkouts.insert(0, baseline_checkout(args.baseline, bench.log))
+    except CheckoutError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    runs: list[RunResult] = []
+    negatives: list[RunResult] = []
+    try:
+        if args.negatives:
+            negatives = [bench.run(c, 0, max(args.n_values), negative=True) for c in checkouts]
+        for round_ in range(1, args.rounds + 1):
+            for n in args.n_values:
+                runs.extend(bench.run(checkout, round_, n) for checkout in checkouts)
+    except KeyboardInterrupt:
+        print("interrupted: reporting the runs finished so far", file=sys.stderr)
     finally:
-        if not args.keep:
-            shutil.rmtree(scratch, ignore_errors=True)
-    print("\n".join(reports))
+        if not args.keep and args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    text = render(
+        checkouts,
+        runs,
+        negatives,
+        cpu_method=cpu_method(),
+        uptimes=(started_uptime, uptime()),
+        command=" ".join(["bench/suite.py", *sys.argv[1:]]),
+        memory_n=MEMORY_N,
+    )
+    print(text)
+    if args.json:
+        payload = {"runs": [asdict(r) for r in runs], "negatives": [asdict(r) for r in negatives]}
+        args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     if args.keep:
-        print(f"jobs and state kept in {scratch}")
-    return exit_code
+        print(f"jobs, state and logs kept in {work}")
+    every = runs + negatives
+    return 0 if every and all(r.passed for r in every) else 1
 
 
 if __name__ == "__main__":
