@@ -74,7 +74,11 @@ def cache_root() -> Path:
 
 def baseline_checkout(ref: str, log: Callable[[str], None]) -> Checkout:
     """A detached worktree of `ref` under the cache with its own venv (made once per commit)."""
-    commit = git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    try:
+        commit = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except CheckoutError:
+        raise CheckoutError(f"{ref}: not a commit, tag or branch of this repository") from None
+
     root = cache_root() / commit
     venv = root / ".venv"
     if (root / INSTALLED_STAMP).is_file() and _worktree_head(root) == commit:

@@ -231,12 +231,21 @@ def run_tree(
     started = time.perf_counter()
     with stdout_path.open("wb") as out:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        if sampler is not None:
-            sampler.root_pid = process.pid
-            with sampler.running():
+        try:
+            if sampler is not None:
+                sampler.root_pid = process.pid
+                with sampler.running():
+                    exit_code = process.wait()
+            else:
                 exit_code = process.wait()
-        else:
-            exit_code = process.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C reached the whole foreground group: let the orchestrator finish its own
+            # interrupt handling (trial teardown, stack stop) before the bench reports and exits.
+            process.wait()
+            reap_orphans()
+            if cgroup is not None:
+                cgroup.remove()
+            raise
     wall = time.perf_counter() - started
     reap_orphans()
     rusage = children_cpu_seconds() - children0
@@ -253,6 +262,6 @@ def cpu_method() -> str:
     if cgroup is None:
         return "RUSAGE_CHILDREN with this process as child subreaper (no cgroup could be made)"
     try:
-        return cgroup.method.rsplit(" (", 1)[0] + ", checked against RUSAGE_CHILDREN"
+        return cgroup.method.rsplit(" (", 1)[0] + ", and RUSAGE_CHILDREN (child subreaper)"
     finally:
         cgroup.remove()
