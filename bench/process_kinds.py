@@ -2,10 +2,12 @@
 tree and classified by what they are in a trial: orchestrator, relay, PostgreSQL, the three
 agent programs, `buzz` CLI calls, the agent's shell and its tools, the verifier.
 
-Threads are summed into their process (tgid). A process belongs to the tree when its parent (at
-its exit) is the tree's root or a process of the tree: the bench is a child subreaper, so a
-process whose parent exited first is reparented to the bench and stays in the tree. Pids are
-assumed not to be reused within one run (pid_max is 32,768 here; a run starts ~1,500).
+Threads are summed into their process: the records of one tgid with one parent (pid_max is
+32,768 here and the shared machine wraps it within minutes, so a tgid alone can name two
+processes in one run). A process belongs to the tree when its parent (at its exit) is the tree's
+root or a process of the tree: the bench is a child subreaper, so a process whose parent exited
+first is reparented to the bench and stays in the tree. Of several processes with the parent's
+pid, the parent is the first to exit after the child (a parent outlives its children).
 """
 
 from collections import Counter
@@ -51,6 +53,8 @@ class Process:
     threads: int = 0
     peak_rss_kib: int = 0
     kind: str = "other"
+    first_exit: float = float("inf")  # arrival of its first and last thread's exit record
+    last_exit: float = 0.0
     parent: "Process | None" = None
     children: list["Process"] = field(default_factory=list)
 
@@ -66,25 +70,35 @@ class Process:
         return found
 
 
-def group_processes(records: list[ExitRecord]) -> dict[int, Process]:
-    processes: dict[int, Process] = {}
+def group_processes(records: list[ExitRecord]) -> list[Process]:
+    processes: dict[tuple[int, int], Process] = {}
     for record in records:
-        process = processes.setdefault(record.tgid, Process(record.tgid, record.ppid, record.comm))
+        key = (record.tgid, record.ppid)
+        process = processes.setdefault(key, Process(record.tgid, record.ppid, record.comm))
         process.cpu_us += record.cpu_us
         process.threads += 1
         process.peak_rss_kib = max(process.peak_rss_kib, record.peak_rss_kib)
-        if record.tid == record.tgid:  # the leader's comm and parent name the process
-            process.comm, process.ppid = record.comm, record.ppid
-    return processes
+        process.first_exit = min(process.first_exit, record.exited_at)
+        process.last_exit = max(process.last_exit, record.exited_at)
+        if record.tid == record.tgid:  # the leader's comm names the process
+            process.comm = record.comm
+    return list(processes.values())
 
 
 def tree(records: list[ExitRecord], root_pid: int) -> list[Process]:
     """The processes below `root_pid` (which itself is not among them), classified."""
-    processes = group_processes(records)
-    processes.pop(root_pid, None)  # the root's own threads (the bench's samplers) end too
-    for process in processes.values():
-        process.parent = processes.get(process.ppid)
-    members = [p for p in processes.values() if [p, *p.ancestors()][-1].ppid == root_pid]
+    # The root's own threads (the bench's samplers) end too.
+    processes = [p for p in group_processes(records) if p.tgid != root_pid]
+    by_pid: dict[int, list[Process]] = {}
+    for process in sorted(processes, key=lambda p: p.last_exit):
+        by_pid.setdefault(process.tgid, []).append(process)
+    for process in processes:
+        candidates = by_pid.get(process.ppid, [])
+        process.parent = next(
+            (c for c in candidates if c.last_exit >= process.first_exit and c is not process),
+            None,
+        )
+    members = [p for p in processes if [p, *p.ancestors()][-1].ppid == root_pid]
     for process in members:
         if process.parent is not None:
             process.parent.children.append(process)
