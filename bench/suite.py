@@ -11,9 +11,10 @@ Each run is one `orchestra benchmark` (oracle condition, tasks/buzz-native, the 
 regression k=1 then workflow k=3, 18 trials; embedded stack, local env) started as a
 subprocess of the bench. With `--baseline`, REF is checked out as a git worktree in the cache
 (~/.cache/buzz-orchestra/bench-baseline/<commit>, with its own venv; reused while REF names
-the same commit), and the two checkouts run alternately, baseline then current, at each `-n`
-of each round, so both see the same machine. Each checkout runs its own default suite with
-its own state directory; both get only options that both understand.
+the same commit), and the two checkouts run alternately at each `-n` of each round, baseline
+first in odd rounds and current first in even ones (ABBA), so both see the same machine. Each
+checkout runs its own default suite with its own state directory; both get only options that
+both understand.
 
 Measured per run: total wall; each trial's wall (result.json `started_at` to `finished_at`);
 CPU of the whole process tree (orchestrator and every child, the relay, and PostgreSQL, which
@@ -270,8 +271,11 @@ def main() -> int:
         if args.negatives:
             negatives = [bench.run(c, 0, max(args.n_values), negative=True) for c in checkouts]
         for round_ in range(1, args.rounds + 1):
+            # ABBA: which checkout goes first alternates, so that neither is always the one
+            # that runs right after the other's run (or always first into a load change).
+            order = checkouts if round_ % 2 else checkouts[::-1]
             for n in args.n_values:
-                runs.extend(bench.run(checkout, round_, n) for checkout in checkouts)
+                runs.extend(bench.run(checkout, round_, n) for checkout in order)
     except KeyboardInterrupt:
         print("interrupted: reporting the runs finished so far", file=sys.stderr)
     finally:
