@@ -152,10 +152,12 @@ class Listener:
 
     def _receive(self) -> None:
         assert self._socket is not None
-        while not self._stopping.is_set():
+        while True:
             try:
                 data = self._socket.recv(1 << 20)
             except TimeoutError:
+                if self._stopping.is_set():  # deregistered, and what was queued is read
+                    return
                 continue
             except OSError:  # ENOBUFS: the kernel dropped records
                 self._lost = True
@@ -171,7 +173,9 @@ class Listener:
                     self._records.append(record)
 
     def stop(self) -> list[ExitRecord]:
-        """Stop listening; the records in exit order. Raises when the kernel dropped any."""
+        """Stop listening; the records in exit order. Raises when the kernel dropped any.
+        The records still queued in the socket when it deregisters are read first: the last
+        processes to exit (the orchestrator, the relay, PostgreSQL) are among them."""
         if self._socket is not None:
             try:
                 self._request(TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK)
