@@ -13,8 +13,9 @@ subprocess of the bench. With `--baseline`, REF is checked out as a git worktree
 (~/.cache/buzz-orchestra/bench-baseline/<commit>, with its own venv; reused while REF names
 the same commit), and the two checkouts run alternately at each `-n` of each round, baseline
 first in odd rounds and current first in even ones (ABBA), so both see the same machine. Each
-checkout runs its own default suite with its own state directory; both get only options that
-both understand.
+checkout runs its own default suite with its own state directory and its venv first on PATH
+(so the verifier's and the tasks' `python3` is that venv's, whatever the caller's PATH); both get
+only options that both understand.
 
 Measured per run: total wall; each trial's wall (result.json `started_at` to `finished_at`);
 CPU of the whole process tree (orchestrator and every child, the relay, and PostgreSQL, which
@@ -91,12 +92,9 @@ class Bench:
     args: argparse.Namespace
     work: Path
     by_kind: bool
-    log_lines: list[str] = field(default_factory=list)
 
     def log(self, text: str) -> None:
-        line = f"[{datetime.now().strftime('%H:%M:%S')}] {text}"
-        self.log_lines.append(line)
-        print(line, file=sys.stderr, flush=True)
+        print(f"[{datetime.now().strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
     def orchestra_args(self, checkout: Checkout, n: int, name: str) -> list[str]:
         side = self.work / checkout.label
@@ -118,11 +116,11 @@ class Bench:
         load_before = load_average()
         if listener is not None:
             listener.start()
-        env = {**os.environ, "PATH": f"{checkout.venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-        env.pop("VIRTUAL_ENV", None)
         output = self.work / checkout.label / f"{name}.log"
         output.parent.mkdir(parents=True, exist_ok=True)
-        measured = run_tree(argv, cwd=checkout.root, stdout_path=output, sampler=sampler, env=env)
+        measured = run_tree(
+            argv, cwd=checkout.root, stdout_path=output, sampler=sampler, env=checkout.environment()
+        )
         records = listener.stop() if listener is not None else []
         results = trial_results(self.work / checkout.label / "jobs" / name)
         want = 0.0 if negative else 1.0

@@ -40,6 +40,13 @@ class Checkout:
     def negative_solutions(self) -> Path:
         return self.root / NEGATIVE_SOLUTIONS
 
+    def environment(self) -> dict[str, str]:
+        """This process's environment with the checkout's venv first on PATH (the orchestrator
+        finds its own programs beside its interpreter; this is for what agents run by name)."""
+        env = {**os.environ, "PATH": f"{self.venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+        env.pop("VIRTUAL_ENV", None)
+        return env
+
     def dataset_digest(self) -> str:
         """Identifies the task files (the suite each side runs comes from its own checkout)."""
         digest = hashlib.sha256()

@@ -101,8 +101,7 @@ def main() -> int:
     except CheckoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    env = {**os.environ, "PATH": f"{checkout.venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("VIRTUAL_ENV", None)
+    env = checkout.environment()
     probe_dir = work / "probes"
     probe_dir.mkdir(parents=True, exist_ok=True)
     bin_dir = probe_venv(checkout, work / "probe-venv", probe_dir)
