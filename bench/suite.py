@@ -93,9 +93,6 @@ class Bench:
     work: Path
     by_kind: bool
 
-    def log(self, text: str) -> None:
-        print(f"[{datetime.now().strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
     def orchestra_args(self, checkout: Checkout, n: int, name: str) -> list[str]:
         side = self.work / checkout.label
         selection = [arg for task in QUICK_TASKS for arg in ("-i", task)] if self.args.quick else []
@@ -155,12 +152,16 @@ class Bench:
             result.total_peak_mib = tuple(v / 1024 for v in sampler.total_peak_kib)  # type: ignore[assignment]
             result.memory_samples = sampler.samples
         status = "ok" if result.passed else f"FAIL (see {output})"
-        self.log(
+        log(
             f"{checkout.label} {name}: {result.rewarded}/{result.trials} reward {want}, "
             f"wall {result.wall_s:.1f} s, CPU {result.cpu_per_trial_s:.2f} s/trial, "
             f"median trial {result.median_trial_s:.2f} s, load {load_before:.2f}: {status}"
         )
         return result
+
+
+def log(text: str) -> None:
+    print(f"[{datetime.now().strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 def negative_dataset(checkout: Checkout, work: Path) -> Path:
@@ -252,19 +253,20 @@ def taskstats_works(choice: str) -> bool:
 def main() -> int:
     args = parse_args()
     become_subreaper()
-    work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-suite-"))
-    work.mkdir(parents=True, exist_ok=True)
-    bench = Bench(args, work.resolve(), taskstats_works(args.by_kind))
     started_uptime = uptime()
     try:
         checkouts = [current_checkout()]
         if args.baseline:
-            checkouts.insert(0, baseline_checkout(args.baseline, bench.log))
+            checkouts.insert(0, baseline_checkout(args.baseline, log))
     except CheckoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-suite-"))
+    work.mkdir(parents=True, exist_ok=True)
+    bench = Bench(args, work.resolve(), taskstats_works(args.by_kind))
     runs: list[RunResult] = []
     negatives: list[RunResult] = []
+    interrupted = False
     try:
         if args.negatives:
             negatives = [bench.run(c, 0, max(args.n_values), negative=True) for c in checkouts]
@@ -275,6 +277,7 @@ def main() -> int:
             for n in args.n_values:
                 runs.extend(bench.run(checkout, round_, n) for checkout in order)
     except KeyboardInterrupt:
+        interrupted = True
         print("interrupted: reporting the runs finished so far", file=sys.stderr)
     finally:
         if not args.keep and args.work_dir is None:
@@ -287,6 +290,7 @@ def main() -> int:
         uptimes=(started_uptime, uptime()),
         command=" ".join(["bench/suite.py", *sys.argv[1:]]),
         memory_n=MEMORY_N,
+        interrupted=interrupted,
     )
     print(text)
     if args.json:
@@ -294,6 +298,8 @@ def main() -> int:
         args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     if args.keep:
         print(f"jobs, state and logs kept in {work}")
+    if interrupted:
+        return 130
     every = runs + negatives
     return 0 if every and all(r.passed for r in every) else 1
 

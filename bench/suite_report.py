@@ -1,5 +1,6 @@
 """The side-by-side suite report (bench/suite.py): Markdown tables, baseline vs current."""
 
+import math
 import os
 import platform
 import statistics
@@ -36,6 +37,10 @@ def _cell(values: Sequence[float], digits: int) -> str:
 
 def _ratio(current: float, baseline: float) -> float:
     return current / baseline if baseline else float("nan")
+
+
+def _ratio_cell(ratio: float) -> str:
+    return "–" if math.isnan(ratio) else f"**{ratio:.2f}**"
 
 
 def _rows(runs: list[Any], memory_n: int) -> list[tuple[str, int, Metric, int]]:
@@ -77,7 +82,7 @@ def metrics_table(runs: list[Any], sides: list[str], memory_n: int) -> list[str]
             base, cur = per_side["baseline"], per_side["current"]
             ratio = _ratio(_median(list(cur.values())), _median(list(base.values())))
             rounds = [_ratio(cur[k], base[k]) for k in sorted(base) if k in cur]
-            cells += [f"**{ratio:.2f}**", _cell(rounds, 2)]
+            cells += [_ratio_cell(ratio), _cell(rounds, 2)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -117,7 +122,7 @@ def kind_table(runs: list[Any], sides: list[str]) -> list[str]:
     return lines
 
 
-def reward_lines(runs: list[Any], negatives: list[Any]) -> list[str]:
+def reward_lines(runs: list[Any], negatives: list[Any], interrupted: bool) -> list[str]:
     failed = [r for r in [*runs, *negatives] if not r.passed]
     lines = []
     if negatives:
@@ -128,6 +133,8 @@ def reward_lines(runs: list[Any], negatives: list[Any]) -> list[str]:
     if failed:
         names = ", ".join(f"{r.side} round {r.round} -n {r.n} (exit {r.exit_code})" for r in failed)
         lines.append(f"**reward check: FAIL** ({names})")
+    elif interrupted:
+        lines.append("reward check: INCOMPLETE (interrupted; only the runs that finished)")
     else:
         lines.append("reward check: PASS")
     leftovers = [r for r in [*runs, *negatives] if r.leftover_pids]
@@ -148,6 +155,7 @@ def render(
     uptimes: tuple[str, str],
     command: str,
     memory_n: int,
+    interrupted: bool = False,
 ) -> str:
     sides = [c.label for c in checkouts]
     lines = [
@@ -173,7 +181,7 @@ def render(
     if measured:
         gap = max(abs(r.cpu_s - r.rusage_cpu_s) / r.cpu_s for r in measured)
         lines.append(f"cgroup vs RUSAGE_CHILDREN (subreaper): largest difference {100 * gap:.2f} %")
-    lines += reward_lines(runs, negatives)
+    lines += reward_lines(runs, negatives, interrupted)
     lines += ["", *metrics_table(runs, sides, memory_n)]
     kinds = kind_table(runs, sides)
     if kinds:
