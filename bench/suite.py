@@ -26,7 +26,8 @@ agent tree (buzz-acp + buzz-agent + buzz-dev-mcp, /proc/<pid>/smaps_rollup). Rep
 checkouts as medians over rounds, with the ratio current / baseline and the spread of the
 per-round ratios. Reward check: every trial of every run must score reward 1.0 (18/18) and,
 once per checkout, every negative solution (tests/fixtures/negative-solutions, replayed by the
-oracle) reward 0.0, else the bench prints FAIL and exits 1. The negative-solution job runs
+oracle) reward 0.0, else the bench prints FAIL and exits 1 (Ctrl-C: the finished runs are
+reported, INCOMPLETE, exit 130). The negative-solution job runs
 first and also fills each state directory (fixture profiles), so every measured run is warm.
 Results go to docs/performance.md.
 """
