@@ -27,7 +27,8 @@ Public API (import from `orchestra.buzz`; names load lazily so `buzz --help` sta
   "message", "event"}`; `await client.paged_query(base_filter, wanted=None)`
   (buzz-cli.md §5.2 paging, returns `(events oldest first, more_exist)`);
   `client.subscribe(filters, sub_id=None, *, reconnect=False, backoff=(1, 2, 4, 8, 15, 30),
-  on_disconnect=None)` — use as `async with client.subscribe(filters) as sub:
+  on_disconnect=None)` (`backoff`: delays in seconds, the last repeating, or an
+  `orchestra.backoff.Backoff`) — use as `async with client.subscribe(filters) as sub:
   async for item in sub:` — yields event dicts, then `EOSE` once, then live events.
   Without `reconnect` a dropped connection raises a retryable `BuzzError` (`network_error`);
   with `reconnect=True` it reconnects with the backoff, re-authenticates and re-subscribes each

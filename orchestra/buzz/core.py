@@ -6,11 +6,12 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from orchestra.backoff import Backoff
 from orchestra.buzz.connection import Lost, RelayConnection
 from orchestra.buzz.errors import EOSE, BuzzError, from_relay_message, network_error
 from orchestra.buzz.paging import EventDict, read_pages
 from orchestra.buzz.relay_info import fetch_max_limit
-from orchestra.buzz.subscription import Subscription
+from orchestra.buzz.subscription import RECONNECT_BACKOFF, Subscription
 from orchestra.nostr.event import sign_event
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.wire import RelayClosed
@@ -169,7 +170,7 @@ class ClientCore:
         sub_id: str | None = None,
         *,
         reconnect: bool = False,
-        backoff: Sequence[float] = (1, 2, 4, 8, 15, 30),
+        backoff: Backoff | Sequence[float] = RECONNECT_BACKOFF,
         on_disconnect: Callable[[str], Any] | None = None,
     ) -> Subscription:
         return Subscription(
@@ -177,7 +178,7 @@ class ClientCore:
             list(filters),
             sub_id or self.next_sub_id(),
             reconnect=reconnect,
-            backoff=tuple(backoff),
+            backoff=backoff if isinstance(backoff, Backoff) else Backoff.steps(*backoff or (1.0,)),
             on_disconnect=on_disconnect,
         )
 

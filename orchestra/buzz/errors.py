@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from orchestra.errors import OrchestraError
+
 EXIT_CODES = {
     "user_error": 1,
     "not_found": 1,
@@ -15,7 +17,7 @@ EXIT_CODES = {
 _RETRYABLE_BY_DEFAULT = frozenset({"network_error"})
 
 
-class BuzzError(Exception):
+class BuzzError(OrchestraError):
     """A failed operation; `to_json()` is exactly what the CLI prints on stderr."""
 
     def __init__(
@@ -33,10 +35,7 @@ class BuzzError(Exception):
         self.message = message
         self.retryable = error in _RETRYABLE_BY_DEFAULT if retryable is None else retryable
         self.details = details
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.error]
+        self.exit_code = EXIT_CODES[error]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from orchestra.backoff import Backoff
 from orchestra.buzz.connection import Lost, RelayConnection, SubscriptionItem
 from orchestra.buzz.errors import EOSE, BuzzError, from_relay_message, network_error
 from orchestra.nostr.wire import RelayClosed
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from orchestra.buzz.core import ClientCore
 
 SEEN_IDS_KEPT = 10_000
+#: `client.subscribe`'s default: 1, 2, 4, 8, 15, 30 s, then 30 s.
+RECONNECT_BACKOFF = Backoff.steps(1, 2, 4, 8, 15, 30)
 
 
 class Subscription:
@@ -32,7 +35,7 @@ class Subscription:
         sub_id: str,
         *,
         reconnect: bool,
-        backoff: tuple[float, ...],
+        backoff: Backoff,
         on_disconnect: Callable[[str], Any] | None,
     ) -> None:
         self.sub_id = sub_id
@@ -40,7 +43,7 @@ class Subscription:
         self.reconnects = 0
         self._client = client
         self._reconnect = reconnect
-        self._backoff = backoff or (1.0,)
+        self._backoff = backoff
         self._on_disconnect = on_disconnect
         self._connection: RelayConnection | None = None
         self._queue: asyncio.Queue[SubscriptionItem] | None = None
@@ -149,10 +152,10 @@ class Subscription:
     async def _recover(self, reason: str) -> None:
         self._give_up_unless_reconnecting(reason)
         await self._notify_disconnect(reason)
-        attempt = 0
+        retry = 0
         while True:
-            await asyncio.sleep(self._backoff[min(attempt, len(self._backoff) - 1)])
-            attempt += 1
+            retry += 1
+            await asyncio.sleep(self._backoff.delay(retry))
             self._give_up_unless_reconnecting(reason)
             try:
                 await self._request(self.resume_filters())
