@@ -15,7 +15,7 @@ oracle (whose solve script posts one reply), then measures
 * `turn_started -> turn_completed`;
 * `SIGTERM -> tree gone`: the descendants of `buzz-acp` are read from /proc just before the
   signal; the time runs until buzz-acp has exited and none of them is alive (zombies count as
-  gone), polled every 5 ms.
+  gone), awaited on pidfds.
 
 Medians over the runs (one warm-up run is not counted).
 """
@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agent_start import complete_records, launch_environment, record_time
 from relay_process import running_relay
 
-from orchestra.agents.acp.proctree import alive, descendants
 from orchestra.agents.oracle import OracleAgent, OracleServer, OracleTrial, oracle_token
 from orchestra.buzz import BuzzClient
 from orchestra.nostr.keys import Keys
+from orchestra.processes import alive, descendants, kill_group, wait_gone
 from orchestra.stack.info import scripts_dir
 from orchestra.trial.agent_env import OracleAccess
 
@@ -75,10 +75,12 @@ async def tree_gone_after_sigterm(process: asyncio.subprocess.Process) -> float:
     started = time.perf_counter()
     process.send_signal(signal.SIGTERM)
     await asyncio.wait_for(process.wait(), WAIT_S)
-    while any(alive(pid) for pid in pids):
-        if time.perf_counter() - started > WAIT_S:
-            raise RuntimeError(f"processes outlived buzz-acp: {[p for p in pids if alive(p)]}")
-        await asyncio.sleep(0.005)  # polling interval: these are not our children
+    try:
+        await asyncio.wait_for(wait_gone(pids), WAIT_S - (time.perf_counter() - started))
+    except TimeoutError:
+        raise RuntimeError(
+            f"processes outlived buzz-acp: {[p for p in pids if alive(p)]}"
+        ) from None
     return time.perf_counter() - started
 
 
@@ -136,9 +138,7 @@ async def one_trial(
             STAGES[3]: gone,
         }
     finally:
-        if process.returncode is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
+        await kill_group(process)
         oracle.unregister(trial_id)
 
 

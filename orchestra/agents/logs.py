@@ -45,13 +45,6 @@ class HarnessFormatter(logging.Formatter):
         return f"{stamp}.{millis:03d}Z {record.levelname} {record.name}: {message}"
 
 
-def parse_level(value: str, variable: str) -> int:
-    level = LOG_LEVELS.get(value.strip().lower())
-    if level is None:
-        raise ValueError(f"{variable}: expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
-    return level
-
-
 def setup_logging(level: int) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(HarnessFormatter())

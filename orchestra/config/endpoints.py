@@ -229,7 +229,7 @@ def _endpoint_problems(shown: str, name: str, endpoint: Endpoint) -> list[Config
         try:
             fault_plan_from_env(endpoint.oracle_settings())
         except OracleConfigError as exc:
-            problem(f"env.{exc.key}", exc.reason)
+            problem(f"env.{exc.variable}", exc.problem)
     return errors
 
 

@@ -13,6 +13,7 @@ from orchestra.agents.acp import pool as pool_module
 from orchestra.agents.acp.config import load_config
 from orchestra.agents.acp.eventlog import EventLog
 from orchestra.agents.acp.pool import AgentPool
+from orchestra.backoff import Backoff
 from orchestra.nostr.keys import Keys
 
 # Answers `initialize` (raw JSON-RPC, no SDK import so it starts fast), then exits with code 5.
@@ -30,7 +31,7 @@ sys.exit(5)
 async def test_crash_loop_after_more_than_five_exits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pool_module, "RESPAWN_BACKOFF", (0,))
+    monkeypatch.setattr(pool_module, "RESPAWN_BACKOFF", Backoff.steps(0))
     script = tmp_path / "agent.py"
     script.write_text(SHORT_LIVED_AGENT)
     config = load_config(

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from orchestra.agents.acp.config import AcpConfig, ConfigError, load_config
+from orchestra.agents.acp.config import AcpConfig, load_config
 from orchestra.agents.acp.queues import ChannelQueues
 from orchestra.agents.acp.wake import WakeRule
 from orchestra.nostr.keys import Keys
+from orchestra.settings import SettingError
 
 KEYS = Keys.generate()
 OWNER, FRIEND, STRANGER = (Keys.generate().pubkey for _ in range(3))
@@ -196,7 +197,7 @@ def test_configuration_defaults_and_flags(tmp_path: Path) -> None:
     ],
 )
 def test_configuration_errors_name_the_variable(env: dict[str, str], message: str) -> None:
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(SettingError) as raised:
         config(**env)
     assert str(raised.value).startswith(message) or message in str(raised.value)
     assert KEYS.secret_hex not in str(raised.value)

@@ -34,9 +34,9 @@ from typing import Any, Protocol
 
 from fake_llm import RecordedRequest
 
-from orchestra.agents.acp.proctree import descendants
 from orchestra.buzz import BuzzClient
 from orchestra.nostr.keys import Keys
+from orchestra.processes import descendants
 
 VENV_BIN = Path(sys.executable).parent
 WAIT_S = 45.0

@@ -37,10 +37,12 @@ from orchestra.agents.acp.sessions import SessionManager
 from orchestra.agents.acp.slot import AgentSlot
 from orchestra.agents.acp.turns import Limits, TurnOutcome, TurnRequest, TurnRunner
 from orchestra.agents.acp.wake import WakeRule
+from orchestra.backoff import Backoff
 from orchestra.buzz import BuzzError
 from orchestra.nostr import tags
 
-RETRY_BASE_S = 5.0
+#: §1.9: a failed turn is retried after 5 s × 3^(k−1).
+TURN_RETRY = Backoff(first=5.0, factor=3.0)
 NOTICE_REASONS = {"idle_timeout": "idle timeout", "max_turn_duration": "maximum turn duration"}
 log = logging.getLogger("buzz_acp")
 
@@ -173,7 +175,7 @@ class Bridge:
                 will_retry = (
                     outcome.retryable and attempt < max_attempts and not self.shutdown.is_set()
                 )
-                delay = RETRY_BASE_S * 3 ** (attempt - 1) if will_retry else None
+                delay = TURN_RETRY.delay(attempt) if will_retry else None
                 self.runner.finish_failed(request, outcome, delay)
                 if delay is None:
                     if not self.shutdown.is_set():
@@ -290,7 +292,7 @@ class Bridge:
         except AgentInitError as error:
             log.error("agent failed to initialize: %s", error)
             await self._stop_agents()
-            return self.exit("agent_init_failed", 1)
+            return self.exit("agent_init_failed", error.exit_code)
         early_exit = await self._connect_relay()
         if early_exit is not None:
             await self._stop_agents()
@@ -319,7 +321,7 @@ class Bridge:
             return self.exit("signal", 0)
         if isinstance(error := connect.exception(), RelayUnavailable):
             log.error("relay not reachable within %ss: %s", self.config.connect_timeout_s, error)
-            return self.exit("relay_unreachable", 2)
+            return self.exit("relay_unreachable", error.exit_code)
         connect.result()
         self.events.emit(RelayConnected(url=self.config.relay_url))
         self.events.emit(RelayAuthenticated())

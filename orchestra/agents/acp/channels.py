@@ -174,8 +174,8 @@ class Channels:
             self._events.emit(Ready(channels=channels))
 
     def _on_disconnect(self, reason: str) -> None:
-        delay = RECONNECT_BACKOFF[min(self._disconnects, len(RECONNECT_BACKOFF) - 1)]
         self._disconnects += 1
+        delay = RECONNECT_BACKOFF.delay(self._disconnects)
         logging.getLogger("relay").warning("relay disconnected: %s", reason)
         self._events.emit(RelayDisconnected(reason=reason, reconnect_in_s=delay))
 

@@ -9,14 +9,19 @@ import os
 import sys
 import traceback
 
-from orchestra.agents.acp.config import AcpConfig, ConfigError, help_text, load_config, parse_flags
+from orchestra.agents.acp.config import AcpConfig, load_config
 from orchestra.agents.acp.eventlog import EventLog, PromptLog, open_log
-from orchestra.agents.acp.proctree import become_subreaper, exit_now, start_agent_process
+from orchestra.agents.acp.options import help_text, parse_flags
+from orchestra.agents.acp.proctree import start_agent_process
 from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.acp.records import AgentSpawned, Shutdown, Startup
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
+from orchestra.processes import become_subreaper, exit_now
+from orchestra.settings import SettingError
 
 VERSION = "0.1.0"
+#: §1.10: a configuration error (a setting, or a log file that cannot be opened) exits 1.
+EXIT_CONFIGURATION = SettingError.exit_code
 log = logging.getLogger("buzz_acp")
 
 
@@ -75,7 +80,7 @@ def main() -> None:
         sys.exit(0)
     try:
         flags = parse_flags(argv)
-    except ConfigError:
+    except SettingError:
         flags = {}
     settings = {**os.environ, **flags}
     setup_logging(LOG_LEVELS.get(settings.get("BUZZ_ACP_LOG_LEVEL", "info").lower(), logging.INFO))
@@ -83,15 +88,17 @@ def main() -> None:
         stream = open_log(settings.get("BUZZ_ACP_EVENT_LOG") or None)
     except OSError as error:
         log.error("configuration error: BUZZ_ACP_EVENT_LOG: cannot open: %s", error.strerror)
-        sys.exit(1)
+        sys.exit(EXIT_CONFIGURATION)
     try:
         config = load_config(os.environ, argv)
         prompt_stream = open_log(config.prompt_log) if config.prompt_log else None
-    except (ConfigError, OSError) as error:
-        message = str(error) if isinstance(error, ConfigError) else f"BUZZ_ACP_PROMPT_LOG: {error}"
+    except (SettingError, OSError) as error:
+        message = str(error) if isinstance(error, SettingError) else f"BUZZ_ACP_PROMPT_LOG: {error}"
         log.error("configuration error: %s", message)
-        EventLog(stream, None).emit(Shutdown(reason="configuration_error", exit_code=1))
-        sys.exit(1)
+        EventLog(stream, None).emit(
+            Shutdown(reason="configuration_error", exit_code=EXIT_CONFIGURATION)
+        )
+        sys.exit(EXIT_CONFIGURATION)
     events = EventLog(stream, config.keys.pubkey)
     if config.ignored_set:
         log.info("ignored (accepted for compatibility): %s", ", ".join(config.ignored_set))

@@ -19,9 +19,11 @@ from orchestra.agents.acp.records import (
     SessionRotated,
 )
 from orchestra.agents.acp.slot import AgentSlot, spawn_slot
+from orchestra.backoff import Backoff
+from orchestra.errors import OrchestraError
 
 INIT_TIMEOUT_S = 30.0
-RESPAWN_BACKOFF = (1, 2, 4, 8, 16, 30)
+RESPAWN_BACKOFF = Backoff.steps(1, 2, 4, 8, 16, 30)
 CRASH_LOOP_EXITS = 5
 CRASH_LOOP_WINDOW_S = 300.0
 log = logging.getLogger("buzz_acp")
@@ -45,12 +47,8 @@ class Notifier:
         return future
 
 
-class AgentInitError(RuntimeError):
-    """An agent exited or failed `initialize` within 30 s."""
-
-
-class CrashLoop(RuntimeError):
-    """More than five unexpected agent exits within 300 s."""
+class AgentInitError(OrchestraError):
+    """An agent exited or failed `initialize` within 30 s (buzz-acp exits 1, §1.2)."""
 
 
 class AgentPool:
@@ -157,9 +155,8 @@ class AgentPool:
                 self.crash_loop.set()
                 self.changed.notify()
                 return
-            count = self._consecutive_exits[index]
             self._consecutive_exits[index] += 1
-            await asyncio.sleep(RESPAWN_BACKOFF[min(count, len(RESPAWN_BACKOFF) - 1)])
+            await asyncio.sleep(RESPAWN_BACKOFF.delay(self._consecutive_exits[index]))
             if self._stopping:
                 return
             try:

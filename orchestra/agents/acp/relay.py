@@ -15,18 +15,22 @@ from typing import Any
 
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.prompt import ThreadContext, select_thread_messages
+from orchestra.backoff import Backoff
 from orchestra.buzz import BuzzClient, BuzzError
+from orchestra.errors import OrchestraError
 from orchestra.nostr import tags
 from orchestra.nostr.kinds import Kind
 
-CONNECT_BACKOFF = (1, 2, 4, 8, 15)
-RECONNECT_BACKOFF = (1, 2, 4, 8, 15, 30)
+CONNECT_BACKOFF = Backoff.steps(1, 2, 4, 8, 15)
+RECONNECT_BACKOFF = Backoff.steps(1, 2, 4, 8, 15, 30)
 THREAD_FETCH_LIMIT = 500
 log = logging.getLogger("relay")
 
 
-class RelayUnavailable(RuntimeError):
-    """The relay could not be connected and authenticated within the connect timeout."""
+class RelayUnavailable(OrchestraError):
+    """The relay could not be connected and authenticated within the connect timeout (exit 2)."""
+
+    exit_code = 2
 
 
 def discovery_filters(self_pubkey: str) -> list[dict[str, Any]]:
@@ -69,14 +73,14 @@ class RelayLink:
     async def connect(self) -> None:
         """Retry with backoff 1, 2, 4, 8, 15 s (then 15 s) until the connect timeout."""
         deadline = time.monotonic() + self.config.connect_timeout_s
-        for attempt in itertools.count():
+        for retry in itertools.count(1):
             try:
                 remaining = deadline - time.monotonic()
                 await asyncio.wait_for(self.client.connection(), max(remaining, 0.1))
                 return
             except (BuzzError, TimeoutError) as error:
                 reason = getattr(error, "message", None) or "timed out"
-                delay = CONNECT_BACKOFF[min(attempt, len(CONNECT_BACKOFF) - 1)]
+                delay = CONNECT_BACKOFF.delay(retry)
                 if time.monotonic() + delay >= deadline:
                     raise RelayUnavailable(reason) from None
                 log.warning("relay connection failed: %s; retrying in %ss", reason, delay)

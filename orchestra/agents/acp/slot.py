@@ -23,7 +23,8 @@ from acp.schema import (
 
 from orchestra.agents.acp.acp_client import BridgeClient
 from orchestra.agents.acp.config import AcpConfig
-from orchestra.agents.acp.proctree import descendants, end_tree, start_agent_process
+from orchestra.agents.acp.proctree import start_agent_process
+from orchestra.processes import descendants, stop_tree
 
 CLIENT_VERSION = "0.1.0"
 
@@ -99,7 +100,7 @@ class AgentSlot:
     async def kill(self) -> None:
         """End an unresponsive agent's tree; its exit watcher then replaces it."""
         self.lost_turn = True
-        await end_tree(self.process, 2.0, descendants(self.process.pid))
+        await stop_tree(self.process, grace=2.0)
 
     async def stop(self, grace_s: float = 2.0) -> None:
         """Close stdin, give the agent `grace_s` to exit, then end its whole tree."""
@@ -111,7 +112,7 @@ class AgentSlot:
             await asyncio.wait_for(self.process.wait(), grace_s)
         except TimeoutError:
             pass
-        await end_tree(self.process, grace_s, known)
+        await stop_tree(self.process, grace=grace_s, known=known)
         await self.conn.close()
 
 

@@ -14,14 +14,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("buzz_agent")
 
-_IGNORED_VARIABLES = (
-    "BUZZ_AGENT_THINKING_SUMMARY",
-    "BUZZ_AGENT_MAX_HANDOFFS",
-    "BUZZ_AGENT_STRICT_TOOLS",
-    "BUZZ_AGENT_MAX_PARALLEL_TOOLS",
-    "BUZZ_AGENT_REQUIRE_REPLY",
-)
-
 
 async def _serve(config: AgentConfig) -> None:
     import acp
@@ -63,18 +55,18 @@ def main() -> None:
     from orchestra.agents.logs import setup_logging
 
     setup_logging(logging.INFO)
-    from orchestra.agents.agent.config import ConfigError, load_config
+    from orchestra.agents.agent.config import IGNORED_VARIABLES, load_config
     from orchestra.agents.llm.effort import warn_if_budget_disabled
+    from orchestra.settings import SettingError, present
 
     try:
         config = load_config(os.environ)
-    except ConfigError as exc:
+    except SettingError as exc:
         log.error("configuration error: %s", exc)
-        sys.exit(1)
+        sys.exit(exc.exit_code)
     setup_logging(logging.getLevelName(config.log_level.upper()))
-    for name in _IGNORED_VARIABLES:
-        if name in os.environ:
-            log.info("%s is accepted for compatibility and ignored", name)
+    for name in present(os.environ, IGNORED_VARIABLES):
+        log.info("%s is accepted for compatibility and ignored", name)
     warn_if_budget_disabled(
         config.effort, config.anthropic_thinking, config.max_output_tokens, config.provider
     )
@@ -85,6 +77,6 @@ def main() -> None:
         config.route,
     )
     asyncio.run(_serve(config))
-    from orchestra.agents.acp.proctree import exit_now
+    from orchestra.processes import exit_now
 
     exit_now(0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -12,21 +11,26 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from orchestra.agents.llm.client import ProviderSettings
 from orchestra.agents.llm.effort import validate_effort
 from orchestra.agents.llm.types import Route
+from orchestra.settings import (
+    InvalidValue,
+    Setting,
+    SettingError,
+    boolean,
+    choice,
+    fold,
+    integer,
+    strip,
+    text,
+    text_file,
+)
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant that works by calling tools."
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 _PROVIDER_ALIASES = {
     "openai": "openai",
     "openai-compat": "openai",
     "anthropic": "anthropic",
     "openrouter": "openrouter",
 }
-_MAX_PROMPT_FILE_BYTES = 1024 * 1024
-
-
-class ConfigError(ValueError):
-    """Invalid configuration; the message names the variable and never contains a secret."""
 
 
 class AgentConfig(BaseModel):
@@ -88,166 +92,195 @@ def _is_openai_host(host: str) -> bool:
     return host == "openai.com" or host.endswith(".openai.com")
 
 
-class _Env:
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        self._environ = environ
+def _text(variable: str, default: str = "") -> Setting[str]:
+    """As written, stripped; empty when set empty."""
+    return Setting(variable, text, default, tidy=strip)
 
-    def text(self, name: str, default: str = "") -> str:
-        return self._environ.get(name, default).strip()
 
-    def secret(self, name: str) -> str:
-        return self._environ.get(name, "").strip()
+def _number(variable: str, default: int | None, low: int, high: int | None = None) -> Setting[int]:
+    return Setting(
+        variable,
+        integer(low, high),
+        None if default is None else str(default),
+        tidy=strip,
+        empty_is_unset=True,
+    )
 
-    def integer(self, name: str, default: int, low: int, high: int | None = None) -> int:
-        raw = self.text(name)
-        if raw == "":
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigError(f"{name}: expected an integer, got {raw!r}") from None
-        if value < low or (high is not None and value > high):
-            bounds = f"at least {low}" if high is None else f"between {low} and {high}"
-            raise ConfigError(f"{name}: must be {bounds}, got {value}")
-        return value
 
-    def boolean(self, name: str, default: bool) -> bool:
-        raw = self.text(name).lower()
-        if raw == "":
-            return default
-        if raw in _TRUE:
-            return True
-        if raw in _FALSE:
-            return False
-        raise ConfigError(
-            f"{name}: expected a boolean (1/0, true/false, yes/no, on/off), got {raw!r}"
+def _switch(variable: str, default: bool) -> Setting[bool]:
+    return Setting(variable, boolean, str(default), tidy=fold, empty_is_unset=True)
+
+
+def _choice(variable: str, default: str, allowed: tuple[str, ...]) -> Setting[str]:
+    """One of `allowed`; `default` when unset or empty."""
+    return Setting(variable, choice(*allowed), default, tidy=strip, empty_is_unset=True)
+
+
+def _provider(value: str) -> str:
+    provider = _PROVIDER_ALIASES.get(value)
+    if provider is None:
+        raise InvalidValue(f"unsupported provider {value!r}")
+    return provider
+
+
+PROVIDER = Setting("BUZZ_AGENT_PROVIDER", _provider, tidy=fold, empty_is_unset=True)
+MODEL = _text("BUZZ_AGENT_MODEL")
+ANTHROPIC_MODEL = _text("ANTHROPIC_MODEL")
+ANTHROPIC_API_KEY = _text("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = _text("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+ANTHROPIC_API_VERSION = Setting(
+    "ANTHROPIC_API_VERSION", text, "2023-06-01", tidy=strip, empty_is_unset=True
+)
+OPENROUTER_MODEL = _text("OPENROUTER_MODEL")
+OPENROUTER_API_KEY = _text("OPENROUTER_API_KEY")
+OPENROUTER_BASE_URL = _text("OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1")
+OPENAI_COMPAT_MODEL = _text("OPENAI_COMPAT_MODEL")
+OPENAI_COMPAT_API_KEY = _text("OPENAI_COMPAT_API_KEY")
+OPENAI_COMPAT_BASE_URL = _text("OPENAI_COMPAT_BASE_URL", "https://api.openai.com/v1")
+OPENAI_COMPAT_API = _choice("OPENAI_COMPAT_API", "auto", ("auto", "chat", "responses"))
+THINKING_EFFORT = Setting("BUZZ_AGENT_THINKING_EFFORT", text, tidy=fold, empty_is_unset=True)
+ANTHROPIC_THINKING = _choice("BUZZ_AGENT_ANTHROPIC_THINKING", "budget", ("budget", "adaptive"))
+MAX_OUTPUT_TOKENS = _number("BUZZ_AGENT_MAX_OUTPUT_TOKENS", 32_768, 1)
+MAX_CONTEXT_TOKENS = _number("BUZZ_AGENT_MAX_CONTEXT_TOKENS", 200_000, 1024)
+HANDOFF_PERCENT = _number("BUZZ_AGENT_HANDOFF_PERCENT", 90, 1, 100)
+HANDOFF_AT_TOKENS = _number("BUZZ_AGENT_HANDOFF_AT_TOKENS", None, 1)
+MAX_ROUNDS = _number("BUZZ_AGENT_MAX_ROUNDS", 0, 0)
+MAX_TOKEN_RECOVERIES = _number("BUZZ_AGENT_MAX_TOKEN_RECOVERIES", 3, 0)
+LLM_TIMEOUT_SECS = _number("BUZZ_AGENT_LLM_TIMEOUT_SECS", 240, 1)
+LLM_MAX_RETRIES = _number("BUZZ_AGENT_LLM_MAX_RETRIES", 5, 0, 100)
+TOOL_TIMEOUT_SECS = _number("BUZZ_AGENT_TOOL_TIMEOUT_SECS", 660, 1)
+MAX_TOOL_RESULT_TEXT_BYTES = _number("BUZZ_AGENT_MAX_TOOL_RESULT_TEXT_BYTES", 51_200, 1024)
+MAX_TOOL_CALLS_PER_RESPONSE = _number("BUZZ_AGENT_MAX_TOOL_CALLS_PER_RESPONSE", 64, 1)
+MCP_INIT_TIMEOUT_SECS = _number("BUZZ_AGENT_MCP_INIT_TIMEOUT_SECS", 30, 1)
+REQUEST_PERMISSION = _switch("BUZZ_AGENT_REQUEST_PERMISSION", True)
+PROMPT_CACHING = _switch("BUZZ_AGENT_PROMPT_CACHING", True)
+OPENAI_MAX_TOKENS_FIELD = _choice(
+    "BUZZ_AGENT_OPENAI_MAX_TOKENS_FIELD",
+    "max_completion_tokens",
+    ("max_completion_tokens", "max_tokens"),
+)
+SYSTEM_PROMPT = Setting("BUZZ_AGENT_SYSTEM_PROMPT", text, tidy=strip, empty_is_unset=True)
+SYSTEM_PROMPT_FILE = Setting(
+    "BUZZ_AGENT_SYSTEM_PROMPT_FILE", text_file, tidy=strip, empty_is_unset=True
+)
+NO_HINTS = _switch("BUZZ_AGENT_NO_HINTS", False)
+LOG_LEVEL = _choice("BUZZ_AGENT_LOG_LEVEL", "info", ("debug", "info", "warning", "error"))
+#: Accepted for compatibility and ignored (§2.1).
+IGNORED_VARIABLES = (
+    "BUZZ_AGENT_THINKING_SUMMARY",
+    "BUZZ_AGENT_MAX_HANDOFFS",
+    "BUZZ_AGENT_STRICT_TOOLS",
+    "BUZZ_AGENT_MAX_PARALLEL_TOOLS",
+    "BUZZ_AGENT_REQUIRE_REPLY",
+)
+
+
+def _system_prompt(env: Mapping[str, str]) -> str:
+    if SYSTEM_PROMPT.text(env) is not None and SYSTEM_PROMPT_FILE.text(env) is not None:
+        raise SettingError(
+            None, "BUZZ_AGENT_SYSTEM_PROMPT and BUZZ_AGENT_SYSTEM_PROMPT_FILE are both set"
         )
-
-    def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
-        raw = self.text(name, default) or default
-        if raw not in allowed:
-            raise ConfigError(f"{name}: expected one of {', '.join(allowed)}, got {raw!r}")
-        return raw
+    from_file = SYSTEM_PROMPT_FILE.get(env)
+    if from_file is not None:
+        return from_file
+    return SYSTEM_PROMPT.get(env) or DEFAULT_SYSTEM_PROMPT
 
 
-def _system_prompt(env: _Env) -> str:
-    inline = env.text("BUZZ_AGENT_SYSTEM_PROMPT")
-    path = env.text("BUZZ_AGENT_SYSTEM_PROMPT_FILE")
-    if inline and path:
-        raise ConfigError("BUZZ_AGENT_SYSTEM_PROMPT and BUZZ_AGENT_SYSTEM_PROMPT_FILE are both set")
-    if not path:
-        return inline or DEFAULT_SYSTEM_PROMPT
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ConfigError(
-            f"BUZZ_AGENT_SYSTEM_PROMPT_FILE: cannot read {path!r}: {exc.strerror or exc}"
-        ) from None
-    if len(data) > _MAX_PROMPT_FILE_BYTES:
-        raise ConfigError(f"BUZZ_AGENT_SYSTEM_PROMPT_FILE: {path!r} is larger than 1 MiB")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"BUZZ_AGENT_SYSTEM_PROMPT_FILE: {path!r} is not UTF-8") from None
-
-
-def _endpoint(env: _Env, provider: str) -> tuple[str, str, str, Route]:
+def _endpoint(env: Mapping[str, str], provider: str) -> tuple[str, str, str, Route]:
     """(model, api key, base url, route) for the provider."""
-    override = env.text("BUZZ_AGENT_MODEL")
+    override = MODEL.value(env)
     if provider == "anthropic":
-        model = override or env.text("ANTHROPIC_MODEL")
-        key = env.secret("ANTHROPIC_API_KEY")
+        model = override or ANTHROPIC_MODEL.value(env)
+        key = ANTHROPIC_API_KEY.value(env)
         if not key:
-            raise ConfigError("ANTHROPIC_API_KEY is required for the anthropic provider")
-        base = env.text("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+            raise SettingError(
+                "ANTHROPIC_API_KEY", "is required for the anthropic provider", joiner=" "
+            )
+        base = ANTHROPIC_BASE_URL.value(env)
         route: Route = "anthropic"
     elif provider == "openrouter":
-        model = override or env.text("OPENROUTER_MODEL")
-        key = env.secret("OPENROUTER_API_KEY")
+        model = override or OPENROUTER_MODEL.value(env)
+        key = OPENROUTER_API_KEY.value(env)
         if not key:
-            raise ConfigError("OPENROUTER_API_KEY is required for the openrouter provider")
-        base = env.text("OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1")
+            raise SettingError(
+                "OPENROUTER_API_KEY", "is required for the openrouter provider", joiner=" "
+            )
+        base = OPENROUTER_BASE_URL.value(env)
         route = "chat"
     else:
-        model = override or env.text("OPENAI_COMPAT_MODEL")
-        key = env.secret("OPENAI_COMPAT_API_KEY")
-        base = env.text("OPENAI_COMPAT_BASE_URL", "https://api.openai.com/v1")
+        model = override or OPENAI_COMPAT_MODEL.value(env)
+        key = OPENAI_COMPAT_API_KEY.value(env)
+        base = OPENAI_COMPAT_BASE_URL.value(env)
         host = urlsplit(base).hostname or ""
         if not key and _is_openai_host(host):
-            raise ConfigError("OPENAI_COMPAT_API_KEY is required for api.openai.com")
-        api = env.choice("OPENAI_COMPAT_API", "auto", ("auto", "chat", "responses"))
+            raise SettingError(
+                "OPENAI_COMPAT_API_KEY", "is required for api.openai.com", joiner=" "
+            )
+        api = OPENAI_COMPAT_API.value(env)
         route = (
             "responses"
             if api == "responses" or (api == "auto" and _is_openai_host(host))
             else "chat"
         )
     if not model:
-        raise ConfigError("BUZZ_AGENT_MODEL is not set (nor the provider's *_MODEL variable)")
+        raise SettingError(
+            "BUZZ_AGENT_MODEL",
+            "is not set (nor the provider's *_MODEL variable)",
+            joiner=" ",
+        )
     parts = urlsplit(base)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"base URL must be an http(s) URL, got {base!r}")
+        raise SettingError(None, f"base URL must be an http(s) URL, got {base!r}")
     return model, key, base.rstrip("/"), route
 
 
 def load_config(environ: Mapping[str, str]) -> AgentConfig:
-    env = _Env(environ)
-    raw_provider = env.text("BUZZ_AGENT_PROVIDER").lower()
-    if not raw_provider:
-        raise ConfigError("BUZZ_AGENT_PROVIDER is required (openai, anthropic or openrouter)")
-    provider = _PROVIDER_ALIASES.get(raw_provider)
+    """Raises SettingError with a one-line message naming the variable (never a secret)."""
+    provider = PROVIDER.get(environ)
     if provider is None:
-        raise ConfigError(f"BUZZ_AGENT_PROVIDER: unsupported provider {raw_provider!r}")
-    model, key, base_url, route = _endpoint(env, provider)
-    effort = env.text("BUZZ_AGENT_THINKING_EFFORT").lower() or None
+        raise SettingError(
+            "BUZZ_AGENT_PROVIDER", "is required (openai, anthropic or openrouter)", joiner=" "
+        )
+    model, key, base_url, route = _endpoint(environ, provider)
+    effort = THINKING_EFFORT.get(environ)
     try:
         validate_effort(effort, provider)
     except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    max_context = env.integer("BUZZ_AGENT_MAX_CONTEXT_TOKENS", 200_000, 1024)
-    max_output = env.integer("BUZZ_AGENT_MAX_OUTPUT_TOKENS", 32_768, 1)
+        raise SettingError(None, str(exc)) from None
+    max_context = MAX_CONTEXT_TOKENS.value(environ)
+    max_output = MAX_OUTPUT_TOKENS.value(environ)
     if max_output >= max_context:
-        raise ConfigError(
-            f"BUZZ_AGENT_MAX_OUTPUT_TOKENS ({max_output}) must be smaller than "
-            f"BUZZ_AGENT_MAX_CONTEXT_TOKENS ({max_context})"
+        raise SettingError(
+            "BUZZ_AGENT_MAX_OUTPUT_TOKENS",
+            f"({max_output}) must be smaller than BUZZ_AGENT_MAX_CONTEXT_TOKENS ({max_context})",
+            joiner=" ",
         )
-    handoff_at = (
-        env.integer("BUZZ_AGENT_HANDOFF_AT_TOKENS", 0, 1)
-        if env.text("BUZZ_AGENT_HANDOFF_AT_TOKENS")
-        else None
-    )
+    handoff_at = HANDOFF_AT_TOKENS.get(environ)
     return AgentConfig(
         provider=provider,  # type: ignore[arg-type]
         model=model,
         api_key=SecretStr(key),
         base_url=base_url,
         route=route,
-        anthropic_version=env.text("ANTHROPIC_API_VERSION", "2023-06-01") or "2023-06-01",
+        anthropic_version=ANTHROPIC_API_VERSION.value(environ),
         effort=effort,
-        anthropic_thinking=env.choice(
-            "BUZZ_AGENT_ANTHROPIC_THINKING", "budget", ("budget", "adaptive")
-        ),  # type: ignore[arg-type]
+        anthropic_thinking=ANTHROPIC_THINKING.value(environ),  # type: ignore[arg-type]
         max_output_tokens=max_output,
         max_context_tokens=max_context,
-        handoff_percent=env.integer("BUZZ_AGENT_HANDOFF_PERCENT", 90, 1, 100),
+        handoff_percent=HANDOFF_PERCENT.value(environ),
         handoff_at_tokens=handoff_at,
-        max_rounds=env.integer("BUZZ_AGENT_MAX_ROUNDS", 0, 0),
-        max_token_recoveries=env.integer("BUZZ_AGENT_MAX_TOKEN_RECOVERIES", 3, 0),
-        llm_timeout_secs=env.integer("BUZZ_AGENT_LLM_TIMEOUT_SECS", 240, 1),
-        llm_max_retries=env.integer("BUZZ_AGENT_LLM_MAX_RETRIES", 5, 0, 100),
-        tool_timeout_secs=env.integer("BUZZ_AGENT_TOOL_TIMEOUT_SECS", 660, 1),
-        max_tool_result_text_bytes=env.integer(
-            "BUZZ_AGENT_MAX_TOOL_RESULT_TEXT_BYTES", 51_200, 1024
-        ),
-        max_tool_calls_per_response=env.integer("BUZZ_AGENT_MAX_TOOL_CALLS_PER_RESPONSE", 64, 1),
-        mcp_init_timeout_secs=env.integer("BUZZ_AGENT_MCP_INIT_TIMEOUT_SECS", 30, 1),
-        request_permission=env.boolean("BUZZ_AGENT_REQUEST_PERMISSION", True),
-        prompt_caching=env.boolean("BUZZ_AGENT_PROMPT_CACHING", True),
-        openai_max_tokens_field=env.choice(  # type: ignore[arg-type]
-            "BUZZ_AGENT_OPENAI_MAX_TOKENS_FIELD",
-            "max_completion_tokens",
-            ("max_completion_tokens", "max_tokens"),
-        ),
-        system_prompt=_system_prompt(env),
-        no_hints=env.boolean("BUZZ_AGENT_NO_HINTS", False),
-        log_level=env.choice("BUZZ_AGENT_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+        max_rounds=MAX_ROUNDS.value(environ),
+        max_token_recoveries=MAX_TOKEN_RECOVERIES.value(environ),
+        llm_timeout_secs=LLM_TIMEOUT_SECS.value(environ),
+        llm_max_retries=LLM_MAX_RETRIES.value(environ),
+        tool_timeout_secs=TOOL_TIMEOUT_SECS.value(environ),
+        max_tool_result_text_bytes=MAX_TOOL_RESULT_TEXT_BYTES.value(environ),
+        max_tool_calls_per_response=MAX_TOOL_CALLS_PER_RESPONSE.value(environ),
+        mcp_init_timeout_secs=MCP_INIT_TIMEOUT_SECS.value(environ),
+        request_permission=REQUEST_PERMISSION.value(environ),
+        prompt_caching=PROMPT_CACHING.value(environ),
+        openai_max_tokens_field=OPENAI_MAX_TOKENS_FIELD.value(environ),  # type: ignore[arg-type]
+        system_prompt=_system_prompt(environ),
+        no_hints=NO_HINTS.value(environ),
+        log_level=LOG_LEVEL.value(environ),
     )

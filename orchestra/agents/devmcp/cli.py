@@ -34,16 +34,15 @@ def _stop_code(error: BaseException) -> int | None:
 
 
 def main() -> None:
-    from orchestra.agents.logs import parse_level, setup_logging
+    from orchestra.agents.logs import LOG_LEVELS, setup_logging
+    from orchestra.settings import Setting, SettingError, choice
 
+    log_level = Setting("BUZZ_DEV_MCP_LOG_LEVEL", choice(*LOG_LEVELS, any_case=True), "info")
     try:
-        level = parse_level(
-            os.environ.get("BUZZ_DEV_MCP_LOG_LEVEL", "info"), "BUZZ_DEV_MCP_LOG_LEVEL"
-        )
-    except ValueError as exc:
+        setup_logging(LOG_LEVELS[log_level.value(os.environ)])
+    except SettingError as exc:
         print(f"buzz-dev-mcp: configuration error: {exc}", file=sys.stderr)
-        sys.exit(1)
-    setup_logging(level)
+        sys.exit(exc.exit_code)
 
     from orchestra.agents.devmcp.workspace import WorkspaceError, create_workspace
 
@@ -66,6 +65,6 @@ def main() -> None:
         code = stop
     finally:
         workspace.remove()
-    from orchestra.agents.acp.proctree import exit_now
+    from orchestra.processes import exit_now
 
     exit_now(code)

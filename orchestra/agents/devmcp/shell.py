@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import time
 
 from orchestra.agents.devmcp.workspace import Workspace
+from orchestra.processes import stop_group
 
 DEFAULT_TIMEOUT_SECS = 120
 MAX_TIMEOUT_SECS = 600
@@ -51,18 +50,6 @@ def clamp_timeout(timeout_secs: int | None) -> int:
     if timeout_secs is None:
         return DEFAULT_TIMEOUT_SECS
     return max(1, min(MAX_TIMEOUT_SECS, int(timeout_secs)))
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """TERM the whole process group, give it a grace period, then KILL what is left of it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), _KILL_GRACE_SECS)
-    # Members that ignored TERM (or outlived the leader) still get the KILL.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    await process.wait()
 
 
 async def _pump(stream: asyncio.StreamReader, output: _OutputCollector) -> None:
@@ -115,7 +102,7 @@ async def run_shell(command: str, timeout_secs: int | None, workspace: Workspace
         try:
             await asyncio.wait_for(process.wait(), timeout)
         except TimeoutError:
-            await _kill_group(process)
+            await stop_group(process, grace=_KILL_GRACE_SECS)
             await _finish_pump(pump, deadline=time.monotonic() + _DRAIN_AFTER_EXIT_SECS)
             return ShellOutcome(
                 _render(output, workspace, f"[timed out after {timeout} s]"), is_error=True
@@ -123,7 +110,7 @@ async def run_shell(command: str, timeout_secs: int | None, workspace: Workspace
         await _finish_pump(pump, deadline=min(deadline, time.monotonic() + _DRAIN_AFTER_EXIT_SECS))
     except asyncio.CancelledError:
         # The client cancelled the call: nothing of the command may survive it.
-        kill = asyncio.ensure_future(_kill_group(process))
+        kill = asyncio.ensure_future(stop_group(process, grace=_KILL_GRACE_SECS))
         _pending_kills.add(kill)
         kill.add_done_callback(_pending_kills.discard)
         pump.cancel()

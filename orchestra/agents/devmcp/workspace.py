@@ -9,11 +9,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestra.errors import OrchestraError
+
 # Variables that must never reach a shell command even when the parent passed them on.
 _HIDDEN_FROM_SHELL = ("NOSTR_PRIVATE_KEY",)
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(OrchestraError):
     """Startup problem that makes the server unusable (reported as one line, exit 1)."""
 
 

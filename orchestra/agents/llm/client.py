@@ -6,7 +6,6 @@ import asyncio
 import email.utils
 import json
 import logging
-import random
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,11 +16,16 @@ from orchestra.agents.llm import anthropic, openai_chat, openai_responses
 from orchestra.agents.llm.effort import AnthropicThinking, lower_effort
 from orchestra.agents.llm.errors import LLMError
 from orchestra.agents.llm.types import Conversation, LLMResponse, Route
+from orchestra.backoff import Backoff
 
 log = logging.getLogger("llm")
 
 CONNECT_TIMEOUT_SECS = 30.0
 MAX_RETRY_WAIT_SECS = 120.0
+#: §2.8: min(30, 2^(k−1)) s × uniform(0.75, 1.25), at least Retry-After, at most 120 s.
+RETRY_BACKOFF = Backoff(
+    first=1.0, factor=2.0, cap=30.0, jitter=(0.75, 1.25), limit=MAX_RETRY_WAIT_SECS
+)
 _ERROR_DETAIL_CHARS = 2000
 
 
@@ -41,10 +45,7 @@ class ProviderSettings:
 
 def retry_delay(attempt: int, retry_after: float | None) -> float:
     """Delay before retry `attempt` (1-based): jittered exponential, at least Retry-After."""
-    delay = min(30.0, 2.0 ** (attempt - 1)) * random.uniform(0.75, 1.25)
-    if retry_after is not None:
-        delay = max(delay, retry_after)
-    return min(delay, MAX_RETRY_WAIT_SECS)
+    return RETRY_BACKOFF.delay(attempt, at_least=retry_after)
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:

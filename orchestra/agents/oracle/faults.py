@@ -12,19 +12,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestra.settings import InvalidValue, Setting, SettingError
+
 FaultKind = Literal["429", "500", "slow", "malformed", "unknown_tool", "truncated"]
 FAULT_KINDS: tuple[str, ...] = ("429", "500", "slow", "malformed", "unknown_tool", "truncated")
 DEFAULT_SLOW_SECONDS = 5.0
-KNOWN_KEYS = ("ORACLE_FAULTS", "ORACLE_SLOW_SECONDS")
 
 
-class OracleConfigError(ValueError):
-    """An invalid `ORACLE_*` setting; `str()` is `<key>: <reason>`."""
-
-    def __init__(self, key: str, reason: str) -> None:
-        super().__init__(f"{key}: {reason}")
-        self.key = key
-        self.reason = reason
+class OracleConfigError(SettingError):
+    """An invalid `ORACLE_*` setting of an endpoint; `str()` is `<key>: <reason>`."""
 
 
 class FaultItem(BaseModel):
@@ -62,16 +58,12 @@ def parse_faults(text: str) -> tuple[FaultItem, ...]:
         kind, sep, count_text = entry.partition(":")
         kind = kind.strip()
         if not sep:
-            raise OracleConfigError(
-                "ORACLE_FAULTS", f'malformed item "{entry}" (expected <kind>:<N>)'
-            )
+            raise InvalidValue(f'malformed item "{entry}" (expected <kind>:<N>)')
         if kind not in FAULT_KINDS:
-            raise OracleConfigError("ORACLE_FAULTS", f'unknown fault kind "{kind}"')
+            raise InvalidValue(f'unknown fault kind "{kind}"')
         count_text = count_text.strip()
         if not count_text.isdigit() or int(count_text) < 1:
-            raise OracleConfigError(
-                "ORACLE_FAULTS", f'malformed item "{entry}" (N must be an integer >= 1)'
-            )
+            raise InvalidValue(f'malformed item "{entry}" (N must be an integer >= 1)')
         items.append(FaultItem(kind=kind, count=int(count_text)))  # type: ignore[arg-type]
     return tuple(items)
 
@@ -80,10 +72,17 @@ def parse_slow_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise OracleConfigError("ORACLE_SLOW_SECONDS", f'not a number: "{text}"') from None
+        raise InvalidValue(f'not a number: "{text}"') from None
     if not math.isfinite(value) or value <= 0:
-        raise OracleConfigError("ORACLE_SLOW_SECONDS", f'must be a number > 0, got "{text}"')
+        raise InvalidValue(f'must be a number > 0, got "{text}"')
     return value
+
+
+FAULTS = Setting("ORACLE_FAULTS", parse_faults, "", error=OracleConfigError)
+SLOW_SECONDS = Setting(
+    "ORACLE_SLOW_SECONDS", parse_slow_seconds, str(DEFAULT_SLOW_SECONDS), error=OracleConfigError
+)
+KNOWN_KEYS = (FAULTS.variable, SLOW_SECONDS.variable)
 
 
 def fault_plan_from_env(env: Mapping[str, str]) -> FaultPlan:
@@ -91,7 +90,4 @@ def fault_plan_from_env(env: Mapping[str, str]) -> FaultPlan:
     for key in env:
         if key.startswith("ORACLE_") and key not in KNOWN_KEYS:
             raise OracleConfigError(key, "unknown oracle setting")
-    items = parse_faults(env.get("ORACLE_FAULTS", ""))
-    slow = env.get("ORACLE_SLOW_SECONDS")
-    slow_seconds = parse_slow_seconds(slow) if slow is not None else DEFAULT_SLOW_SECONDS
-    return FaultPlan(items=items, slow_seconds=slow_seconds)
+    return FaultPlan(items=FAULTS.value(env), slow_seconds=SLOW_SECONDS.value(env))
