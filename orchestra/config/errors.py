@@ -8,10 +8,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from orchestra.errors import OrchestraError
+
 _MAX_VALUE_CHARS = 100
 
 
-class ConfigError(Exception):
+class ConfigError(OrchestraError):
     """One configuration problem; `str()` is `<file>: <field>: <problem>` on one line.
 
     `errors` is the tuple of single problems, so callers handle `ConfigError` and

@@ -22,6 +22,7 @@ from orchestra.config.errors import (
     show_value,
 )
 from orchestra.config.loading import load_yaml_or_json
+from orchestra.errors import TrialFailure
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -328,7 +329,7 @@ def _json_value_problems(where: str, value: Any) -> list[tuple[str, str]]:
 # --- artifacts -------------------------------------------------------------------------------
 
 
-class ArtifactHashMismatch(Exception):
+class ArtifactHashMismatch(TrialFailure):
     """An artifact file's bytes no longer match the manifest's sha256 (§3.3, §7.8)."""
 
 

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from orchestra.errors import TrialFailure
 from orchestra.evidence.normalize import TRANSCRIPT_CAP, build_evidence, transcript_of
 from orchestra.files import empty_directory
 from orchestra.jsonio import write_json_atomic, write_text_atomic
@@ -17,7 +18,7 @@ from orchestra.paths import TrialPaths
 PAGE_SIZE = 200
 
 
-class EvidenceExportError(Exception):
+class EvidenceExportError(TrialFailure):
     """Raised for every export failure; the trial records it as `EvidenceExportError`."""
 
 

@@ -8,14 +8,11 @@ stack down`. The registry schema is applied by the caller, as for the embedded s
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
-import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -23,6 +20,7 @@ import asyncpg
 
 from orchestra.jsonio import write_text_atomic
 from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
+from orchestra.processes import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
 from orchestra.stack.images import ImageBuilder, ImageError
 from orchestra.stack.info import StackInfo
 from orchestra.stack.readiness import StackError, probe_database, wait_until_ready
@@ -43,10 +41,7 @@ ENV_FILE_KEYS = (
     "BUZZ_RELAY_PUBLIC_URLS",
 )
 UP_TIMEOUT_SECONDS = 300.0
-COMMAND_TIMEOUT_SECONDS = 120.0
 LOG_TAIL_LINES = 50
-#: The exit status reported for a command that could not start or was killed on timeout.
-FAILED_TO_RUN = -1
 _PASSWORD_REJECTED = "password authentication failed"
 
 
@@ -75,49 +70,6 @@ def compose_command() -> tuple[str, ...] | None:
         ):
             return command
     return None
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def tail(self, lines: int = 20) -> str:
-        return "\n".join((self.stderr or self.stdout).strip().splitlines()[-lines:])
-
-
-async def run_command(
-    argv: list[str],
-    *,
-    timeout_seconds: float = COMMAND_TIMEOUT_SECONDS,
-    env: Mapping[str, str] | None = None,
-) -> CommandResult:
-    """Run a short CLI command (`docker …`), output captured. A command that cannot start or
-    exceeds `timeout` (then killed) is a failed result whose stderr says so; nothing raises."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=None if env is None else dict(env),
-        )
-    except OSError as error:
-        return CommandResult(FAILED_TO_RUN, "", f"cannot run {argv[0]}: {error}")
-    try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout_seconds)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return CommandResult(
-            FAILED_TO_RUN, "", f"{shlex.join(argv[:3])} timed out after {timeout_seconds:g} s"
-        )
-    return CommandResult(
-        process.returncode if process.returncode is not None else FAILED_TO_RUN,
-        stdout.decode("utf-8", "replace"),
-        stderr.decode("utf-8", "replace"),
-    )
 
 
 class Compose:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 from orchestra.paths import StatePaths
+from orchestra.processes import stop_group
 from orchestra.relay.embedded_db import EmbeddedPostgres
 from orchestra.stack.info import StackInfo, scripts_dir
 from orchestra.stack.ports import busy_port_message, port_is_free
@@ -141,21 +138,10 @@ class EmbeddedStack:
             return
         relay, self._relay = self._relay, None
         if relay is not None:
-            await asyncio.to_thread(_terminate_child, relay)
+            await stop_group(relay, grace=STOP_GRACE_SECONDS)
             self.paths.relay_pid.unlink(missing_ok=True)
         if self.postgres.running:
             await self.postgres.stop()
-
-
-def _terminate_child(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(STOP_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 async def stop_embedded(state: BenchmarkState, *, remove_data: bool = False) -> list[str]:
@@ -164,7 +150,7 @@ async def stop_embedded(state: BenchmarkState, *, remove_data: bool = False) -> 
     paths = state.paths
     pid = running_relay_pid(paths)
     if pid is not None:
-        await asyncio.to_thread(_terminate_pid, pid)
+        await stop_group(pid, grace=STOP_GRACE_SECONDS)
         done.append(f"stopped buzz-relay (pid {pid})")
     paths.relay_pid.unlink(missing_ok=True)
     if (paths.embedded_pg / "postmaster.pid").exists():
@@ -176,18 +162,3 @@ async def stop_embedded(state: BenchmarkState, *, remove_data: bool = False) -> 
         shutil.rmtree(paths.embedded_pg)
         done.append(f"removed {paths.embedded_pg}")
     return done
-
-
-def _terminate_pid(pid: int) -> None:
-    """TERM, wait up to 10 s, KILL. Not our child, so liveness is probed with signal 0."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_SECONDS
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)

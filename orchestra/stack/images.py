@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
 
 from orchestra.config.task import Task, task_digest
+from orchestra.errors import OrchestraError
 from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
 from orchestra.stack.readiness import StackError
 from orchestra.stack.wheelhouse import (
@@ -46,8 +47,10 @@ if TYPE_CHECKING:
     import docker
 
 
-class ImageError(Exception):
+class ImageError(OrchestraError):
     """An image could not be built or is unusable; a preflight failure (exit 2)."""
+
+    exit_code = 2
 
 
 def _docker() -> ModuleType:

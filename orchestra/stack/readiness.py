@@ -10,12 +10,16 @@ from collections.abc import Callable
 
 import asyncpg
 
+from orchestra.errors import OrchestraError
+
 POLL_INTERVAL_SECONDS = 0.25
 READINESS_TIMEOUT_SECONDS = 120.0
 
 
-class StackError(Exception):
+class StackError(OrchestraError):
     """The stack could not be brought up or answered unhealthy; exit code 2."""
+
+    exit_code = 2
 
 
 async def probe_relay(http_url: str, probe_seconds: float = 2.0) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from orchestra.errors import OrchestraError
 from orchestra.stack.docker import COMPOSE_PROJECT, DockerStack, compose_command
 from orchestra.stack.embedded import EmbeddedStack
 from orchestra.stack.info import StackInfo, docker_reachable_url
@@ -20,7 +21,7 @@ from orchestra.stack.state import BenchmarkState
 COMPOSE_PROJECT_VARIABLE = "ORCHESTRA_COMPOSE_PROJECT"
 
 
-class ModeError(Exception):
+class ModeError(OrchestraError):
     """An unsupported or contradictory --stack/--env choice (usage error, exit 1)."""
 
 

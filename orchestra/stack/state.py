@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestra.errors import OrchestraError
 from orchestra.jsonio import write_json_atomic
 from orchestra.nostr.keys import Keys
 from orchestra.paths import StatePaths
@@ -15,8 +16,10 @@ from orchestra.paths import StatePaths
 STATE_KEYS = ("owner_secret_key", "user_secret_key", "postgres_password", "relay_private_key")
 
 
-class StateError(Exception):
+class StateError(OrchestraError):
     """The state file exists but cannot be used; the message names the file and key."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)

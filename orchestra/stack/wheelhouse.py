@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestra.errors import OrchestraError
 from orchestra.paths import PROJECT_ROOT, StatePaths
 
 PROJECT_DISTRIBUTION = "buzz-orchestra"
@@ -53,8 +54,10 @@ print(json.dumps({
 """
 
 
-class WheelhouseError(Exception):
+class WheelhouseError(OrchestraError):
     """The wheelhouse cannot be completed; the message names the package or the step."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)

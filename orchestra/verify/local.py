@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from orchestra.files import empty_directory
 from orchestra.paths import TrialPaths
+from orchestra.processes import kill_group
 from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun, conclude_verifier_run
 from orchestra.verify.reward import remove_stale_rewards
 
@@ -109,17 +109,8 @@ async def _run_script(
         try:
             return await asyncio.wait_for(process.wait(), timeout_seconds), False
         except TimeoutError:
-            kill_process_group(process.pid, signal.SIGKILL)
-            await process.wait()
+            await kill_group(process)
             return process.returncode, True
         except BaseException:
-            kill_process_group(process.pid, signal.SIGKILL)
-            await process.wait()
+            await kill_group(process)
             raise
-
-
-def kill_process_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass

@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from orchestra.errors import TrialFailure
 
-class VerifierFailure(Exception):
+
+class VerifierFailure(TrialFailure):
     """A verifier outcome that makes the trial `error`; the class name is the exception type."""
 
     def __init__(
@@ -21,10 +23,6 @@ class VerifierFailure(Exception):
         super().__init__(message)
         self.rewards = rewards
         self.verifier = verifier  # the result.json `verifier` object, when the script ran
-
-    @property
-    def exception_type(self) -> str:
-        return type(self).__name__
 
 
 class VerifierTimeout(VerifierFailure):

@@ -23,7 +23,8 @@ import pytest
 from docker_support import BuiltImages
 
 from orchestra.paths import PROJECT_ROOT, StatePaths
-from orchestra.stack.docker import POSTGRES_HOST_PORT, RELAY_HOST_PORT, run_command
+from orchestra.processes import run_command
+from orchestra.stack.docker import POSTGRES_HOST_PORT, RELAY_HOST_PORT
 from orchestra.stack.select import COMPOSE_PROJECT_VARIABLE
 from orchestra.trial.docker_env import LABEL_JOB
 

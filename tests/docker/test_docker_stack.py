@@ -15,13 +15,13 @@ from docker_support import BuiltImages
 
 from orchestra.nostr.keys import Keys
 from orchestra.paths import CONTAINER_VENV_BIN
+from orchestra.processes import run_command
 from orchestra.stack.docker import (
     ENV_FILE_KEYS,
     POSTGRES_HOST_PORT,
     RELAY_HOST_PORT,
     DockerStack,
     docker_stack_services,
-    run_command,
     stop_docker_stack,
 )
 from orchestra.stack.images import ImageBuilder
