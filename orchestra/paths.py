@@ -50,10 +50,6 @@ class RepoPaths:
     def benchmark_schema_sql(self) -> Path:
         return self.testbed / "benchmark_schema.sql"
 
-    @property
-    def build_base_images_script(self) -> Path:
-        return self.testbed / "build-base-images.sh"
-
 
 # --- task directory (dataset.md §2.1) -------------------------------------------------------
 
@@ -75,10 +71,6 @@ class TaskPaths:
     @property
     def fixture_toml(self) -> Path:
         return self.root / "buzz-fixture.toml"
-
-    @property
-    def readme_md(self) -> Path:
-        return self.root / "README.md"
 
     @property
     def environment_dir(self) -> Path:
