@@ -30,9 +30,7 @@ def test_the_variable_then_its_aliases_then_the_parsed_default() -> None:
     assert setting.value({"OLD": "4"}) == 4
     assert setting.value({"OLD": "4", "NEW": "5"}) == 5
     # An empty value is a value unless the setting says otherwise ...
-    assert (
-        str(error(setting, {"NEW": "", "OLD": "4"})) == "NEW: expected an integer, got ''"
-    )
+    assert str(error(setting, {"NEW": "", "OLD": "4"})) == "NEW: expected an integer, got ''"
     # ... and then the next alias, then the default, applies.
     blank_unset = Setting("NEW", settings.integer(0, 9), "3", aliases=("OLD",), empty_is_unset=True)
     assert blank_unset.value({"NEW": "", "OLD": "4"}) == 4

@@ -60,6 +60,24 @@ def test_help_lists_every_option() -> None:
         assert flag in done.stdout
 
 
+def test_help_into_a_closed_pipe_exits_0_without_a_traceback() -> None:
+    # `buzz-acp --help | head -1`: the reader is gone before the help is written.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestra.agents.acp", "--help"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0
+    assert done.stderr == ""
+
+
 def test_configuration_error_exits_1(tmp_path: Path) -> None:
     code, stderr, records = run_acp(tmp_path, BUZZ_ACP_AGENTS="0")
     assert code == 1

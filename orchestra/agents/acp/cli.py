@@ -76,7 +76,10 @@ async def serve(config: AcpConfig, events: EventLog, prompts: PromptLog) -> int:
 def main() -> None:
     argv = sys.argv[1:]
     if "--help" in argv or "-h" in argv:
-        print(help_text())
+        try:
+            print(help_text(), flush=True)
+        except BrokenPipeError:  # `buzz-acp --help | head`: the reader has all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     try:
         flags = parse_flags(argv)
