@@ -78,7 +78,7 @@ def alive(pid: int) -> bool:
     import psutil
 
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
     except psutil.AccessDenied:
@@ -101,9 +101,13 @@ async def _exited(pid: int) -> None:
             await asyncio.sleep(POLL_SECONDS)
         return
     loop = asyncio.get_running_loop()
-    readable = loop.create_future()
-    # A pidfd becomes readable when its process exits.
-    loop.add_reader(pidfd, lambda: readable.done() or readable.set_result(None))
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def exited() -> None:  # a pidfd becomes readable when its process exits
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(pidfd, exited)
     try:
         await readable
     finally:
@@ -275,7 +279,7 @@ def become_subreaper() -> bool:
     """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
