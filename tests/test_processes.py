@@ -112,6 +112,7 @@ async def test_a_popen_leader_and_a_pid_that_is_not_ours() -> None:
     member = int(popen.stdout.readline())
     await asyncio.wait_for(stop_group(popen, grace=0.2), LIMIT_S)
     assert popen.returncode == -signal.SIGKILL  # reaped
+    popen.stdout.close()
     await asyncio.wait_for(wait_gone([member]), LIMIT_S)
     # By pid only, as `orchestra stack down` stops a relay another process started.
     other = await start("echo ready; exec sleep 600")
@@ -145,11 +146,14 @@ async def test_a_tree_across_groups_is_ended_and_known_orphans_too() -> None:
 
 async def test_stop_pids_ends_processes_that_are_not_our_children() -> None:
     # The shell exits after starting a TERM-ignoring `sleep`, which is re-parented away from
-    # us (to init or a subreaper) and prints its pid once it ignores TERM.
-    shell = await start("(trap '' TERM; echo $BASHPID; exec sleep 600) &")
-    stray = int(await read_line(shell))
-    await shell.wait()
-    assert alive(stray) and stray not in descendants(os.getpid())
+    # us (to init or a subreaper) and prints its pid once it ignores TERM. (A `subprocess`
+    # shell: asyncio's `wait()` may also wait for the pipe the `sleep` keeps open.)
+    shell = start_popen(["bash", "-c", "(trap '' TERM; echo $BASHPID; exec sleep 600) &"])
+    assert shell.stdout is not None
+    stray = int(shell.stdout.readline())
+    assert shell.wait(LIMIT_S) == 0
+    shell.stdout.close()
+    assert stray not in descendants(os.getpid())
     await asyncio.wait_for(stop_pids([stray], grace=0.2), LIMIT_S)
     await asyncio.wait_for(wait_gone([stray]), LIMIT_S)
     assert not alive(stray)
@@ -160,6 +164,8 @@ async def test_a_zombie_counts_as_gone() -> None:
     await asyncio.wait_for(wait_gone([child.pid]), LIMIT_S)
     assert not alive(child.pid)  # exited, not yet reaped
     assert child.wait() == 0
+    assert child.stdout is not None
+    child.stdout.close()
 
 
 async def test_exits_are_polled_where_pidfds_are_not_available(
@@ -225,6 +231,8 @@ async def test_the_sandbox_sweep_kills_processes_living_in_the_directory(tmp_pat
         for process in everyone:
             process.kill()
             process.wait()
+            assert process.stdin is not None
+            process.stdin.close()
 
 
 async def test_run_command_captures_output_and_never_raises() -> None:
