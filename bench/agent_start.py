@@ -6,7 +6,7 @@ Run from the repository root (starts its own embedded PostgreSQL and relay):
 
 Each run mints a fresh agent key, adds it to a fresh private channel (not timed), then launches
 `buzz-acp` exactly as a local-env oracle trial does — the orchestrator's own `agent_environment`
-for the default manifest's roster entry and its `LocalAgent` launcher — and waits for the
+for the default manifest's roster entry and its `LocalAgentProcess` launcher — and waits for the
 `subscribed` record of that channel in the ACP event log (orchestrator.md §7.2 step 10, §7.10;
 agent-harness.md §1.11). Latency = that record's `ts` minus the wall clock just before the launch;
 the event log's earlier records split it into stages. `--parallel P` launches P trees at once
@@ -33,13 +33,13 @@ from orchestra.config.condition import load_condition
 from orchestra.nostr.keys import Keys
 from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST
 from orchestra.stack.info import scripts_dir
-from orchestra.trial.agent_env import (
+from orchestra.trial.env.local_processes import LocalAgentProcess
+from orchestra.trial.launch import (
     AgentLaunchSpec,
     OracleAccess,
     agent_environment,
     endpoint_variables,
 )
-from orchestra.trial.agents import LocalAgent
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # buzz-agent reaches its model only when a turn runs; nothing listens here and nothing calls it.
@@ -92,7 +92,7 @@ def record_time(record: dict) -> float:
     return datetime.fromisoformat(record["ts"].replace("Z", "+00:00")).timestamp()
 
 
-async def wait_subscribed(events: Path, channel_id: str, agent: LocalAgent) -> list[dict]:
+async def wait_subscribed(events: Path, channel_id: str, agent: LocalAgentProcess) -> list[dict]:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         records = complete_records(events)
@@ -111,7 +111,7 @@ async def one_start(user: BuzzClient, relay_url: str, workdir: Path) -> dict[str
     channel_id = created["channel_id"]
     await user.channels_add_member(channel_id, keys.pubkey)
     env = launch_environment(relay_url, keys, channel_id, workdir)
-    agent = LocalAgent("solo-1", on_exit=lambda _: None)
+    agent = LocalAgentProcess("solo-1", on_exit=lambda: None)
     launched = time.time()
     await agent.start(
         scripts_dir() / "buzz-acp", env, workdir, workdir / "stdout.log", workdir / "stderr.log"

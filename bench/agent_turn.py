@@ -40,7 +40,7 @@ from orchestra.buzz import BuzzClient
 from orchestra.nostr.keys import Keys
 from orchestra.processes import alive, descendants, kill_group, wait_gone
 from orchestra.stack.info import scripts_dir
-from orchestra.trial.agent_env import OracleAccess
+from orchestra.trial.launch import OracleAccess
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 WAIT_S = 60.0

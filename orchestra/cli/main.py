@@ -31,8 +31,8 @@ from orchestra.paths import (
     DEFAULT_STATE_DIR,
 )
 from orchestra.report.render import render_summary, summary_csv, summary_json
-from orchestra.trial.agents import kill_sandbox_escapees
-from orchestra.trial.docker_env import DockerEnvError, cleanup_containers
+from orchestra.trial.env.container import DockerEnvError, cleanup_containers
+from orchestra.trial.env.local_processes import kill_sandbox_escapees
 
 app = typer.Typer(
     name="orchestra",

@@ -119,15 +119,16 @@ class Endpoint(BaseModel):
     def oracle_settings(self) -> dict[str, str]:
         return {k: v for k, v in self.env.items() if k.startswith(ORACLE_SETTING_PREFIX)}
 
-    def docker_base_url(self) -> str | None:
-        """`base_url` with a loopback host rewritten to `host.docker.internal` (docker env)."""
-        if self.base_url is None:
-            return None
+    def base_url_seen_from(self, host_alias: str | None) -> str | None:
+        """`base_url` as agents must dial it: a loopback host rewritten to `host_alias`, the
+        name agents use for the host (docker env: `host.docker.internal`); None keeps it."""
+        if self.base_url is None or host_alias is None:
+            return self.base_url
         parts = urlsplit(self.base_url)
         host = parts.hostname or ""
         if host not in _LOOPBACK_HOSTS:
             return self.base_url
-        netloc = "host.docker.internal" + (f":{parts.port}" if parts.port else "")
+        netloc = host_alias + (f":{parts.port}" if parts.port else "")
         if parts.username or parts.password:
             netloc = parts.netloc.rsplit("@", 1)[0] + "@" + netloc
         return parts._replace(netloc=netloc).geturl()

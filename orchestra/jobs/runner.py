@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from orchestra.config.condition import Condition
-from orchestra.config.task import Task
 from orchestra.documents.enums import EnvKind, TrialStatus
 from orchestra.documents.job import (
     EndpointRecord,
@@ -24,17 +22,17 @@ from orchestra.jobs.layout import open_job, orchestrator_version
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
 from orchestra.jsonio import utc_timestamp
-from orchestra.paths import JobPaths, TrialPaths
+from orchestra.paths import JobPaths
 from orchestra.stack.images import agent_layers
-from orchestra.stack.info import StackInfo, scripts_dir
+from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
-from orchestra.trial.clients import ClientPool
 from orchestra.trial.context import JobContext, OracleHost, RunOptions
-from orchestra.trial.docker_environment import DockerEnvironment
-from orchestra.trial.environment import TrialEnvironment
-from orchestra.trial.lifecycle import Trial
-from orchestra.trial.local_env import LocalEnvironment
+from orchestra.trial.env.docker import DockerKind
+from orchestra.trial.env.local import LocalKind
+from orchestra.trial.env.protocol import EnvironmentKind
+from orchestra.trial.relay_ops import ClientPool
+from orchestra.trial.run import run_trial
 
 
 class Progress(Protocol):
@@ -95,28 +93,20 @@ class JobOutcome:
         return sum(1 for r in self.results if r.status is status)
 
 
-async def environment_factory(
-    settings: Settings, planned: PlannedJob
-) -> Callable[[TrialPaths, Task, str], TrialEnvironment]:
-    """How each trial of the job gets its environment (§5.8); the one place env kinds plug in.
+async def environment_kind(settings: Settings, planned: PlannedJob) -> EnvironmentKind:
+    """How each trial of the job gets its environment and verifier (§5.8); the one place env
+    kinds plug in.
 
     docker env: every selected task's agent layer is built (or found by its digest tag) here,
     before any trial; a failed build is a preflight failure (exit 2) naming the task.
     """
     bin_dir = settings.options.buzz_bin_dir
     if settings.environment == "local":
-        return lambda paths, task, _trial_id: LocalEnvironment(
-            paths, task.fixture, bin_dir or scripts_dir(), bin_dir
-        )
-    images = await agent_layers(settings.state.paths, planned.tasks)
-    overrides = settings.condition.manifest.environment
-    return lambda paths, task, trial_id: DockerEnvironment(
-        paths,
-        task.fixture,
-        image=images[task.name],
+        return LocalKind(bin_dir)
+    return DockerKind(
+        await agent_layers(settings.state.paths, planned.tasks),
         job_name=planned.name,
-        trial_id=trial_id,
-        overrides=overrides,
+        overrides=settings.condition.manifest.environment,
         buzz_bin_dir=bin_dir,
     )
 
@@ -162,7 +152,7 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
 async def run_job(
     planned: PlannedJob, settings: Settings, progress: Progress, interrupt: Interrupt
 ) -> JobOutcome:
-    make_environment = await environment_factory(settings, planned)
+    environments = await environment_kind(settings, planned)
     paths = JobPaths.of(settings.jobs_dir, planned.name)
     slots = [(attempt, task.name) for attempt, task in planned.slots()]
     config, inventory, _ = open_job(
@@ -187,14 +177,13 @@ async def run_job(
         job_paths=paths,
         condition=settings.condition,
         stack=settings.stack,
-        environment=settings.environment,
+        environments=environments,
         state=settings.state,
         options=settings.options,
         api_keys=settings.api_keys,
         stable_clients=stable_clients,
         registry=registry,
         oracle=settings.oracle,
-        make_environment=make_environment,
         log=lambda line: _append(paths.job_log, line),
         on_trial_update=on_update,
         hurry=interrupt.hurry,
@@ -209,7 +198,7 @@ async def run_job(
 
     async def run_one(attempt: int, task_name: str) -> None:
         try:
-            document = await Trial(ctx, tasks_by_name[task_name], attempt).run()
+            document = await run_trial(ctx, tasks_by_name[task_name], attempt)
             finished.append(TrialResult.model_validate(document))
         except Exception as error:  # a trial that cannot even write its record
             ctx.log(f"trial of {task_name} #{attempt} failed: {type(error).__name__}: {error}")

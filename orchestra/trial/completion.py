@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestra.trial.agents import LocalAgent
+from orchestra.trial.env.protocol import AgentProcess
 from orchestra.trial.eventlog import AgentLogState
 from orchestra.trial.observer import ChannelObserver, StackUnavailable
 
@@ -47,17 +47,19 @@ class CompletionWatch:
         rules: CompletionRules,
         observer: ChannelObserver,
         states: Mapping[str, AgentLogState],
-        agents: Mapping[str, LocalAgent],
+        agents: Mapping[str, AgentProcess],
         budget_check: Callable[[], dict[str, Any] | None],
-        describe_exit: Callable[[LocalAgent], str],
+        describe_exit: Callable[[AgentProcess], str],
+        changed: asyncio.Event | None = None,
     ) -> None:
+        """`changed`: set by whoever sees an event log, the channel or a process change."""
         self.rules = rules
         self.observer = observer
         self.states = states
         self.agents = agents
         self.budget_check = budget_check
         self.describe_exit = describe_exit
-        self.changed = asyncio.Event()
+        self.changed = changed if changed is not None else asyncio.Event()
 
     def notify(self) -> None:
         self.changed.set()

@@ -10,13 +10,12 @@ from typing import Any
 
 from orchestra.agents.oracle.server import OracleServer
 from orchestra.config.condition import Condition
-from orchestra.config.task import Task
-from orchestra.paths import JobPaths, TrialPaths
+from orchestra.paths import JobPaths
 from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
-from orchestra.trial.clients import ClientPool
-from orchestra.trial.environment import TrialEnvironment
+from orchestra.trial.env.protocol import EnvironmentKind
+from orchestra.trial.relay_ops import ClientPool
 
 
 @dataclass(frozen=True)
@@ -51,26 +50,20 @@ class OracleHost:
 
 @dataclass
 class JobContext:
+    """The services a trial is given; it depends on nothing else (no process globals)."""
+
     job_name: str
     job_paths: JobPaths
     condition: Condition
     stack: StackInfo
-    environment: str
+    environments: EnvironmentKind  # makes each trial's environment and verifier
     state: BenchmarkState
     options: RunOptions
     api_keys: dict[str, str]  # api_key_env name -> value, resolved at preflight
     stable_clients: ClientPool
     registry: Registry
     oracle: OracleHost
-    #: (trial paths, task, trial id) -> the trial's environment
-    make_environment: Callable[[TrialPaths, Task, str], TrialEnvironment] = field(
-        default=lambda paths, task, trial_id: _no_environment(paths, task)
-    )
     log: Callable[[str], None] = lambda _line: None
     on_trial_update: Callable[[dict[str, Any]], None] = lambda _result: None
     #: set by a second SIGINT/SIGTERM: stop without grace periods (§7.6)
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def _no_environment(paths: TrialPaths, task: Task) -> TrialEnvironment:
-    raise RuntimeError("JobContext.make_environment was not set")

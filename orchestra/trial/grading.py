@@ -1,4 +1,5 @@
-"""Evidence export and the verifier run of a trial (§7.2 steps 18-19)."""
+"""Grading (orchestrator.md §7.2 steps 18-19): export the evidence, place it where the
+verifier reads it, run the verifier (§8, §9)."""
 
 from __future__ import annotations
 
@@ -10,94 +11,98 @@ from orchestra.evidence.export import (
     export_evidence,
     record_export_failure,
 )
-from orchestra.trial import provision
-from orchestra.trial.base import TrialBase
-from orchestra.trial.errors import TrialError, uncancel
+from orchestra.trial import relay_ops
+from orchestra.trial.context import JobContext
+from orchestra.trial.errors import TrialError
+from orchestra.trial.record import enter_phase
+from orchestra.trial.state import TrialState
 from orchestra.verify.reward import VerifierFailure
 
 EVIDENCE_SECONDS = 60.0
 
 
-class TrialGrading(TrialBase):
-    async def _grade(self) -> None:
-        try:
-            self.recorder.enter("evidence")
-            await self._export_evidence()
-            self.recorder.enter("verify")
-            await self._verify()
-        except asyncio.CancelledError:
-            self.cancelled = True
-            uncancel()
-        except Exception as error:
-            self._record_failure(error)
+async def grade(state: TrialState, ctx: JobContext) -> None:
+    enter_phase(state, "evidence")
+    await export_and_place_evidence(state, ctx)
+    enter_phase(state, "verify")
+    await verify(state, ctx)
 
-    async def _export_evidence(self) -> None:
-        assert self.user is not None and self.channel_id is not None
-        context = EvidenceContext(
-            run_id=self.ctx.job_name,
-            trial_id=self.trial_id,
-            channel_id=self.channel_id,
-            task_name=self.task.short_name,
-            task_event_id=self.task_event_id,
-            completion_message_id=self.buzz["completion_message_id"],
-            identities={
-                self.user.name: {"role": "user", "pubkey": self.user.pubkey},
-                **{
-                    slot.agent_id: {
-                        "role": slot.kind,
-                        "pubkey": self.agent_keys[slot.agent_id].pubkey,
-                    }
-                    for slot in self.slots
-                },
-            },
-            directory=[
-                {
-                    "identity_id": entry.key,
-                    "name": entry.name,
-                    "role": entry.role,
-                    "pubkey": identity.pubkey,
-                    "about": entry.about or "",
+
+def evidence_context(state: TrialState, ctx: JobContext) -> EvidenceContext:
+    """What the trial knows for certain, in the shapes of §8.1."""
+    assert state.user is not None and state.channel_id is not None
+    return EvidenceContext(
+        run_id=ctx.job_name,
+        trial_id=state.trial_id,
+        channel_id=state.channel_id,
+        task_name=state.task.short_name,
+        task_event_id=state.task_event_id,
+        completion_message_id=(
+            state.completion.completion_message_id if state.completion is not None else None
+        ),
+        identities={
+            state.user.name: {"role": "user", "pubkey": state.user.pubkey},
+            **{
+                slot.agent_id: {
+                    "role": slot.kind,
+                    "pubkey": state.agent_keys[slot.agent_id].pubkey,
                 }
-                for entry, identity in self.directory
-            ],
-            scripted_events=self.scripted,
-            observe_channel_names=self.task.fixture.observe_channel_names,
-            agent_pubkeys=[keys.pubkey for keys in self.agent_keys.values()],
-            arrival=self.observer.arrival if self.observer is not None else {},
-        )
-        try:
-            async with asyncio.timeout(EVIDENCE_SECONDS):
-                await export_evidence(
-                    context,
-                    user_reader=self._user_client(),
-                    orchestrator_reader=self._agent_client(self.orchestrator_id),
-                    trial=self.paths,
-                    run=provision.relay_operation,
-                    log=self.recorder.log,
-                )
-                await self.environment.install_evidence()
-        except Exception as error:  # every failure of §8.3-§8.5 is an export failure (§8.6)
-            if not isinstance(error, EvidenceExportError):
-                record_export_failure(error, self.paths)
-            await self.environment.remove_evidence()
-            if self.task.fixture.requires_evidence:
-                raise TrialError(
-                    "EvidenceExportError", str(error) or f"export exceeded {EVIDENCE_SECONDS:g} s"
-                ) from error
-            self.recorder.log(f"evidence export failed (not required): {error}")
-            return
-        self.buzz["evidence_exported"] = True
+                for slot in state.slots
+            },
+        },
+        directory=[
+            {
+                "identity_id": entry.key,
+                "name": entry.name,
+                "role": entry.role,
+                "pubkey": identity.pubkey,
+                "about": entry.about or "",
+            }
+            for entry, identity in state.directory
+        ],
+        scripted_events=state.scripted_events,
+        observe_channel_names=state.task.fixture.observe_channel_names,
+        agent_pubkeys=[keys.pubkey for keys in state.agent_keys.values()],
+        arrival=state.observer.arrival if state.observer is not None else {},
+    )
 
-    async def _verify(self) -> None:
-        if not self.buzz["evidence_exported"] and self.task.fixture.requires_evidence:
-            return
-        _, verifier_seconds = self.timeouts
-        try:
-            run = await self.environment.run_verifier(self.task.paths.tests_dir, verifier_seconds)
-        except VerifierFailure as failure:
-            self.recorder.result["verifier"] = failure.verifier
-            self.recorder.result["rewards"] = failure.rewards
-            raise TrialError(failure.exception_type, str(failure)) from failure
-        self.recorder.result["verifier"] = run.summary()
-        self.recorder.result["rewards"] = run.rewards
-        self.recorder.result["reward"] = run.rewards["reward"]
+
+async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
+    """Step 18: the evidence on the host, then at /logs/artifacts (emptied first, §8.5)."""
+    env, paths = state.env, state.env.facts.paths
+    try:
+        async with asyncio.timeout(EVIDENCE_SECONDS):
+            await export_evidence(
+                evidence_context(state, ctx),
+                user_reader=state.user_client(ctx),
+                orchestrator_reader=state.agent_client(state.orchestrator_id),
+                trial=state.paths,
+                run=relay_ops.relay_operation,
+                log=state.recorder.log,
+            )
+            await env.put_tree(state.paths.artifacts_dir, paths.logs_artifacts)
+    except Exception as error:  # every failure of §8.3-§8.5 is an export failure (§8.6)
+        if not isinstance(error, EvidenceExportError):
+            record_export_failure(error, state.paths)
+        await env.remove(paths.evidence)
+        if state.task.fixture.requires_evidence:
+            raise TrialError(
+                "EvidenceExportError", str(error) or f"export exceeded {EVIDENCE_SECONDS:g} s"
+            ) from error
+        state.recorder.log(f"evidence export failed (not required): {error}")
+        return
+    state.evidence_exported = True
+
+
+async def verify(state: TrialState, ctx: JobContext) -> None:
+    """Step 19, in the verifier the environment kind provides (§9)."""
+    if not state.evidence_exported and state.task.fixture.requires_evidence:
+        return
+    verifier = ctx.environments.verifier(state.paths, state.task, state.env)
+    try:
+        run = await verifier.run(state.task.paths.tests_dir, state.timeouts.verifier_seconds)
+    except VerifierFailure as failure:
+        state.verifier, state.rewards = failure.verifier, failure.rewards
+        raise TrialError(failure.exception_type, str(failure)) from failure
+    state.verifier, state.rewards = run.summary(), run.rewards
+    state.reward = run.rewards["reward"]

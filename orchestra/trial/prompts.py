@@ -1,4 +1,6 @@
-"""System-prompt composition for each agent (orchestrator.md §7.8)."""
+"""The composed prompt of each agent (orchestrator.md §7.8): its roster entry's artifacts and
+the team block. `buzz-acp` places it in the `[System]` section of the session's system prompt
+(`orchestra.agents.acp.prompt.compose_system_prompt`)."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def _team_block(
     return "\n".join(lines) + "\n"
 
 
-def compose_system_prompt(
+def compose_roster_prompt(
     entry: RosterEntry,
     artifact_root: Path,
     *,

@@ -167,7 +167,10 @@ def test_openai_compat_api_is_allowed_for_a_local_server(tmp_path: Path) -> None
         )
     }
     endpoint = load_endpoint_config(write_config(tmp_path, data))["local/qwen3-8b"]
-    assert endpoint.docker_base_url() == "http://host.docker.internal:8091/v1"
+    assert (
+        endpoint.base_url_seen_from("host.docker.internal") == "http://host.docker.internal:8091/v1"
+    )
+    assert endpoint.base_url_seen_from(None) == "http://127.0.0.1:8091/v1"  # local env
     assert endpoint.summary() == {
         "provider": "openai",
         "api_key_env": "OPENAI_COMPAT_API_KEY",
@@ -180,7 +183,7 @@ def test_openai_compat_api_is_allowed_for_a_local_server(tmp_path: Path) -> None
 def test_remote_base_url_is_not_rewritten(tmp_path: Path) -> None:
     data = {"x": dict(OPENAI, base_url="https://api.example.com/v1")}
     endpoint = load_endpoint_config(write_config(tmp_path, data))["x"]
-    assert endpoint.docker_base_url() == "https://api.example.com/v1"
+    assert endpoint.base_url_seen_from("host.docker.internal") == "https://api.example.com/v1"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from docker_support import TASK_DIR, BuiltImages
 from orchestra.config.task import load_task
 from orchestra.paths import StatePaths
 from orchestra.stack.images import ImageBuilder
-from orchestra.trial.docker_env import cleanup_containers
+from orchestra.trial.env.container import cleanup_containers
 
 TEST_JOB_PREFIX = "bo-pytest-"
 

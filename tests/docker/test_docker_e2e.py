@@ -26,7 +26,7 @@ from orchestra.paths import PROJECT_ROOT, StatePaths
 from orchestra.processes import run_command
 from orchestra.stack.docker import POSTGRES_HOST_PORT, RELAY_HOST_PORT
 from orchestra.stack.select import COMPOSE_PROJECT_VARIABLE
-from orchestra.trial.docker_env import LABEL_JOB
+from orchestra.trial.env.container import LABEL_JOB
 
 pytestmark = pytest.mark.docker
 

@@ -14,7 +14,7 @@ from docker_support import TASK_DIR, BuiltImages
 from orchestra.config.task import load_task
 from orchestra.paths import CONTAINER_VENV_BIN, PROJECT_ROOT, RepoPaths
 from orchestra.stack.images import ImageBuilder, ImageError, base_image_of, wheelhouse_context
-from orchestra.trial.docker_env import LABEL_JOB, LABEL_TRIAL, TrialContainer
+from orchestra.trial.env.container import LABEL_JOB, LABEL_TRIAL, TrialContainer
 
 pytestmark = pytest.mark.docker
 

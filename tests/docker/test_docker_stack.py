@@ -28,7 +28,7 @@ from orchestra.stack.images import ImageBuilder
 from orchestra.stack.info import scripts_dir
 from orchestra.stack.registry import apply_schema
 from orchestra.stack.state import load_state
-from orchestra.trial.docker_env import TrialContainer
+from orchestra.trial.env.container import TrialContainer
 
 pytestmark = pytest.mark.docker
 

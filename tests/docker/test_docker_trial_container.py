@@ -13,16 +13,16 @@ from pathlib import Path, PurePosixPath
 import pytest
 from docker_support import TASK_DIR, BuiltImages
 
-from orchestra.config.fixture import Fixture
 from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.config.task import load_task
 from orchestra.paths import TrialPaths, container_env_file
-from orchestra.trial.docker_env import (
+from orchestra.trial.env.container import (
     TrialContainer,
     cleanup_containers,
     host_gateway_bind_address,
 )
-from orchestra.trial.docker_environment import DockerAgent, DockerEnvironment
+from orchestra.trial.env.docker import DockerEnvironment
+from orchestra.trial.env.verifiers import InEnvironmentVerifier
 
 pytestmark = pytest.mark.docker
 
@@ -132,8 +132,17 @@ async def test_stop_processes_kills_everything_but_pid_1(
     assert await _processes(container) == 1
 
 
-async def test_run_tests_is_offline_and_copies_outputs_back(
-    container: TrialContainer, tmp_path: Path
+def _verifier_in(
+    container: TrialContainer, built: BuiltImages, job_name: str, tmp_path: Path
+) -> InEnvironmentVerifier:
+    """The §9.2 verifier in a docker env whose container is `container`."""
+    environment = _docker_environment(built, job_name, tmp_path)
+    environment.container = container
+    return InEnvironmentVerifier(environment, environment.trial)
+
+
+async def test_verifier_runs_offline_and_copies_outputs_back(
+    container: TrialContainer, built: BuiltImages, job_name: str, tmp_path: Path
 ) -> None:
     await container.prepare_layout()
     evidence = tmp_path / "evidence"
@@ -149,9 +158,10 @@ async def test_run_tests_is_offline_and_copies_outputs_back(
         "test ! -e /logs/verifier/reward.json\n"
         "python3 -c 'import json; json.load(open(\"/logs/artifacts/buzz-evidence.json\"))'\n"
         "echo '{\"reward\": 1.0}' > /logs/verifier/reward.json\n"
-    )  # deliberately not executable: run_tests must chmod it
-    trial = TrialPaths(tmp_path / "trial")
-    result = await container.run_tests(tests_dir, trial, timeout_seconds=60)
+    )  # deliberately not executable: the verifier must chmod it
+    verifier = _verifier_in(container, built, job_name, tmp_path)
+    trial = verifier.trial
+    result = await verifier.execute(tests_dir, timeout_seconds=60)
     assert (result.exit_code, result.timed_out) == (0, False)
     assert trial.test_stdout.read_text() == "lang=C.UTF-8 user=0 cwd=/ net=lo \n"
     assert json.loads(trial.reward_json.read_text()) == {"reward": 1.0}
@@ -159,16 +169,16 @@ async def test_run_tests_is_offline_and_copies_outputs_back(
     assert await container.networks() == []
 
 
-async def test_run_tests_timeout_kills_the_verifier(
-    container: TrialContainer, tmp_path: Path
+async def test_verifier_timeout_kills_the_verifier(
+    container: TrialContainer, built: BuiltImages, job_name: str, tmp_path: Path
 ) -> None:
     tests_dir = tmp_path / "tests"
     tests_dir.mkdir()
     (tests_dir / "test.sh").write_text("#!/bin/sh\necho begin\nsleep 600\n")
-    trial = TrialPaths(tmp_path / "trial")
-    result = await container.run_tests(tests_dir, trial, timeout_seconds=1)
+    verifier = _verifier_in(container, built, job_name, tmp_path)
+    result = await verifier.execute(tests_dir, timeout_seconds=1)
     assert (result.exit_code, result.timed_out) == (None, True)
-    assert trial.test_stdout.read_text() == "begin\n"
+    assert verifier.trial.test_stdout.read_text() == "begin\n"
     assert await _processes(container) == 1
 
 
@@ -194,10 +204,10 @@ async def test_cleanup_removes_containers_by_job_label(built: BuiltImages, job_n
 def _docker_environment(
     built: BuiltImages, job_name: str, tmp_path: Path, *, buzz_bin_dir: Path | None = None
 ) -> DockerEnvironment:
-    """A docker env for a fixture-less trial on the test agent layer (no container yet)."""
+    """A docker env for a trial of the test task on the test agent layer (no container yet)."""
     return DockerEnvironment(
         TrialPaths(tmp_path / "trial"),
-        Fixture.empty(),
+        load_task(TASK_DIR),
         image=built.agent_image,
         job_name=job_name,
         trial_id=str(uuid.uuid4()),
@@ -210,22 +220,23 @@ async def test_a_second_interrupt_removes_the_container_at_once(
     built: BuiltImages, job_name: str, tmp_path: Path
 ) -> None:
     """§7.6: with `hurry` set, step 16 does not TERM, wait and KILL; it removes the container."""
-    environment = _docker_environment(built, job_name, tmp_path)
-    container = await TrialContainer.start(
-        built.agent_image, job_name=job_name, trial_id=environment.trial_id, cpus=1, memory_mb=512
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # an agent that would outlast the TERM grace period
+    (bin_dir / "buzz-acp").write_text("#!/bin/sh\ntrap '' TERM\nsleep 1000 &\nwait\n")
+    environment = _docker_environment(built, job_name, tmp_path, buzz_bin_dir=bin_dir)
+    await environment.prepare()
+    container = environment._container()
+    agent = await environment.start_agent(
+        "solo-1", {}, stdout=tmp_path / "out.log", stderr=tmp_path / "err.log", on_exit=lambda: None
     )
-    environment.container = container
-    session = await container.start_session(
-        ["sh", "-c", "trap '' TERM; sleep 1000 & wait"],  # would outlast the TERM grace period
-        stdout=tmp_path / "out.log",
-        stderr=tmp_path / "err.log",
-    )
-    agent = DockerAgent("solo-1", session, lambda: None)
+    await _wait_for_processes(container, at_least=3)  # sleep infinity, sh, sleep 1000
     hurry = asyncio.Event()
     hurry.set()
-    notes = await environment.stop_all([agent], hurry)
+    notes = await environment.stop_agents(hurry)
     assert notes == [f"container {container.name} removed at once (second interrupt)"]
     assert agent.exit_code is not None
+    assert await environment.isolate() == []  # nothing left to detach
     inspect = await asyncio.create_subprocess_exec(
         "docker", "inspect", container.name, stdout=DEVNULL, stderr=DEVNULL
     )
@@ -243,12 +254,13 @@ async def test_buzz_bin_dir_programs_come_first_in_the_container(
     (bin_dir / "buzz-acp").write_text("#!/bin/sh\nexit 0\n")
     environment = _docker_environment(built, job_name, tmp_path, buzz_bin_dir=bin_dir)
     try:
-        await environment.prepare(load_task(TASK_DIR), with_solution=False)
-        assert str(environment.programs_dir) == "/opt/buzz/bin"
-        assert environment.agent_path is not None
-        assert environment.agent_path.startswith("/opt/buzz/bin:")
+        await environment.prepare()
+        facts = environment.facts
+        assert str(facts.programs_dir) == "/opt/buzz/bin"
+        assert facts.agent_path is not None
+        assert facts.agent_path.startswith("/opt/buzz/bin:")
         container = environment._container()
-        found = await container.sh(f'PATH="{environment.agent_path}" buzz messages get')
+        found = await container.sh(f'PATH="{facts.agent_path}" buzz messages get')
         assert found.stdout == "wrapped buzz messages get\n"
         modes = await container.sh("stat -c '%a %n' /opt/buzz/bin/buzz /opt/buzz/bin/buzz-acp")
         assert modes.stdout.split("\n")[:2] == [

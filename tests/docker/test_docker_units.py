@@ -28,7 +28,7 @@ from orchestra.stack.wheelhouse import (
     WheelhouseError,
     wheelhouse_digest,
 )
-from orchestra.trial.docker_env import DockerEnvError, container_name, env_file_text
+from orchestra.trial.env.container import DockerEnvError, container_name, env_file_text
 
 BOOKWORM = Interpreter(3, 11, "x86_64", "glibc", "2.36", True)
 

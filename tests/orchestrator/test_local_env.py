@@ -6,14 +6,21 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from orchestra.config.fixture import Fixture
+from orchestra.config.task import Task, TaskToml
 from orchestra.jobs.runner import Interrupt
-from orchestra.paths import TaskPaths, TrialPaths
-from orchestra.trial import agents as agents_module
-from orchestra.trial.agents import LocalAgent, kill_sandbox_escapees, last_allocated_pid
+from orchestra.paths import TrialPaths
+from orchestra.trial.env import local_processes
+from orchestra.trial.env.local import LocalEnvironment
+from orchestra.trial.env.local_processes import (
+    LocalAgentProcess,
+    kill_sandbox_escapees,
+    last_allocated_pid,
+)
 from orchestra.trial.filewatch import watch_file
-from orchestra.trial.local_env import create_sandbox, place_fixture_files, place_solution
+from orchestra.trial.setup_phase import prepare_environment
 
 
 def fixture() -> Fixture:
@@ -29,29 +36,38 @@ def fixture() -> Fixture:
     )
 
 
-def test_fixture_files_share_one_random_value_and_are_recorded(tmp_path: Path) -> None:
+def local_trial(tmp_path: Path, fixture: Fixture) -> SimpleNamespace:
+    """Just what the setup phase's `prepare_environment` reads of a trial's state."""
+    task_dir = tmp_path / "task"
+    (task_dir / "solution").mkdir(parents=True)
+    (task_dir / "solution" / "solve.sh").write_text("#!/bin/sh\n")
+    task = Task(dir=task_dir, toml=TaskToml(), fixture=fixture)
     trial = TrialPaths(tmp_path / "trial")
-    env = create_sandbox(trial, fixture())
+    env = LocalEnvironment(trial, task, tmp_path / "bin", None)
+    return SimpleNamespace(task=task, paths=trial, env=env)
+
+
+def test_fixture_files_share_one_random_value_and_are_recorded(tmp_path: Path) -> None:
+    state = local_trial(tmp_path, fixture())
+    trial, env = state.paths, state.env.facts.paths
+    asyncio.run(prepare_environment(state, with_solution=False))
     assert Path(env.home) == trial.sandbox / "home" / "buzz"
     assert Path(env.workspace).is_dir() and Path(env.tmpdir).is_dir()
-    value = place_fixture_files(trial, env, fixture())
-    assert value is not None and len(value) == 32
     skill = trial.sandbox / "home/buzz/.claude/skills/x/SKILL.md"
+    value = (trial.sandbox / "home/buzz/notes.txt").read_text()
+    assert len(value) == 32
     assert skill.read_text() == f"id {value}\n"
-    assert (trial.sandbox / "home/buzz/notes.txt").read_text() == value
     assert stat.S_IMODE((trial.sandbox / "home/buzz/notes.txt").stat().st_mode) == 0o600
     assert stat.S_IMODE(skill.parent.stat().st_mode) == 0o755
     assert trial.fixture_file_record("/home/buzz/notes.txt").read_text() == value
+    assert not (trial.sandbox / "solution").exists()
 
 
 def test_solution_is_copied_executable(tmp_path: Path) -> None:
-    task = tmp_path / "task"
-    (task / "solution").mkdir(parents=True)
-    (task / "solution" / "solve.sh").write_text("#!/bin/sh\n")
-    trial = TrialPaths(tmp_path / "trial")
-    env = create_sandbox(trial, Fixture.empty())
-    solve = place_solution(TaskPaths(task), env)
-    assert solve == trial.sandbox / "solution" / "solve.sh"
+    state = local_trial(tmp_path, Fixture.empty())
+    asyncio.run(prepare_environment(state, with_solution=True))
+    solve = state.paths.sandbox / "solution" / "solve.sh"
+    assert Path(state.env.facts.paths.solve_sh) == solve
     assert os.access(solve, os.X_OK)
 
 
@@ -108,11 +124,11 @@ IGNORES_TERM = (
 async def test_a_hurried_stop_kills_without_waiting_out_the_grace_period(
     tmp_path: Path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(agents_module, "STOP_GRACE_SECONDS", 3600.0)  # only `hurry` can end it
+    monkeypatch.setattr(local_processes, "STOP_GRACE_SECONDS", 3600.0)  # only `hurry` can end it
     program = tmp_path / "stubborn"
     program.write_text(f"#!{sys.executable}\n{IGNORES_TERM}")
     program.chmod(0o755)
-    agent = LocalAgent("solo-1", lambda _agent: None)
+    agent = LocalAgentProcess("solo-1", lambda: None)
     stdout = tmp_path / "out.log"
     written = watch_file(stdout)
     try:

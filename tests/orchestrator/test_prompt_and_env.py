@@ -7,13 +7,13 @@ import pytest
 
 from orchestra.config.endpoints import Endpoint
 from orchestra.config.manifest import ArtifactHashMismatch, RosterEntry
-from orchestra.trial.agent_env import (
+from orchestra.trial.launch import (
     AgentLaunchSpec,
     OracleAccess,
     agent_environment,
     endpoint_variables,
 )
-from orchestra.trial.prompts import TeamMember, compose_system_prompt
+from orchestra.trial.prompts import TeamMember, compose_roster_prompt
 
 
 def artifact(root: Path, name: str, text: str) -> dict:
@@ -42,7 +42,7 @@ def test_team_prompt_layers_and_table(tmp_path: Path) -> None:
         skills=[artifact(tmp_path, "triage.md", "Skill body")],
     )
     team = [TeamMember("lead-1", "lead", "aa" * 32), TeamMember("worker-1", "critic", "bb" * 32)]
-    text = compose_system_prompt(
+    text = compose_roster_prompt(
         roster,
         tmp_path,
         me=team[0],
@@ -65,13 +65,13 @@ def test_team_prompt_layers_and_table(tmp_path: Path) -> None:
 def test_solo_prompt_and_hash_check(tmp_path: Path) -> None:
     roster = entry(tmp_path)
     me = TeamMember("solo-1", "solo", "aa" * 32)
-    text = compose_system_prompt(
+    text = compose_roster_prompt(
         roster, tmp_path, me=me, team=[me], channel_id="c", user_name="user", user_pubkey="cc" * 32
     )
     assert text.endswith("\nYou have no teammates in this trial.\n")
     (tmp_path / "prompt.md").write_text("# Edited")
     with pytest.raises(ArtifactHashMismatch):
-        compose_system_prompt(
+        compose_roster_prompt(
             roster,
             tmp_path,
             me=me,

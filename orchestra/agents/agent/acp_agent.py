@@ -54,7 +54,9 @@ def prompt_failure(
     return RequestError(-32603, detail, data)
 
 
-def compose_system_prompt(base: str, cwd: str, hints: bool) -> str:
+def with_workspace_hints(base: str, cwd: str, hints: bool) -> str:
+    """The session's system prompt plus, with hints on, the working directory and its
+    AGENTS.md (agent-harness.md §2.3)."""
     if not hints:
         return base
     parts = [base.rstrip(), f"[Environment]\nWorking directory: {cwd}"]
@@ -160,7 +162,7 @@ class BuzzAgent:
         except ToolServerError as exc:
             log.error("session not created: %s", exc)
             raise prompt_failure("mcp_error", str(exc), retryable=False) from None
-        system = compose_system_prompt(base, cwd, hints=not self._config.no_hints)
+        system = with_workspace_hints(base, cwd, hints=not self._config.no_hints)
         session = Session(
             id=new_session_id(),
             cwd=cwd,

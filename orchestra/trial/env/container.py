@@ -1,8 +1,8 @@
-"""The docker env's per-trial container (orchestrator.md §5.8, §7.2 steps 3/16/17/21, §7.9, §9.2).
+"""One trial's container through the `docker` CLI (orchestrator.md §5.8, §7.2 steps 3/16/21, §7.9).
 
 One container per trial, from the task's agent-layer image, idling on `sleep infinity`. Every
-transfer is `docker cp` and every command `docker exec`; nothing is bind-mounted. After the
-agents stop, the container is detached from every network, so the verifier runs offline.
+transfer is `docker cp` and every command `docker exec`; nothing is bind-mounted. Labels tie
+containers to their job and trial, so `orchestra cleanup` can reap leftovers.
 """
 
 from __future__ import annotations
@@ -17,22 +17,19 @@ import socket
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from orchestra.paths import (
     CONTAINER_ENV_DIR,
     CONTAINER_PROMPTS,
     CONTAINER_RUNTIME_LOGS,
-    CONTAINER_TEST_SH,
-    CONTAINER_TESTS,
     CONTAINER_WORKSPACE,
     LOGS_ARTIFACTS,
-    LOGS_VERIFIER,
-    TrialPaths,
     container_env_file,
 )
 from orchestra.stack.docker import CommandResult, run_command
+from orchestra.trial.env.commands import run_command_to_end
+from orchestra.trial.env.protocol import LOOPBACK, EnvCommandError, ExecResult
 
 LABEL_JOB = "buzz-orchestra.job"
 LABEL_TRIAL = "buzz-orchestra.trial"
@@ -40,12 +37,10 @@ HOST_GATEWAY = "host.docker.internal:host-gateway"
 CONTAINER_NAME_PREFIX = "bo-"
 STOP_GRACE_SECONDS = 5.0
 _STOP_POLL_SECONDS = 0.2
-VERIFIER_LANG = "C.UTF-8"
-LOOPBACK = "127.0.0.1"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class DockerEnvError(Exception):
+class DockerEnvError(EnvCommandError):
     """A docker command for the trial container failed; the message names the command."""
 
 
@@ -59,12 +54,6 @@ def env_file_text(env: Mapping[str, str]) -> str:
         if _ENV_NAME.fullmatch(key) is None:
             raise DockerEnvError(f"environment variable name {key!r} cannot be exported by sh")
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in env.items())
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    exit_code: int | None  # None when killed on timeout
-    timed_out: bool
 
 
 async def _docker(*args: str, timeout_seconds: float = 120.0) -> CommandResult:
@@ -163,33 +152,25 @@ class TrialContainer:
                 stderr=err,
             )
 
-    async def run_to_file(
+    async def run(
         self,
         command: Sequence[str],
         *,
-        output: Path,
+        output: Path | None,
         timeout_seconds: float,
         workdir: PurePosixPath | None = None,
         env: Mapping[str, str] | None = None,
         user: str | None = None,
     ) -> ExecResult:
-        """Run under a deadline, stdout and stderr merged into `output`. On timeout the host
-        session is killed and so is everything left in the container except PID 1."""
-        with output.open("wb") as sink:
-            process = await asyncio.create_subprocess_exec(
-                *self.exec_argv(command, workdir=workdir, env=env, user=user),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=sink,
-                stderr=asyncio.subprocess.STDOUT,
-            )
-            try:
-                return ExecResult(await asyncio.wait_for(process.wait(), timeout_seconds), False)
-            except TimeoutError:
-                await self._abort(process)
-                return ExecResult(None, True)
-            except BaseException:  # cancelled: leave nothing running on either side
-                await self._abort(process)
-                raise
+        """Run under a deadline, stdout and stderr merged into `output` (else captured). On
+        timeout the host session is killed and so is everything left in the container except
+        PID 1: the engine offers no handle on one exec'd command's processes."""
+        return await run_command_to_end(
+            self.exec_argv(command, workdir=workdir, env=env, user=user),
+            output=output,
+            timeout_seconds=timeout_seconds,
+            abort=self._abort,
+        )
 
     async def _abort(self, process: asyncio.subprocess.Process) -> None:
         if process.returncode is None:
@@ -257,10 +238,17 @@ class TrialContainer:
         """A host file to `destination`, or a host directory's contents into `destination`."""
         is_directory = _is_directory(source)
         await self.exec(["mkdir", "-p", str(destination if is_directory else destination.parent)])
-        origin = f"{source}/." if is_directory else str(source)
+        await self._docker_cp(f"{source}/." if is_directory else str(source), destination)
+
+    async def replace_directory(self, source: Path, destination: PurePosixPath) -> None:
+        """`destination` becomes a copy of the host directory `source` (emptied first)."""
+        await self.sh(f"rm -rf {destination} && mkdir -p {destination}")
+        await self._docker_cp(f"{source}/.", destination)
+
+    async def _docker_cp(self, origin: str, destination: PurePosixPath) -> None:
         _check(
             await _docker("cp", origin, f"{self.name}:{destination}"),
-            f"docker cp {source} {self.name}:{destination}",
+            f"docker cp {origin} {self.name}:{destination}",
         )
 
     async def copy_out(self, source: PurePosixPath, destination: Path) -> None:
@@ -290,32 +278,6 @@ class TrialContainer:
                 f"docker network disconnect {network} {self.name}",
             )
         return names
-
-    # --- verifier (§9.2) ---------------------------------------------------------------------
-
-    async def run_tests(
-        self, tests_dir: Path, paths: TrialPaths, timeout_seconds: float
-    ) -> ExecResult:
-        """§9.2 steps 1–4: offline, fresh `/logs/verifier` and `/tests`, `test.sh` as root with
-        `LANG=C.UTF-8`, output in `<trial>/verifier/test-stdout.txt`, outputs copied back."""
-        await self.disconnect_networks()
-        await self.sh(
-            f"rm -rf {LOGS_VERIFIER} {CONTAINER_TESTS} && mkdir -p {LOGS_VERIFIER} {LOGS_ARTIFACTS}"
-        )
-        await self.copy_in(tests_dir, CONTAINER_TESTS)
-        await self.exec(["chmod", "+x", str(CONTAINER_TEST_SH)])
-        os.makedirs(paths.verifier_dir, exist_ok=True)
-        result = await self.run_to_file(
-            [str(CONTAINER_TEST_SH)],
-            output=paths.test_stdout,
-            timeout_seconds=timeout_seconds,
-            workdir=PurePosixPath("/"),
-            env={"LANG": VERIFIER_LANG},
-            user="root",
-        )
-        await self.copy_out(LOGS_VERIFIER, paths.verifier_dir)
-        await self.copy_out(LOGS_ARTIFACTS, paths.artifacts_dir)
-        return result
 
     async def remove(self) -> None:
         """`docker rm -f`; a container that is already gone is fine."""

@@ -1,4 +1,5 @@
-"""Local-env agent processes: launch, exit watching and stopping (§7.2 steps 9, 16; §7.7)."""
+"""Local-env agent processes: launch, exit watching, stopping and the escaped-process sweep
+(orchestrator.md §7.2 steps 9 and 16, §7.7)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+
+from orchestra.trial.env.waits import first_of
 
 STOP_GRACE_SECONDS = 5.0
 
@@ -16,10 +19,10 @@ class AgentLaunchError(Exception):
     pass
 
 
-class LocalAgent:
+class LocalAgentProcess:
     """One `buzz-acp` started in its own session, stdout/stderr streamed to host files."""
 
-    def __init__(self, agent_id: str, on_exit: Callable[[LocalAgent], None]) -> None:
+    def __init__(self, agent_id: str, on_exit: Callable[[], None]) -> None:
         self.agent_id = agent_id
         self._on_exit = on_exit
         self.process: asyncio.subprocess.Process | None = None
@@ -28,14 +31,14 @@ class LocalAgent:
         self._watch: asyncio.Task[None] | None = None
 
     async def start(
-        self, program: Path, env: dict[str, str], cwd: Path, stdout: Path, stderr: Path
+        self, program: Path, env: Mapping[str, str], cwd: Path, stdout: Path, stderr: Path
     ) -> None:
         try:
             with stdout.open("ab") as out, stderr.open("ab") as err:
                 self.process = await asyncio.create_subprocess_exec(
                     str(program),
                     cwd=cwd,
-                    env=env,
+                    env=dict(env),
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
@@ -48,7 +51,7 @@ class LocalAgent:
     async def _wait(self) -> None:
         assert self.process is not None
         self.exit_code = await self.process.wait()
-        self._on_exit(self)
+        self._on_exit()
 
     @property
     def running(self) -> bool:
@@ -60,37 +63,16 @@ class LocalAgent:
             return
         self.stopping = True
         pgid = self.process.pid
-        _signal_group(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
         if self._watch is not None:
             await first_of(asyncio.shield(self._watch), hurry, STOP_GRACE_SECONDS)
         # the group may hold children that outlived the leader: KILL whatever is left
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
         if self._watch is not None:
             await self._watch
 
 
-async def first_of(
-    work: Awaitable[object], hurry: asyncio.Event | None, seconds: float | None
-) -> bool:
-    """Wait for `work` (up to `seconds` when given) or until `hurry` is set; True when `work`
-    finished.
-
-    `work` is left running when the wait ends early: pass `asyncio.shield(...)` to keep it.
-    """
-    work_done = asyncio.ensure_future(work)
-    waiters: set[asyncio.Future[object]] = {work_done}
-    hurried = asyncio.ensure_future(hurry.wait()) if hurry is not None else None
-    if hurried is not None:
-        waiters.add(hurried)
-    try:
-        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if hurried is not None:
-            hurried.cancel()
-    return work_done.done()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 

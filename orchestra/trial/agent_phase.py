@@ -1,0 +1,99 @@
+"""The agent phase (orchestrator.md §7.2 steps 11-14): post the task and the scripted
+messages, then wait for completion under the agent timeout and the budgets (§7.11-§7.13)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from orchestra.trial import relay_ops
+from orchestra.trial.budget import budget_exceeded
+from orchestra.trial.completion import AgentProcessExited, CompletionRules, CompletionWatch
+from orchestra.trial.context import JobContext
+from orchestra.trial.errors import TrialError, classified
+from orchestra.trial.observer import StackUnavailable
+from orchestra.trial.record import write_result
+from orchestra.trial.setup_phase import describe_exit
+from orchestra.trial.state import TrialState
+
+
+async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
+    assert state.channel_id is not None and state.observer is not None
+    orchestrator_pubkey = state.agent_keys[state.orchestrator_id].pubkey
+    accepted_at = await post_task(state, ctx, orchestrator_pubkey)
+    await post_scripted_messages(state, ctx, orchestrator_pubkey)
+    state.watch = CompletionWatch(
+        CompletionRules(
+            orchestrator_id=state.orchestrator_id,
+            orchestrator_pubkey=orchestrator_pubkey,
+            solo=ctx.condition.manifest.is_solo,
+            scripted_event_ids=[row["event_id"] for row in state.scripted_events],
+        ),
+        state.observer,
+        state.log_states(),
+        state.agents,
+        lambda: budget_exceeded(ctx.condition.manifest, state.slots, state.log_states()),
+        lambda agent: describe_exit(state.paths, agent),
+        state.changed,
+    )
+    remaining = state.timeouts.agent_seconds - (time.monotonic() - accepted_at)
+    try:
+        state.completion = await state.watch.wait(remaining)
+    except AgentProcessExited as error:
+        raise TrialError("AgentProcessExited", str(error)) from error
+    except StackUnavailable as error:
+        raise TrialError("StackUnavailable", str(error)) from error
+    state.recorder.log(f"agent phase ended: {state.completion.stop_reason}")
+
+
+async def post_task(state: TrialState, ctx: JobContext, orchestrator_pubkey: str) -> float:
+    """Step 11: the task message as the trial user; returns when the relay accepted it (the
+    budget clock starts then)."""
+    assert state.channel_id is not None
+    content = f"@{state.orchestrator_id} {state.task.instruction()}"
+    with classified("TaskPostError"):
+        event_id = await relay_ops.send_message(
+            state.user_client(ctx), state.channel_id, content, mention=[orchestrator_pubkey]
+        )
+    if event_id is None:
+        raise TrialError("TaskPostError", "the task message returned no event id")
+    accepted_at = time.monotonic()
+    state.task_event_id = event_id
+    if state.oracle_registered and ctx.oracle.server is not None:
+        ctx.oracle.server.set_task_event(state.trial_id, event_id)
+    write_result(state)
+    return accepted_at
+
+
+async def post_scripted_messages(
+    state: TrialState, ctx: JobContext, orchestrator_pubkey: str
+) -> None:
+    """Step 12: the fixture's scripted messages, back to back in fixture order."""
+    assert state.channel_id is not None and state.user is not None
+    actors = {entry.key: identity for entry, identity in state.directory}
+    posted: list[dict[str, Any]] = []
+    for message in state.task.fixture.scripted_messages:
+        actor = state.user if message.actor == "user" else actors[message.actor]
+        reply_to = state.task_event_id if message.reply_to_task else None
+        with classified("ScriptedEventError"):
+            event_id = await relay_ops.send_message(
+                ctx.stable_clients.client(actor.keys),
+                state.channel_id,
+                message.render(state.orchestrator_id, state.user.name),
+                mention=[orchestrator_pubkey] if message.mention_orchestrator else None,
+                reply_to=reply_to,
+            )
+        if event_id is None:
+            raise TrialError(
+                "ScriptedEventError",
+                f'scripted event "{message.label}" did not return an event ID',
+            )
+        posted.append(
+            {
+                "label": message.label,
+                "event_id": event_id,
+                "actor": message.actor,
+                "reply_to_event_id": reply_to,
+            }
+        )
+    state.scripted_events = posted

@@ -1,0 +1,214 @@
+"""The local environment: a per-trial sandbox on the host (orchestrator.md §5.8).
+
+Agents are host processes in their own sessions and the logical paths are host paths, so most
+transfers are copies within the trial directory, and a transfer onto itself (the agents' logs,
+the evidence) is nothing to do. No isolation: agents run as the invoking user (§5.8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path, PurePath
+
+from orchestra.config.task import Task
+from orchestra.paths import TrialPaths
+from orchestra.stack.info import scripts_dir
+from orchestra.trial.env.commands import run_command_to_end
+from orchestra.trial.env.local_processes import (
+    LocalAgentProcess,
+    kill_sandbox_escapees,
+    last_allocated_pid,
+    signal_group,
+)
+from orchestra.trial.env.protocol import (
+    LOOPBACK,
+    AgentProcess,
+    EnvCommandError,
+    EnvFacts,
+    ExecResult,
+    TrialEnvironment,
+    Verifier,
+)
+from orchestra.trial.env.verifiers import HostVerifier
+from orchestra.trial.fixture_files import make_parents
+from orchestra.verify.outcome import NETWORK_NOT_ISOLATED
+
+#: Host variables a local-env agent keeps besides what the orchestrator sets (§7.9).
+INHERITED_LOCAL_VARIABLES = ("LANG", "LC_ALL", "TERM")
+
+
+class LocalEnvironment:
+    """Implements `TrialEnvironment` on `<trial>/sandbox/`."""
+
+    def __init__(
+        self, trial: TrialPaths, task: Task, programs_dir: Path, buzz_bin_dir: Path | None
+    ) -> None:
+        self.trial = trial
+        host_path = os.environ.get("PATH", os.defpath)
+        has_buzz = buzz_bin_dir is not None and (buzz_bin_dir / "buzz").exists()
+        inherited = {k: os.environ[k] for k in INHERITED_LOCAL_VARIABLES if k in os.environ}
+        self._facts = EnvFacts(
+            kind="local",
+            paths=trial.local_env(task.fixture.home),
+            programs_dir=programs_dir,
+            host_alias=None,
+            agent_path=f"{buzz_bin_dir}:{host_path}" if has_buzz else host_path,
+            inherited=inherited,
+            verifier_network=NETWORK_NOT_ISOLATED,
+        )
+        self.pid_floor = last_allocated_pid()  # every process of this trial starts after this
+        self._agents: list[LocalAgentProcess] = []
+
+    @property
+    def facts(self) -> EnvFacts:
+        return self._facts
+
+    async def prepare(self) -> None:
+        """workspace/, tmp/ and the HOME directory under `<trial>/sandbox/`, plus artifacts/."""
+        paths = self._facts.paths
+        _make_directories(paths.workspace, paths.tmpdir, paths.home, paths.logs_artifacts)
+
+    async def close(self) -> None:
+        """Nothing to remove: the sandbox stays with the trial's record."""
+
+    async def start_agent(
+        self,
+        agent_id: str,
+        env: Mapping[str, str],
+        *,
+        stdout: Path,
+        stderr: Path,
+        on_exit: Callable[[], None],
+    ) -> AgentProcess:
+        agent = LocalAgentProcess(agent_id, on_exit)
+        self._agents.append(agent)
+        await agent.start(
+            Path(self._facts.programs_dir) / "buzz-acp",
+            env,
+            Path(self._facts.paths.workspace),
+            stdout,
+            stderr,
+        )
+        return agent
+
+    async def stop_agents(self, hurry: asyncio.Event) -> list[str]:
+        """TERM each agent's group, ≤ 5 s (until `hurry`), KILL; then anything left with
+        HOME/TMPDIR inside the sandbox."""
+        for agent in self._agents:
+            await agent.stop(hurry)
+        killed = kill_sandbox_escapees(self.trial.sandbox, newer_than=self.pid_floor)
+        return [f"killed {len(killed)} escaped process(es): {killed}"] if killed else []
+
+    async def isolate(self) -> list[str]:
+        """The host's network cannot be taken away (`verifier_network: not-isolated`)."""
+        return []
+
+    async def exec(
+        self,
+        command: Sequence[str],
+        *,
+        output: Path | None = None,
+        timeout_seconds: float = 60.0,
+        workdir: PurePath | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        if user is not None:
+            raise EnvCommandError(f"the local env cannot run commands as {user!r}")
+        variables = {"PATH": self._facts.agent_path or os.defpath, **self._facts.inherited}
+        variables.update(env or {})
+        return await run_command_to_end(
+            command,
+            output=output,
+            timeout_seconds=timeout_seconds,
+            abort=_kill_group,
+            cwd=workdir,
+            env=variables,
+            start_new_session=True,
+        )
+
+    async def put_file(self, source: Path, target: PurePath, *, mode: int | None = None) -> None:
+        _copy_file(source, Path(target), mode)
+
+    async def put_tree(self, source: Path, target: PurePath) -> None:
+        if not _same(source, Path(target)):
+            _replace_tree(source, Path(target))
+
+    async def get_tree(self, source: PurePath, target: Path) -> None:
+        if not _same(Path(source), target):
+            shutil.copytree(source, target, dirs_exist_ok=True)
+
+    async def remove(self, path: PurePath) -> None:
+        _remove(Path(path))
+
+    @contextlib.asynccontextmanager
+    async def follow_file(self, path: PurePath, host_copy: Path) -> AsyncIterator[None]:
+        """Agents write the host file itself."""
+        if not _same(Path(path), host_copy):
+            raise ValueError(f"the local env writes {path} itself, not {host_copy}")
+        yield
+
+
+def _same(first: Path, second: Path) -> bool:
+    return first.absolute() == second.absolute()
+
+
+# Local file operations are short and synchronous, as everywhere in the trial's own directory.
+
+
+def _make_directories(*directories: PurePath | None) -> None:
+    for directory in directories:
+        assert directory is not None
+        Path(directory).mkdir(parents=True, exist_ok=True)
+
+
+def _copy_file(source: Path, destination: Path, mode: int | None) -> None:
+    if not _same(source, destination):
+        make_parents(destination.parent)
+        shutil.copyfile(source, destination)
+        if mode is None:
+            shutil.copymode(source, destination)
+    if mode is not None:
+        os.chmod(destination, mode)
+
+
+def _replace_tree(source: Path, destination: Path) -> None:
+    if destination.exists():
+        shutil.rmtree(destination)
+    shutil.copytree(source, destination)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
+class LocalKind:
+    """The local env of a job: agents from this package's console scripts (or
+    `--buzz-bin-dir`), the verifier on the host (§9.3)."""
+
+    name = "local"
+
+    def __init__(self, buzz_bin_dir: Path | None) -> None:
+        self.buzz_bin_dir = buzz_bin_dir
+
+    async def host_listen_address(self) -> str:
+        return LOOPBACK
+
+    def environment(self, trial: TrialPaths, task: Task, trial_id: str) -> TrialEnvironment:
+        return LocalEnvironment(trial, task, self.buzz_bin_dir or scripts_dir(), self.buzz_bin_dir)
+
+    def verifier(self, trial: TrialPaths, task: Task, agents: TrialEnvironment) -> Verifier:
+        return HostVerifier(trial, task.fixture.home)

@@ -1,0 +1,79 @@
+"""Finalize (orchestrator.md §7.2 steps 20-21): archive the channel, release the trial's
+clients and environment, account, redact secrets, write the final result."""
+
+from __future__ import annotations
+
+from orchestra.agents.oracle.registry import oracle_token
+from orchestra.trial import relay_ops
+from orchestra.trial.accounting import trial_accounting
+from orchestra.trial.context import JobContext
+from orchestra.trial.errors import CANCELLED, TrialError, exception_info
+from orchestra.trial.record import enter_phase, write_result
+from orchestra.trial.redact import redact_tree, secret_strings
+from orchestra.trial.state import TrialState
+
+
+async def finalize(state: TrialState, ctx: JobContext) -> None:
+    enter_phase(state, "finalize")
+    log = state.recorder.log
+    try:
+        await archive_channel(state, ctx)
+    except Exception as error:
+        log(f"archive failed: {type(error).__name__}: {error}")
+    await state.trial_clients.close()
+    try:
+        await state.env.close()
+    except Exception as error:
+        log(f"removing the environment failed: {type(error).__name__}: {error}")
+    account(state, ctx)
+    redact_secrets(state, ctx)
+    state.agent_active_seconds = round(
+        sum((follower.state.active_seconds for follower in state.followers.values()), 0.0), 3
+    )
+    if state.cancelled_in is not None and state.exception_info is None:
+        interrupted = TrialError(CANCELLED, "interrupted")
+        state.exception_info = exception_info(interrupted, state.cancelled_in)
+    state.recorder.finish(final_status(state))
+    write_result(state)
+    state.recorder.close()
+
+
+async def archive_channel(state: TrialState, ctx: JobContext) -> None:
+    """Step 20; an interrupted trial goes from stop and log collection straight here (§7.6)."""
+    if state.channel_id is None or ctx.options.keep_channels or state.cancelled:
+        return
+    await relay_ops.archive_channel(state.user_client(ctx), state.channel_id)
+    await ctx.registry.mark_archived(run_id=ctx.job_name, trial_id=state.trial_id)
+
+
+def account(state: TrialState, ctx: JobContext) -> None:
+    """Tokens and cost from the ACP event logs (§7.14)."""
+    if not state.followers:
+        return
+    prices = ctx.condition.manifest.prices
+    endpoints = {slot.agent_id: slot.entry.endpoint for slot in state.slots}
+    states = state.log_states()
+    state.accounting = trial_accounting(
+        states, {agent_id: prices[endpoints[agent_id]] for agent_id in states}
+    )
+
+
+def redact_secrets(state: TrialState, ctx: JobContext) -> None:
+    """§7.15: every secret of this trial out of every file it wrote."""
+    keys = list(state.agent_keys.values())
+    if state.user is not None:
+        keys.append(state.user.keys)
+    keys += [identity.keys for _, identity in state.directory]
+    secrets = secret_strings(keys, ctx.api_keys.values())
+    if state.oracle_registered:
+        secrets += [oracle_token(state.trial_id, slot.agent_id) for slot in state.slots]
+    state.secret_scan = redact_tree(state.paths.root, secrets)
+
+
+def final_status(state: TrialState) -> str:
+    """`cancelled` when interrupted, `error` on a recorded error, else `scored` with a reward."""
+    if state.cancelled:
+        return "cancelled"
+    if state.exception_info is not None or state.reward is None:
+        return "error"
+    return "scored"

@@ -1,0 +1,70 @@
+"""One trial, top to bottom (orchestrator.md §7.2).
+
+Errors skip the remaining work steps but never stop, log collection or finalize; a
+cancellation (§7.6) jumps to stopping, and stopping and finalizing cannot be interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+from orchestra.config.task import Task
+from orchestra.trial.agent_phase import run_agent_phase
+from orchestra.trial.context import JobContext
+from orchestra.trial.errors import uncancel
+from orchestra.trial.finalize import finalize
+from orchestra.trial.grading import grade
+from orchestra.trial.record import enter_phase, record_failure, result_document, write_trial_config
+from orchestra.trial.setup_phase import set_up
+from orchestra.trial.state import TrialState
+from orchestra.trial.teardown import settle_usage, stop_and_collect
+
+
+async def run_trial(ctx: JobContext, task: Task, attempt: int) -> dict[str, Any]:
+    """Steps 1-21; the result is always written. Raises only when the trial's directory
+    cannot be created."""
+    state = TrialState.new(ctx, task, attempt)
+    write_trial_config(state, ctx)  # step 1
+    enter_phase(state, "setup")
+    if await work(state, set_up(state, ctx)):  # steps 2-10, 300 s
+        enter_phase(state, "agent")
+        await work(state, run_agent_phase(state, ctx))  # steps 11-14
+    enter_phase(state, "teardown")
+    if not state.cancelled:
+        await work(state, settle_usage(state))  # step 15
+    await uninterruptible(state, stop_and_collect(state, ctx))  # steps 16-17
+    if not state.cancelled and not state.failed:
+        await work(state, grade(state, ctx))  # steps 18-19
+    await uninterruptible(state, finalize(state, ctx))  # steps 20-21
+    return result_document(state)
+
+
+async def work(state: TrialState, step: Coroutine[Any, Any, None]) -> bool:
+    """Run a work step; True when it completed. An error is recorded, a cancellation marks
+    the trial cancelled; either way the trial goes on to stop and finalize."""
+    try:
+        await step
+    except asyncio.CancelledError:
+        state.mark_cancelled()
+        uncancel()
+    except Exception as error:
+        record_failure(state, error)
+    else:
+        return True
+    return False
+
+
+async def uninterruptible(state: TrialState, step: Coroutine[Any, Any, None]) -> None:
+    """Stopping and finalizing must complete: a cancellation only marks the trial."""
+    task = asyncio.ensure_future(step)
+    while True:
+        try:
+            await asyncio.shield(task)
+            return
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            state.mark_cancelled()
+            uncancel()

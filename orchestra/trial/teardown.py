@@ -1,0 +1,48 @@
+"""The teardown phase (orchestrator.md §7.2 steps 15-17): let turns in flight end, stop every
+process, collect the logs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from orchestra.trial.context import JobContext
+from orchestra.trial.state import TrialState
+
+USAGE_SETTLE_SECONDS = 30.0
+SETTLED_STOP_REASONS = ("done_message", "turn_end")
+
+
+async def settle_usage(state: TrialState) -> None:
+    """Step 15: after a normal stop, wait for turns still in flight so their final usage is
+    recorded (skipped after a timeout, a budget stop or an error)."""
+    completion = state.completion
+    if (
+        state.watch is not None
+        and completion is not None
+        and completion.stop_reason in SETTLED_STOP_REASONS
+    ):
+        await state.watch.wait_turns_end(USAGE_SETTLE_SECONDS)
+
+
+async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
+    """Steps 16-17: stop every process, cut the network, collect logs; never interrupted."""
+    log = state.recorder.log
+    for note in await state.env.stop_agents(ctx.hurry):
+        log(note)
+    for note in await state.env.isolate():
+        log(note)
+    if state.oracle_registered and ctx.oracle.server is not None:
+        ctx.oracle.server.unregister(state.trial_id)
+    try:
+        await state.env.get_tree(state.env.facts.paths.runtime_logs_dir, state.paths.buzz_dir)
+    except Exception as error:  # best effort (§7.2 step 17)
+        log(f"collecting logs failed: {type(error).__name__}: {error}")
+    for task in state.follow_tasks:
+        task.cancel()
+    await asyncio.gather(*state.follow_tasks, return_exceptions=True)
+    for follower in state.followers.values():
+        for note in follower.state.notes:
+            log(f"{follower.path.name}: {json.dumps(note, sort_keys=True)}")
+    if state.observer is not None:
+        await state.observer.close()
