@@ -1,0 +1,255 @@
+"""A trial's failure and cancellation paths (orchestrator.md §7.2, §7.6, §12), through the real
+`run_trial` against a fake environment and the real relay.
+
+Each test asserts the written `result.json` (status, last phase, exception type and the phase
+it happened in) and that stop, log collection and finalize ran whatever went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trial_fakes import (
+    Behaviour,
+    FakeEnvironment,
+    FakeKind,
+    FaultyClients,
+    exits_after_subscribing,
+    exits_at_once,
+    finishes,
+    finishes_with_a_turn_in_flight,
+    job_context,
+    never_subscribes,
+    result_of,
+    subscribes,
+    task,
+)
+
+from orchestra.trial import setup_phase
+from orchestra.trial.context import JobContext
+from orchestra.trial.run import run_trial
+
+#: What runs after any failure or cancellation: stop (16), log collection (17), finalize (21).
+STOP, COLLECT, FINALIZE = "stop_agents", "get_tree", "close"
+
+Trial = Callable[..., Any]
+
+
+@pytest.fixture
+async def trial(relay_url: str, tmp_path: Path) -> AsyncIterator[Trial]:
+    """`await trial(behaviour, failing=(), cancel_in=None, **ctx_options)`: run one trial of
+    reply-to-thread; `cancel_in` cancels it as soon as that phase is entered."""
+    contexts: list[JobContext] = []
+
+    async def run(
+        behaviour: Behaviour,
+        *,
+        failing: tuple[str, ...] = (),
+        cancel_in: str | None = None,
+        setup: Callable[[FakeKind, JobContext], None] = lambda _kind, _ctx: None,
+    ) -> tuple[dict[str, Any], FakeEnvironment]:
+        kind = FakeKind(behaviour)
+        ctx = job_context(
+            tmp_path, relay_url, kind, stable_clients=FaultyClients(relay_url, failing)
+        )
+        contexts.append(ctx)
+        setup(kind, ctx)
+        running: list[asyncio.Task[dict[str, Any]]] = []
+        cancelled: list[str] = []
+
+        def on_update(result: dict[str, Any]) -> None:
+            if result["phase"] == cancel_in and not cancelled:
+                cancelled.append(cancel_in)
+                running[0].cancel()  # lands at the trial's next await, inside that phase
+
+        ctx.on_trial_update = on_update
+        running.append(asyncio.create_task(run_trial(ctx, task(), 1)))
+        returned = await asyncio.wait_for(running[0], 120)
+        assert cancelled == ([cancel_in] if cancel_in else [])
+        [environment] = kind.environments
+        written = result_of(environment)
+        assert returned == written  # what the runner gets is what is on disk
+        return written, environment
+
+    yield run
+    for ctx in contexts:
+        await ctx.stable_clients.close()
+        await ctx.oracle.stop()
+
+
+def assert_wound_up(result: dict[str, Any], environment: FakeEnvironment) -> None:
+    """Stop, collect and finalize ran, in that order, and the final result was written."""
+    calls = environment.calls
+    assert calls.index(STOP) < calls.index(COLLECT) < calls.index(FINALIZE)
+    assert result["phase"] == "finalize" and result["finished_at"] is not None
+    assert result["timings"]["finalize"]["seconds"] is not None
+    assert "phase finalize" in environment.trial.trial_log.read_text()
+
+
+def assert_failed(result: dict[str, Any], exception_type: str, phase: str) -> None:
+    info = result["exception_info"]
+    assert result["status"] == "error", info
+    assert (info["exception_type"], info["phase"]) == (exception_type, phase), info
+    assert result["reward"] is None
+
+
+async def test_a_trial_that_finishes_is_scored_through_every_phase(trial: Trial) -> None:
+    result, environment = await trial(finishes)
+    assert result["status"] == "scored" and result["reward"] == 1.0
+    assert result["stop_reason"] == "done_message" and result["exception_info"] is None
+    assert result["buzz"]["evidence_exported"] is True
+    assert result["buzz"]["completion_message_id"] is not None
+    assert set(result["timings"]) == {
+        "setup",
+        "agent",
+        "teardown",
+        "evidence",
+        "verify",
+        "finalize",
+        "agent_active_seconds",
+    }
+    assert_wound_up(result, environment)
+    assert environment.calls.index("isolate") == environment.calls.index(STOP) + 1
+    assert environment.trial.artifacts_evidence_json.exists()
+
+
+def _raise_in(primitive: str, error: BaseException) -> Callable[[FakeKind, JobContext], None]:
+    return lambda kind, _ctx: kind.faults.raises.update({primitive: error})
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "failing", "setup", "exception_type"),
+    [
+        (subscribes, (), _raise_in("prepare", OSError("no space left")), "EnvironmentStartError"),
+        (subscribes, ("channels_add_member",), lambda *_: None, "ProvisioningError"),
+        (subscribes, (), _raise_in("start_agent", OSError("no buzz-acp")), "AgentLaunchError"),
+        (never_subscribes, (), lambda *_: None, "AgentReadinessTimeout"),
+        (exits_at_once, (), lambda *_: None, "AgentProcessExited"),
+    ],
+)
+async def test_a_setup_error_skips_the_work_but_not_the_wind_up(
+    trial: Trial,
+    monkeypatch: pytest.MonkeyPatch,
+    behaviour: Behaviour,
+    failing: tuple[str, ...],
+    setup: Callable[[FakeKind, JobContext], None],
+    exception_type: str,
+) -> None:
+    monkeypatch.setattr(setup_phase, "READINESS_SECONDS", 0.5)
+    result, environment = await trial(behaviour, failing=failing, setup=setup)
+    assert_failed(result, exception_type, "setup")
+    assert result["stop_reason"] is None and result["verifier"] is None
+    assert result["buzz"]["evidence_exported"] is False
+    assert result["timings"].keys() >= {"setup", "teardown", "finalize"}
+    assert "agent" not in result["timings"] and "evidence" not in result["timings"]
+    assert_wound_up(result, environment)
+
+
+async def test_an_agent_readiness_timeout_names_the_pending_agent(
+    trial: Trial, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(setup_phase, "READINESS_SECONDS", 0.5)
+    result, _ = await trial(never_subscribes)
+    assert result["exception_info"]["exception_message"] == (
+        "agents not subscribed within 0.5 s: solo-1"
+    )
+
+
+async def test_an_agent_that_exits_during_the_agent_phase_is_an_error(trial: Trial) -> None:
+    result, environment = await trial(exits_after_subscribing)
+    assert_failed(result, "AgentProcessExited", "agent")
+    assert "agent solo-1 exited with code 7" in result["exception_info"]["exception_message"]
+    assert result["verifier"] is None
+    assert_wound_up(result, environment)
+
+
+async def test_a_task_post_the_relay_refuses_is_an_error(trial: Trial) -> None:
+    result, environment = await trial(subscribes, failing=("messages_send",))
+    assert_failed(result, "TaskPostError", "agent")
+    assert "messages_send refused" in result["exception_info"]["exception_message"]
+    assert result["buzz"]["task_event_id"] is None and result["verifier"] is None
+    assert_wound_up(result, environment)
+
+
+async def test_an_evidence_export_failure_is_an_error_and_skips_the_verifier(
+    trial: Trial,
+) -> None:
+    result, environment = await trial(finishes, failing=("messages_get",))
+    assert_failed(result, "EvidenceExportError", "evidence")
+    assert result["stop_reason"] == "done_message"  # the agent phase itself ended normally
+    assert result["buzz"]["evidence_exported"] is False and result["verifier"] is None
+    assert "verify" not in result["timings"]
+    trial_dir = environment.trial
+    assert "messages_get refused" in trial_dir.evidence_error_txt.read_text()
+    assert not trial_dir.evidence_json.exists()
+    assert "remove" in environment.calls  # the partial file is removed from the environment
+    assert_wound_up(result, environment)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "phase"),
+    [
+        (subscribes, "setup"),
+        (subscribes, "agent"),
+        (finishes_with_a_turn_in_flight, "teardown"),
+        (finishes, "evidence"),
+    ],
+)
+async def test_a_cancellation_jumps_to_stop_and_finalize(
+    trial: Trial, behaviour: Behaviour, phase: str
+) -> None:
+    result, environment = await trial(behaviour, cancel_in=phase)
+    assert result["status"] == "cancelled"
+    info = result["exception_info"]
+    assert (info["exception_type"], info["phase"]) == ("Cancelled", phase)
+    assert result["reward"] is None and result["verifier"] is None
+    assert "verify" not in result["timings"]
+    assert_wound_up(result, environment)
+
+
+async def test_a_cancellation_during_the_verifier_leaves_no_score(trial: Trial) -> None:
+    release: list[asyncio.Event] = []
+
+    def hold_the_verifier(kind: FakeKind, ctx: JobContext) -> None:
+        release.append(kind.faults.block("verifier"))
+
+    result, environment = await trial(finishes, cancel_in="verify", setup=hold_the_verifier)
+    assert not release[0].is_set()  # the verifier never finished
+    assert result["status"] == "cancelled"
+    assert result["exception_info"]["phase"] == "verify"
+    assert result["buzz"]["evidence_exported"] is True and result["rewards"] is None
+    assert_wound_up(result, environment)
+
+
+async def test_a_second_cancellation_during_stop_hurries_it_but_stop_still_completes(
+    relay_url: str, tmp_path: Path
+) -> None:
+    kind = FakeKind(subscribes)
+    ctx = job_context(tmp_path, relay_url, kind)
+    kind.faults.block("stop_agents")  # a stop that only the second signal cuts short
+    entered_agent_phase = asyncio.Event()
+    ctx.on_trial_update = lambda result: (
+        entered_agent_phase.set() if result["phase"] == "agent" else None
+    )
+    try:
+        running = asyncio.create_task(run_trial(ctx, task(), 1))
+        await asyncio.wait_for(entered_agent_phase.wait(), 60)
+        running.cancel()  # the first SIGINT
+        await asyncio.wait_for(kind.faults.reached_event("stop_agents").wait(), 60)
+        running.cancel()  # the second one: the runner also sets `hurry` (§7.6)
+        ctx.hurry.set()
+        result = await asyncio.wait_for(running, 60)
+    finally:
+        await ctx.stable_clients.close()
+        await ctx.oracle.stop()
+    [environment] = kind.environments
+    assert environment.hurried
+    assert result == result_of(environment)
+    assert result["status"] == "cancelled"
+    assert result["exception_info"]["phase"] == "agent"
+    assert_wound_up(result, environment)
+    assert all(agent.exit_code is not None for agent in environment.agents)
