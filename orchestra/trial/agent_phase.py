@@ -8,12 +8,16 @@ from typing import Any
 
 from orchestra.trial import relay_ops
 from orchestra.trial.budget import budget_exceeded
-from orchestra.trial.completion import AgentProcessExited, CompletionRules, CompletionWatch
+from orchestra.trial.completion import (
+    AgentProcessExited,
+    CompletionRules,
+    CompletionWatch,
+    describe_exit,
+)
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, classified
 from orchestra.trial.observer import StackUnavailable
 from orchestra.trial.record import write_result
-from orchestra.trial.setup_phase import describe_exit
 from orchestra.trial.state import TrialState
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orchestra.paths import TrialPaths
 from orchestra.trial.env.protocol import AgentProcess
 from orchestra.trial.eventlog import AgentLogState
 from orchestra.trial.observer import ChannelObserver, StackUnavailable
@@ -18,6 +19,14 @@ DONE_PREFIX = "DONE:"
 
 class AgentProcessExited(Exception):
     pass
+
+
+def describe_exit(paths: TrialPaths, agent: AgentProcess) -> str:
+    """The `AgentProcessExited` message: the agent, its exit code, where to look (§7.7)."""
+    return (
+        f"agent {agent.agent_id} exited with code {agent.exit_code}; see "
+        f"{paths.stderr_log(agent.agent_id)} and {paths.events_log(agent.agent_id)}"
+    )
 
 
 @dataclass(frozen=True)

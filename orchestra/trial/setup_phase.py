@@ -11,10 +11,10 @@ from pathlib import PurePath
 from orchestra.config.manifest import AgentSlot, ArtifactHashMismatch
 from orchestra.jsonio import write_text_atomic
 from orchestra.nostr.keys import Keys
-from orchestra.paths import TrialPaths
 from orchestra.trial import relay_ops
+from orchestra.trial.completion import describe_exit
 from orchestra.trial.context import JobContext
-from orchestra.trial.env.protocol import AgentProcess, EnvCommandError, TrialEnvironment
+from orchestra.trial.env.protocol import EnvCommandError, TrialEnvironment
 from orchestra.trial.errors import INTERNAL, TrialError, classified
 from orchestra.trial.eventlog import EventLogFollower
 from orchestra.trial.fixture_files import render_fixture_files
@@ -277,10 +277,3 @@ async def wait_until_ready(state: TrialState) -> None:
             )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(state.changed.wait(), remaining)
-
-
-def describe_exit(paths: TrialPaths, agent: AgentProcess) -> str:
-    return (
-        f"agent {agent.agent_id} exited with code {agent.exit_code}; see "
-        f"{paths.stderr_log(agent.agent_id)} and {paths.events_log(agent.agent_id)}"
-    )

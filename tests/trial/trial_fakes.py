@@ -164,7 +164,6 @@ class FakeEnvironment:
         self.agents: list[FakeAgent] = []
         self.hurried = False
         self.facts = EnvFacts(
-            kind="fake",
             paths=trial.local_env(task.fixture.home),
             programs_dir=Path("/fake/bin"),
             host_alias=None,

@@ -97,7 +97,6 @@ class DockerEnvironment:
         self.overrides = overrides
         self.buzz_bin_dir = buzz_bin_dir
         self._facts = EnvFacts(
-            kind="docker",
             paths=EnvPaths.docker(task.fixture.home),
             programs_dir=CONTAINER_BUZZ_BIN_DIR if buzz_bin_dir else CONTAINER_VENV_BIN,
             host_alias=HOST_FROM_CONTAINER,

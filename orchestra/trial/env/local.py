@@ -53,7 +53,6 @@ class LocalEnvironment:
         has_buzz = buzz_bin_dir is not None and (buzz_bin_dir / "buzz").exists()
         inherited = {k: os.environ[k] for k in INHERITED_LOCAL_VARIABLES if k in os.environ}
         self._facts = EnvFacts(
-            kind="local",
             paths=trial.local_env(task.fixture.home),
             programs_dir=programs_dir,
             host_alias=None,

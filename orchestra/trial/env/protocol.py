@@ -31,7 +31,6 @@ class EnvCommandError(Exception):
 class EnvFacts:
     """What the trial needs to know about its environment, as data (§5.8, §7.9)."""
 
-    kind: str  # "local" | "docker": recorded in results, never branched on
     paths: EnvPaths  # the logical paths as agents and the verifier see them
     programs_dir: PurePath  # where buzz-acp, buzz-agent and buzz-dev-mcp are, as agents see it
     #: the name agents use for the host, e.g. to reach its loopback servers; None: agents share
