@@ -166,9 +166,7 @@ async def run_job(
     await registry.open()
     stable_clients = ClientPool(settings.stack.relay_ws_url)
 
-    def on_update(document: dict[str, Any]) -> None:
-        # The trial still writes its result as a dict; the job side reads it as the model.
-        trial_result = TrialResult.model_validate(document)
+    def on_update(trial_result: TrialResult) -> None:
         result.update(trial_result)
         progress.trial_update(trial_result)
 
@@ -198,8 +196,7 @@ async def run_job(
 
     async def run_one(attempt: int, task_name: str) -> None:
         try:
-            document = await run_trial(ctx, tasks_by_name[task_name], attempt)
-            finished.append(TrialResult.model_validate(document))
+            finished.append(await run_trial(ctx, tasks_by_name[task_name], attempt))
         except Exception as error:  # a trial that cannot even write its record
             ctx.log(f"trial of {task_name} #{attempt} failed: {type(error).__name__}: {error}")
         finally:

@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from orchestra.agents.oracle.server import OracleServer
 from orchestra.config.condition import Condition
+from orchestra.documents.trial import TrialResult
 from orchestra.paths import JobPaths
 from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
@@ -64,6 +64,6 @@ class JobContext:
     registry: Registry
     oracle: OracleHost
     log: Callable[[str], None] = lambda _line: None
-    on_trial_update: Callable[[dict[str, Any]], None] = lambda _result: None
+    on_trial_update: Callable[[TrialResult], None] = lambda _result: None
     #: set by a second SIGINT/SIGTERM: stop without grace periods (§7.6)
     hurry: asyncio.Event = field(default_factory=asyncio.Event)

@@ -1,7 +1,8 @@
 """The trial's `config.json`, `result.json` and `trial.log` (orchestrator.md §10.2, §10.3).
 
-`result.json` is rendered from the trial's state at every phase change; the recorder keeps
-only what the document adds to the state: status, phase and the phase clock.
+`result.json` is rendered from the trial's state, as the `TrialResult` document, at every
+phase change; the recorder keeps only what the document adds to the state: status, phase and
+the phase clock.
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from orchestra.jsonio import utc_timestamp, write_json_atomic
+from orchestra.documents.enums import EnvKind
+from orchestra.documents.trial import (
+    RosterAgent,
+    TaskRecord,
+    Timeouts,
+    TrialConfig,
+    TrialIdentity,
+    TrialResult,
+)
+from orchestra.jsonio import utc_timestamp
 from orchestra.paths import TrialPaths
 from orchestra.trial.errors import exception_info
 
@@ -24,7 +34,7 @@ if TYPE_CHECKING:
 class TrialRecorder:
     """Status, phase and phase timings of one trial; writes its documents and its log."""
 
-    def __init__(self, paths: TrialPaths, on_update: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, paths: TrialPaths, on_update: Callable[[TrialResult], None]) -> None:
         self.paths = paths
         self._on_update = on_update
         self.status = "running"
@@ -62,8 +72,8 @@ class TrialRecorder:
         self.status = status
         self.finished_at = utc_timestamp()
 
-    def write(self, result: dict[str, Any]) -> None:
-        write_json_atomic(self.paths.result_json, result)
+    def write(self, result: TrialResult) -> None:
+        result.write(self.paths.result_json)
         self._on_update(result)
 
     def close(self) -> None:
@@ -71,7 +81,7 @@ class TrialRecorder:
             self._log_file.close()
 
 
-def write_result(state: TrialState) -> dict[str, Any]:
+def write_result(state: TrialState) -> TrialResult:
     """Rewrite `result.json` from the state; returns the document written."""
     result = result_document(state)
     state.recorder.write(result)
@@ -91,12 +101,11 @@ def record_failure(state: TrialState, error: BaseException) -> None:
     state.recorder.log(info["exception_traceback"].rstrip())
 
 
-def result_document(state: TrialState) -> dict[str, Any]:
+def result_document(state: TrialState) -> TrialResult:
     """The trial's `result.json` (§10.3) as it stands."""
     recorder, completion, accounting = state.recorder, state.completion, state.accounting
-    return {
-        "schema_version": 1,
-        **state.identifying_keys,
+    document = {
+        **state.identity.model_dump(),
         "status": recorder.status,
         "phase": recorder.phase,
         "stop_reason": completion.stop_reason if completion else None,
@@ -115,6 +124,7 @@ def result_document(state: TrialState) -> dict[str, Any]:
         "secret_scan": state.secret_scan,
         "exception_info": state.exception_info,
     }
+    return TrialResult.model_validate(document)
 
 
 def buzz_record(state: TrialState) -> dict[str, Any]:
@@ -142,51 +152,49 @@ def buzz_record(state: TrialState) -> dict[str, Any]:
     }
 
 
-def identifying_keys(
+def trial_identity(
     ctx: JobContext, task: Task, trial_id: str, name: str, attempt: int
-) -> dict[str, Any]:
+) -> TrialIdentity:
     """The keys that identify a trial in both its config.json and its result.json."""
-    return {
-        "trial_id": trial_id,
-        "trial_name": name,
-        "job_name": ctx.job_name,
-        "task_name": task.name,
-        "short_name": task.short_name,
-        "layer": task.layer,
-        "attempt": attempt,
-        "condition": ctx.condition.name,
-        "manifest_sha256": ctx.condition.manifest_sha256,
-    }
+    return TrialIdentity(
+        trial_id=trial_id,
+        trial_name=name,
+        job_name=ctx.job_name,
+        task_name=task.name,
+        short_name=task.short_name,
+        layer=task.layer,
+        attempt=attempt,
+        condition=ctx.condition.name,
+        manifest_sha256=ctx.condition.manifest_sha256,
+    )
 
 
 def write_trial_config(state: TrialState, ctx: JobContext) -> None:
     """Step 1: the trial's directory with its `config.json` (§10.2)."""
     state.paths.root.mkdir(parents=True)
-    keys = state.identifying_keys
-    config = {
-        "schema_version": 1,
-        "trial_id": keys["trial_id"],
-        "trial_name": keys["trial_name"],
-        "job_name": keys["job_name"],
-        "task": state.task.record(),
-        "attempt": keys["attempt"],
-        "condition": keys["condition"],
-        "manifest_sha256": keys["manifest_sha256"],
-        "environment": ctx.environments.name,
-        "timeouts": {
-            "agent_seconds": state.timeouts.agent_seconds,
-            "verifier_seconds": state.timeouts.verifier_seconds,
-        },
-        "roster": [
-            {
-                "agent_id": slot.agent_id,
-                "class_id": slot.class_id,
-                "kind": slot.kind,
-                "role": slot.role,
-                "endpoint": slot.entry.endpoint,
-                "model_revision": slot.entry.model_revision,
-            }
+    identity = state.identity
+    TrialConfig(
+        trial_id=identity.trial_id,
+        trial_name=identity.trial_name,
+        job_name=identity.job_name,
+        task=TaskRecord.model_validate(state.task.record()),
+        attempt=identity.attempt,
+        condition=identity.condition,
+        manifest_sha256=identity.manifest_sha256,
+        environment=EnvKind(ctx.environments.name),
+        timeouts=Timeouts(
+            agent_seconds=state.timeouts.agent_seconds,
+            verifier_seconds=state.timeouts.verifier_seconds,
+        ),
+        roster=[
+            RosterAgent(
+                agent_id=slot.agent_id,
+                class_id=slot.class_id,
+                kind=slot.kind,
+                role=slot.role,
+                endpoint=slot.entry.endpoint,
+                model_revision=slot.entry.model_revision,
+            )
             for slot in state.slots
         ],
-    }
-    write_json_atomic(state.paths.config_json, config)
+    ).write(state.paths.config_json)

@@ -11,6 +11,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from orchestra.config.task import Task
+from orchestra.documents.trial import TrialResult
 from orchestra.trial.agent_phase import run_agent_phase
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import uncancel
@@ -22,7 +23,7 @@ from orchestra.trial.state import TrialState
 from orchestra.trial.teardown import settle_usage, stop_and_collect
 
 
-async def run_trial(ctx: JobContext, task: Task, attempt: int) -> dict[str, Any]:
+async def run_trial(ctx: JobContext, task: Task, attempt: int) -> TrialResult:
     """Steps 1-21; the result is always written. Raises only when the trial's directory
     cannot be created."""
     state = TrialState.new(ctx, task, attempt)

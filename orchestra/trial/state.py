@@ -11,6 +11,7 @@ from typing import Any
 from orchestra.config.fixture import DirectoryEntry
 from orchestra.config.manifest import AgentSlot
 from orchestra.config.task import Task
+from orchestra.documents.trial import TrialIdentity
 from orchestra.nostr.keys import Keys
 from orchestra.paths import TrialPaths, make_trial_name
 from orchestra.trial.accounting import TrialAccounting
@@ -20,7 +21,7 @@ from orchestra.trial.env.protocol import AgentProcess, TrialEnvironment
 from orchestra.trial.eventlog import AgentLogState, EventLogFollower
 from orchestra.trial.identities import Identity
 from orchestra.trial.observer import ChannelObserver
-from orchestra.trial.record import TrialRecorder, identifying_keys
+from orchestra.trial.record import TrialRecorder, trial_identity
 from orchestra.trial.relay_ops import ClientPool
 
 
@@ -43,7 +44,7 @@ class TrialState:
     env: TrialEnvironment
     recorder: TrialRecorder
     trial_clients: ClientPool  # the fresh agent identities' clients, closed at finalize
-    identifying_keys: dict[str, Any]  # shared by config.json and result.json
+    identity: TrialIdentity  # the keys config.json and result.json share
     # --- step 2: identities ----------------------------------------------------------------
     agent_keys: dict[str, Keys] = field(default_factory=dict)
     user: Identity | None = None
@@ -100,7 +101,7 @@ class TrialState:
             env=ctx.environments.environment(paths, task, trial_id),
             recorder=TrialRecorder(paths, ctx.on_trial_update),
             trial_clients=ClientPool(ctx.stack.relay_ws_url),
-            identifying_keys=identifying_keys(ctx, task, trial_id, name, attempt),
+            identity=trial_identity(ctx, task, trial_id, name, attempt),
         )
 
     @property

@@ -29,6 +29,7 @@ from trial_fakes import (
     task,
 )
 
+from orchestra.documents.trial import TrialResult
 from orchestra.trial import setup_phase
 from orchestra.trial.context import JobContext
 from orchestra.trial.run import run_trial
@@ -58,11 +59,11 @@ async def trial(relay_url: str, tmp_path: Path) -> AsyncIterator[Trial]:
         )
         contexts.append(ctx)
         setup(kind, ctx)
-        running: list[asyncio.Task[dict[str, Any]]] = []
+        running: list[asyncio.Task[TrialResult]] = []
         cancelled: list[str] = []
 
-        def on_update(result: dict[str, Any]) -> None:
-            if result["phase"] == cancel_in and not cancelled:
+        def on_update(result: TrialResult) -> None:
+            if result.phase == cancel_in and not cancelled:
                 cancelled.append(cancel_in)
                 running[0].cancel()  # lands at the trial's next await, inside that phase
 
@@ -72,7 +73,7 @@ async def trial(relay_url: str, tmp_path: Path) -> AsyncIterator[Trial]:
         assert cancelled == ([cancel_in] if cancel_in else [])
         [environment] = kind.environments
         written = result_of(environment)
-        assert returned == written  # what the runner gets is what is on disk
+        assert returned.model_dump(mode="json") == written  # the runner gets what is on disk
         return written, environment
 
     yield run
@@ -233,7 +234,7 @@ async def test_a_second_cancellation_during_stop_hurries_it_but_stop_still_compl
     kind.faults.block("stop_agents")  # a stop that only the second signal cuts short
     entered_agent_phase = asyncio.Event()
     ctx.on_trial_update = lambda result: (
-        entered_agent_phase.set() if result["phase"] == "agent" else None
+        entered_agent_phase.set() if result.phase == "agent" else None
     )
     try:
         running = asyncio.create_task(run_trial(ctx, task(), 1))
@@ -242,13 +243,14 @@ async def test_a_second_cancellation_during_stop_hurries_it_but_stop_still_compl
         await asyncio.wait_for(kind.faults.reached_event("stop_agents").wait(), 60)
         running.cancel()  # the second one: the runner also sets `hurry` (§7.6)
         ctx.hurry.set()
-        result = await asyncio.wait_for(running, 60)
+        returned = await asyncio.wait_for(running, 60)
     finally:
         await ctx.stable_clients.close()
         await ctx.oracle.stop()
     [environment] = kind.environments
     assert environment.hurried
-    assert result == result_of(environment)
+    result = result_of(environment)
+    assert returned.model_dump(mode="json") == result
     assert result["status"] == "cancelled"
     assert result["exception_info"]["phase"] == "agent"
     assert_wound_up(result, environment)

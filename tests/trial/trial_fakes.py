@@ -265,9 +265,10 @@ class FakeVerifier:
 
 
 class FakeKind:
-    """`EnvironmentKind` making `FakeEnvironment`s whose agents all follow `behaviour`."""
+    """`EnvironmentKind` making `FakeEnvironment`s whose agents all follow `behaviour`; it
+    stands in for the local env (its logical paths are the local env's host paths)."""
 
-    name = "fake"
+    name = "local"
 
     def __init__(self, behaviour: Behaviour) -> None:
         self.behaviour = behaviour
