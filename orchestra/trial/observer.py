@@ -9,8 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestra.buzz import EOSE, BuzzError
+from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS
 
-OBSERVED_KINDS = [9, 40002, 40008, 45001, 45003]
+#: The kinds `messages get` reads and the evidence keeps (§7.11, §8.2).
+OBSERVED_KINDS = list(CHANNEL_MESSAGE_KINDS)
 RESUBSCRIBE_DEADLINE_SECONDS = 30.0
 RESUBSCRIBE_BACKOFF_SECONDS = 1.0
 

@@ -20,6 +20,7 @@ from orchestra.buzz import BuzzClient, BuzzError
 from orchestra.config.condition import load_condition
 from orchestra.config.task import Task, load_task
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.kinds import Kind
 from orchestra.paths import (
     DEFAULT_ENDPOINT_CONFIG,
     DEFAULT_MANIFEST,
@@ -73,7 +74,7 @@ class FakeAgent:
 
     async def wait_for_the_task(self) -> None:
         """Until the channel's first message (the task) reaches this agent."""
-        channel = {"kinds": [9], "#h": [self.env["BUZZ_ACP_CHANNELS"]]}
+        channel = {"kinds": [Kind.MESSAGE], "#h": [self.env["BUZZ_ACP_CHANNELS"]]}
         async with self.client().subscribe([channel]) as subscription:
             async for item in subscription:
                 if isinstance(item, dict):
