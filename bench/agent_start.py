@@ -33,7 +33,7 @@ from orchestra.config.condition import load_condition
 from orchestra.nostr.keys import Keys
 from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST
 from orchestra.stack.info import scripts_dir
-from orchestra.trial.env.local_processes import LocalAgentProcess
+from orchestra.trial.env.local import LocalAgentProcess
 from orchestra.trial.launch import (
     AgentLaunchSpec,
     OracleAccess,

@@ -30,9 +30,9 @@ from orchestra.paths import (
     DEFAULT_MANIFEST,
     DEFAULT_STATE_DIR,
 )
+from orchestra.processes import kill_processes_in
 from orchestra.report.render import render_summary, summary_csv, summary_json
 from orchestra.trial.env.container import DockerEnvError, cleanup_containers
-from orchestra.trial.env.local_processes import kill_sandbox_escapees
 
 app = typer.Typer(
     name="orchestra",
@@ -203,7 +203,7 @@ def cleanup(
         typer.echo(f"removed {len(removed)} container(s)")
     roots = [jobs_dir / job] if job else sorted(p for p in jobs_dir.glob("*") if p.is_dir())
     killed = sum(
-        len(kill_sandbox_escapees(sandbox)) for root in roots for sandbox in root.glob("*/sandbox")
+        len(kill_processes_in(sandbox)) for root in roots for sandbox in root.glob("*/sandbox")
     )
     typer.echo(f"killed {killed} leftover process(es)")
 

@@ -1,4 +1,5 @@
-"""The error taxonomy of orchestrator.md §12 as one exception carrying its type name."""
+"""A trial's errors as orchestrator.md §12 names them: `TrialFailure`s carry their type name;
+anything else is an `InternalError`."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from orchestra.errors import TrialFailure
 from orchestra.jsonio import utc_timestamp
 
 CANCELLED = "Cancelled"
 INTERNAL = "InternalError"
 
 
-class TrialError(Exception):
-    """A classified trial failure; `exception_type` is one of the names of §12."""
+class TrialError(TrialFailure):
+    """A trial failure classified where it happened; `exception_type` is a name of §12."""
 
     def __init__(self, exception_type: str, message: str) -> None:
         super().__init__(message)
@@ -23,17 +25,18 @@ class TrialError(Exception):
 
 @contextmanager
 def classified(exception_type: str) -> Iterator[None]:
-    """Anything raised inside becomes a `TrialError` of this type (already classified passes)."""
+    """Anything raised inside becomes a `TrialError` of this type; a `TrialFailure` is
+    already classified and passes."""
     try:
         yield
-    except TrialError:
+    except TrialFailure:
         raise
     except Exception as error:
         raise TrialError(exception_type, f"{type(error).__name__}: {error}") from error
 
 
 def exception_info(error: BaseException, phase: str) -> dict[str, str]:
-    if isinstance(error, TrialError):
+    if isinstance(error, TrialFailure):
         kind, message = error.exception_type, str(error)
     else:
         kind, message = INTERNAL, f"{type(error).__name__}: {error}"

@@ -101,8 +101,8 @@ async def verify(state: TrialState, ctx: JobContext) -> None:
     verifier = ctx.environments.verifier(state.paths, state.task, state.env)
     try:
         run = await verifier.run(state.task.paths.tests_dir, state.timeouts.verifier_seconds)
-    except VerifierFailure as failure:
+    except VerifierFailure as failure:  # an error of §9.4; what the verifier left is kept
         state.verifier, state.rewards = failure.verifier, failure.rewards
-        raise TrialError(failure.exception_type, str(failure)) from failure
+        raise
     state.verifier, state.rewards = run.summary(), run.rewards
     state.reward = run.rewards["reward"]

@@ -8,7 +8,7 @@ import contextlib
 import time
 from pathlib import PurePath
 
-from orchestra.config.manifest import AgentSlot, ArtifactHashMismatch
+from orchestra.config.manifest import AgentSlot
 from orchestra.jsonio import write_text_atomic
 from orchestra.nostr.keys import Keys
 from orchestra.trial import relay_ops
@@ -151,18 +151,15 @@ async def launch_agents(state: TrialState, ctx: JobContext) -> None:
     ]
     for slot, member in zip(state.slots, team, strict=True):
         with classified("ArtifactHashMismatch"):
-            try:
-                prompt = compose_roster_prompt(
-                    slot.entry,
-                    ctx.condition.artifact_root,
-                    me=member,
-                    team=team,
-                    channel_id=state.channel_id,
-                    user_name=state.user.name,
-                    user_pubkey=state.user.pubkey,
-                )
-            except ArtifactHashMismatch as error:
-                raise TrialError("ArtifactHashMismatch", str(error)) from error
+            prompt = compose_roster_prompt(
+                slot.entry,
+                ctx.condition.artifact_root,
+                me=member,
+                team=team,
+                channel_id=state.channel_id,
+                user_name=state.user.name,
+                user_pubkey=state.user.pubkey,
+            )
         host_prompt = state.paths.system_prompt(slot.agent_id)
         write_text_atomic(host_prompt, prompt, mode=0o600)
         with classified("AgentLaunchError"):

@@ -12,13 +12,8 @@ from orchestra.config.fixture import Fixture
 from orchestra.config.task import Task, TaskToml
 from orchestra.jobs.runner import Interrupt
 from orchestra.paths import TrialPaths
-from orchestra.trial.env import local_processes
-from orchestra.trial.env.local import LocalEnvironment
-from orchestra.trial.env.local_processes import (
-    LocalAgentProcess,
-    kill_sandbox_escapees,
-    last_allocated_pid,
-)
+from orchestra.trial.env import local
+from orchestra.trial.env.local import LocalAgentProcess, LocalEnvironment
 from orchestra.trial.filewatch import watch_file
 from orchestra.trial.setup_phase import prepare_environment
 
@@ -71,44 +66,26 @@ def test_solution_is_copied_executable(tmp_path: Path) -> None:
     assert os.access(solve, os.X_OK)
 
 
-def test_sweep_kills_processes_whose_home_is_in_the_sandbox(tmp_path: Path) -> None:
-    sandbox = tmp_path / "sandbox"
-    (sandbox / "root").mkdir(parents=True)
-    inside = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"],
-        env={**os.environ, "HOME": str(sandbox / "root")},
-    )
-    outside = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"],
-        env={**os.environ, "HOME": str(tmp_path)},
-    )
-    try:
-        killed = kill_sandbox_escapees(sandbox)
-        assert killed == [inside.pid]
-        assert inside.wait(10) == -9
-        assert outside.poll() is None
-    finally:
-        outside.kill()
-        outside.wait()
-
-
-def test_sweep_reads_only_processes_started_after_the_floor(tmp_path: Path) -> None:
-    sandbox = tmp_path / "sandbox"
-    (sandbox / "root").mkdir(parents=True)
-    env = {**os.environ, "HOME": str(sandbox / "root")}
+def test_stopping_the_agents_sweeps_what_escaped_into_the_sandbox(tmp_path: Path) -> None:
+    """§7.2 step 16: after the agents' groups, every process whose HOME lies in this trial's
+    sandbox, started since the environment was made, is killed; nothing else is."""
+    sandbox_home = tmp_path / "trial" / "sandbox" / "root"
+    sandbox_home.mkdir(parents=True)
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    older = subprocess.Popen(sleeper, env=env)
-    floor = last_allocated_pid()
-    assert floor is not None and floor >= older.pid
-    younger = subprocess.Popen(sleeper, env=env)
+
+    def spawn(home: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(sleeper, env={**os.environ, "HOME": str(home)})
+
+    older = spawn(sandbox_home)  # before the environment: another run's, left to its owner
+    environment = local_trial(tmp_path, Fixture.empty()).env
+    escaped, outside = spawn(sandbox_home), spawn(tmp_path)
     try:
-        assert kill_sandbox_escapees(sandbox, newer_than=floor) == [younger.pid]
-        assert younger.wait(10) == -9 and older.poll() is None
-        # pids wrapped around since the floor was taken: every process is read again
-        assert kill_sandbox_escapees(sandbox, newer_than=younger.pid + 10**9) == [older.pid]
-        assert older.wait(10) == -9
+        notes = asyncio.run(environment.stop_agents(asyncio.Event()))
+        assert notes == [f"killed 1 escaped process(es): [{escaped.pid}]"]
+        assert escaped.wait(10) == -9
+        assert older.poll() is None and outside.poll() is None
     finally:
-        for process in (older, younger):
+        for process in (older, escaped, outside):
             process.kill()
             process.wait()
 
@@ -124,7 +101,7 @@ IGNORES_TERM = (
 async def test_a_hurried_stop_kills_without_waiting_out_the_grace_period(
     tmp_path: Path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(local_processes, "STOP_GRACE_SECONDS", 3600.0)  # only `hurry` can end it
+    monkeypatch.setattr(local, "STOP_GRACE_SECONDS", 3600.0)  # only `hurry` can end it
     program = tmp_path / "stubborn"
     program.write_text(f"#!{sys.executable}\n{IGNORES_TERM}")
     program.chmod(0o755)

@@ -29,12 +29,12 @@ from orchestra.paths import (
     StatePaths,
     TrialPaths,
 )
+from orchestra.processes import first_of
 from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
 from orchestra.trial.context import JobContext, OracleHost, RunOptions
 from orchestra.trial.env.protocol import LOOPBACK, EnvFacts, ExecResult
-from orchestra.trial.env.waits import first_of
 from orchestra.trial.relay_ops import ClientPool
 from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun
 

@@ -27,7 +27,7 @@ from orchestra.paths import (
     LOGS_ARTIFACTS,
     container_env_file,
 )
-from orchestra.stack.docker import CommandResult, run_command
+from orchestra.processes import CommandResult, run_command
 from orchestra.trial.env.commands import run_command_to_end
 from orchestra.trial.env.protocol import LOOPBACK, EnvCommandError, ExecResult
 

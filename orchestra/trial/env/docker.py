@@ -18,6 +18,7 @@ from pathlib import Path, PurePath, PurePosixPath
 from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.config.task import Task
 from orchestra.paths import CONTAINER_BUZZ_BIN_DIR, CONTAINER_VENV_BIN, EnvPaths, TrialPaths
+from orchestra.processes import first_of
 from orchestra.trial.env.container import (
     DockerEnvError,
     TrialContainer,
@@ -31,7 +32,6 @@ from orchestra.trial.env.protocol import (
     Verifier,
 )
 from orchestra.trial.env.verifiers import InEnvironmentVerifier
-from orchestra.trial.env.waits import first_of
 from orchestra.trial.errors import TrialError
 from orchestra.verify.outcome import NETWORK_NONE
 

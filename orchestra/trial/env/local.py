@@ -11,20 +11,14 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 
 from orchestra.config.task import Task
 from orchestra.paths import TrialPaths
+from orchestra.processes import kill_group, kill_processes_in, last_allocated_pid, stop_group
 from orchestra.stack.info import scripts_dir
 from orchestra.trial.env.commands import run_command_to_end
-from orchestra.trial.env.local_processes import (
-    LocalAgentProcess,
-    kill_sandbox_escapees,
-    last_allocated_pid,
-    signal_group,
-)
 from orchestra.trial.env.protocol import (
     LOOPBACK,
     AgentProcess,
@@ -40,6 +34,56 @@ from orchestra.verify.outcome import NETWORK_NOT_ISOLATED
 
 #: Host variables a local-env agent keeps besides what the orchestrator sets (§7.9).
 INHERITED_LOCAL_VARIABLES = ("LANG", "LC_ALL", "TERM")
+STOP_GRACE_SECONDS = 5.0
+
+
+class LocalAgentProcess:
+    """One `buzz-acp` started in its own session, stdout/stderr streamed to host files."""
+
+    def __init__(self, agent_id: str, on_exit: Callable[[], None]) -> None:
+        self.agent_id = agent_id
+        self._on_exit = on_exit
+        self.process: asyncio.subprocess.Process | None = None
+        self.exit_code: int | None = None
+        self.stopping = False
+        self._watch: asyncio.Task[None] | None = None
+
+    async def start(
+        self, program: Path, env: Mapping[str, str], cwd: Path, stdout: Path, stderr: Path
+    ) -> None:
+        try:
+            with stdout.open("ab") as out, stderr.open("ab") as err:
+                self.process = await asyncio.create_subprocess_exec(
+                    str(program),
+                    cwd=cwd,
+                    env=dict(env),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                )
+        except OSError as error:
+            raise EnvCommandError(f"{self.agent_id}: cannot start {program}: {error}") from None
+        self._watch = asyncio.create_task(self._wait(), name=f"agent-exit-{self.agent_id}")
+
+    async def _wait(self) -> None:
+        assert self.process is not None
+        self.exit_code = await self.process.wait()
+        self._on_exit()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.exit_code is None
+
+    async def stop(self, hurry: asyncio.Event | None = None) -> None:
+        """TERM the process group, up to 5 s (no longer once `hurry` is set), then KILL what
+        is left of it: children may outlive the leader."""
+        if self.process is None:
+            return
+        self.stopping = True
+        await stop_group(self.process, grace=STOP_GRACE_SECONDS, hurry=hurry)
+        if self._watch is not None:
+            await self._watch
 
 
 class LocalEnvironment:
@@ -100,7 +144,7 @@ class LocalEnvironment:
         HOME/TMPDIR inside the sandbox."""
         for agent in self._agents:
             await agent.stop(hurry)
-        killed = kill_sandbox_escapees(self.trial.sandbox, newer_than=self.pid_floor)
+        killed = kill_processes_in(self.trial.sandbox, newer_than=self.pid_floor)
         return [f"killed {len(killed)} escaped process(es): {killed}"] if killed else []
 
     async def isolate(self) -> list[str]:
@@ -125,7 +169,7 @@ class LocalEnvironment:
             command,
             output=output,
             timeout_seconds=timeout_seconds,
-            abort=_kill_group,
+            abort=kill_group,
             cwd=workdir,
             env=variables,
             start_new_session=True,
@@ -187,11 +231,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
 
 
 class LocalKind:

@@ -17,14 +17,18 @@ from pathlib import Path, PurePath
 from typing import Protocol
 
 from orchestra.config.task import Task
+from orchestra.errors import OrchestraError
 from orchestra.paths import EnvPaths, TrialPaths
 from orchestra.verify.outcome import VerifierRun
 
 LOOPBACK = "127.0.0.1"
 
 
-class EnvCommandError(Exception):
-    """A command or transfer in the environment failed; the message names it."""
+class EnvCommandError(OrchestraError):
+    """A command or transfer in the environment failed; the message names it. Outside a trial
+    (`orchestra cleanup`) it is a preflight failure."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
