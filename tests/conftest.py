@@ -7,6 +7,7 @@
 * `start_relay` (function): `start_relay(env=None, args=(), database_url=None) -> RelayProcess`
   starts an extra relay (fresh database unless given); `.url`, `.http_url`, `.stop()`,
   `.restart()`; all are stopped at test end.
+* `free_port` (function): a TCP port on 127.0.0.1 that nothing listens on.
 * `pg_dir` (function): a fresh directory (outside pytest's 0700 temp tree) for an
   `EmbeddedPostgres` data directory of a test's own.
 * `document_round_trip` (session): `document_round_trip(job_dir) -> RoundTrip` loads the job's
@@ -56,7 +57,7 @@ class EmbeddedPg:
         return await self.server.create_database(self._fresh_name(name))
 
 
-def free_port() -> int:
+def unused_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -80,7 +81,7 @@ class RelayProcess:
         self.log_path = log_path
         self.extra_env = dict(env or {})
         self.args = list(args)
-        self.port = free_port()
+        self.port = unused_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -153,6 +154,12 @@ def postgres_dir() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    return unused_port()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """`orchestra.settings`: how a declared setting reads its variable, and the shared parsers' words
-(the programs' own tables are covered with their programs, e.g. tests/agents/test_acp_units.py)."""
+(the programs' own tables are covered with their programs, e.g. tests/agents/acp/test_acp_units.py)."""
 
 from __future__ import annotations
 
