@@ -1,7 +1,7 @@
 """The `buzz` argument parser (buzz-cli.md §1, §4-§8). Parse errors raise a JSON `user_error`."""
 
 import argparse
-from typing import NoReturn
+from typing import NoReturn, TypeAlias
 
 from orchestra import __version__
 from orchestra.buzz.errors import user_error
@@ -18,6 +18,10 @@ class JsonErrorParser(argparse.ArgumentParser):
         raise user_error(f"{self.prog}: {message}")
 
 
+# Subparsers of a `JsonErrorParser` are `JsonErrorParser`s too (argparse uses the parent's class).
+Subcommands: TypeAlias = "argparse._SubParsersAction[JsonErrorParser]"
+
+
 _DEFAULT_KINDS = ",".join(str(kind) for kind in CHANNEL_MESSAGE_KINDS)
 
 
@@ -32,14 +36,17 @@ def _kinds(text: str) -> list[int]:
 
 
 def _command(
-    group: argparse._SubParsersAction, name: str, operation: str, help_text: str
+    group: Subcommands,
+    name: str,
+    operation: str,
+    help_text: str,
 ) -> argparse.ArgumentParser:
     parser = group.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
     parser.set_defaults(operation=operation)
     return parser
 
 
-def _add_messages(groups: argparse._SubParsersAction) -> None:
+def _add_messages(groups: Subcommands) -> None:
     commands = groups.add_parser(
         "messages", help="send and read channel messages", allow_abbrev=False
     )
@@ -67,7 +74,7 @@ def _add_messages(groups: argparse._SubParsersAction) -> None:
     thread.add_argument("--limit", type=int, default=500, help="1-10000 replies (default 500)")
 
 
-def _add_channels(groups: argparse._SubParsersAction) -> None:
+def _add_channels(groups: Subcommands) -> None:
     commands = groups.add_parser("channels", help="create and manage channels", allow_abbrev=False)
     sub = commands.add_subparsers(dest="command", metavar="<command>", required=True)
     create = _command(sub, "create", "channels_create", "create a channel (you become its owner)")
@@ -106,7 +113,7 @@ def _add_channels(groups: argparse._SubParsersAction) -> None:
     update.add_argument("--no-ttl", action="store_true")
 
 
-def _add_users(groups: argparse._SubParsersAction) -> None:
+def _add_users(groups: Subcommands) -> None:
     commands = groups.add_parser("users", help="profiles", allow_abbrev=False)
     sub = commands.add_subparsers(dest="command", metavar="<command>", required=True)
     get = _command(sub, "get", "users_get", "profiles by pubkey or display name")
@@ -123,7 +130,7 @@ def _add_users(groups: argparse._SubParsersAction) -> None:
     profile.add_argument("--no-bot", dest="bot", action="store_const", const=False)
 
 
-def _add_memory(groups: argparse._SubParsersAction) -> None:
+def _add_memory(groups: Subcommands) -> None:
     commands = groups.add_parser("mem", help="private encrypted agent memory", allow_abbrev=False)
     sub = commands.add_subparsers(dest="command", metavar="<command>", required=True)
     _command(sub, "ls", "mem_ls", "list memory entries")

@@ -8,12 +8,12 @@ queue receives `Lost` and every waiting future fails with a retryable `network_e
 import asyncio
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from orchestra.buzz.errors import EOSE, BuzzError, network_error
+from orchestra.buzz.errors import EOSE, BuzzError, EndOfStoredEvents, network_error
 from orchestra.nostr import wire
 from orchestra.nostr.event import Event
 from orchestra.nostr.keys import Keys
@@ -32,7 +32,7 @@ class Lost:
 
 
 # `RelayClosed`: the relay ended or refused the subscription.
-SubscriptionItem = dict[str, Any] | wire.RelayClosed | Lost | type(EOSE)
+SubscriptionItem: TypeAlias = dict[str, Any] | wire.RelayClosed | Lost | EndOfStoredEvents
 
 
 async def _open_socket(url: str, wait_limit: float) -> ClientConnection:

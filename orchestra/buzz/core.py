@@ -135,7 +135,7 @@ class ClientCore:
                         raise from_relay_message(item.message)
                     if isinstance(item, Lost):
                         raise network_error(f"connection to relay lost: {item.reason}")
-                    events.append(item)  # type: ignore[arg-type]
+                    events.append(item)
         except TimeoutError:
             raise network_error("timed out waiting for the relay's EOSE") from None
         finally:

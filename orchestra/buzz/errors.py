@@ -1,6 +1,7 @@
 """Error categories, exit codes and relay-message mapping (buzz-cli.md §3)."""
 
-from typing import Any
+import enum
+from typing import Any, Final
 
 from orchestra.errors import OrchestraError
 
@@ -75,18 +76,13 @@ def from_relay_message(message: str) -> BuzzError:
     return BuzzError("relay_error", message or "relay refused without a message", retryable=False)
 
 
-class _EndOfStoredEvents:
-    """Singleton marking the end of stored events in a subscription."""
+class EndOfStoredEvents(enum.Enum):
+    """The end of stored events in a subscription: a one-member enum, so `item is EOSE` narrows."""
 
-    _instance: "_EndOfStoredEvents | None" = None
-
-    def __new__(cls) -> "_EndOfStoredEvents":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    EOSE = "EOSE"
 
     def __repr__(self) -> str:
         return "EOSE"
 
 
-EOSE = _EndOfStoredEvents()
+EOSE: Final = EndOfStoredEvents.EOSE

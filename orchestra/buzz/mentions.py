@@ -26,13 +26,13 @@ def _mask_fences(content: str, mask: list[bool]) -> None:
     fence = None
     for line in _LINE_RE.finditer(content):
         match = _FENCE_RE.match(line.group(0))
-        if fence is None and match is None:
-            continue
-        _set(mask, line.start(), line.end())
         if fence is None:
-            fence = match.group(1)  # type: ignore[union-attr]
+            if match is None:
+                continue
+            fence = match.group(1)  # an opening fence
         elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
-            fence = None
+            fence = None  # its closing fence
+        _set(mask, line.start(), line.end())
 
 
 def _mask_inline_spans(content: str, mask: list[bool]) -> None:

@@ -82,9 +82,11 @@ class MemoryOps(Lookups):
         rows = {}
         for event in events:
             decoded = self._codec().open(event)
-            if decoded is None or decoded[1] is None:
+            if decoded is None:
                 continue
             slug, value = decoded
+            if value is None:
+                continue
             rows[slug] = {
                 "slug": slug,
                 "updated_at": event["created_at"],

@@ -54,11 +54,12 @@ class MessagesOps(Lookups):
             self._thread_tags(channel, parent_id),
             return_exceptions=True,
         )
-        for outcome in (preflight, threading):
-            if isinstance(outcome, BaseException):
-                raise outcome
-        recipients: list[str] = preflight  # type: ignore[assignment]
-        e_tags, root_id = threading  # type: ignore[misc]
+        if isinstance(preflight, BaseException):
+            raise preflight
+        if isinstance(threading, BaseException):
+            raise threading
+        recipients = preflight
+        e_tags, root_id = threading
         message_tags = [["h", channel], *e_tags, *(["p", pk] for pk in recipients)]
         published = await self.publish(Kind.MESSAGE, content, message_tags)
         return {

@@ -60,12 +60,13 @@ def profile_content(profile_event: EventDict | None) -> dict[str, Any]:
 
 
 def member_rows(roles: dict[str, str], profiles: dict[str, EventDict]) -> list[dict[str, Any]]:
-    rows = [
+    ordered = sorted(
+        roles.items(), key=lambda member: (ROLE_ORDER.get(member[1], len(ROLE_ORDER)), member[0])
+    )
+    return [
         {"pubkey": pk, "role": role, "name": display_name(profile_content(profiles.get(pk)))}
-        for pk, role in roles.items()
+        for pk, role in ordered
     ]
-    rows.sort(key=lambda row: (ROLE_ORDER.get(row["role"], len(ROLE_ORDER)), row["pubkey"]))
-    return rows
 
 
 def _str_or_none(value: object) -> str | None:

@@ -112,9 +112,8 @@ class Subscription:
             if isinstance(item, Lost):
                 await self._recover(item.reason)
                 continue
-            event: dict[str, Any] = item  # type: ignore[assignment]
-            if self._remember(event):
-                return event
+            if self._remember(item):
+                return item
 
     async def _request(self, filters: list[dict[str, Any]]) -> None:
         connection = await self._client.connection()

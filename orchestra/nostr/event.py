@@ -4,7 +4,7 @@ import hashlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import orjson
 
@@ -104,7 +104,7 @@ def sign_event(
     return Event(event_id, keys.pubkey, stamp, kind, frozen_tags, content, sig)
 
 
-def _is_json_integer(value: object) -> bool:
+def _is_json_integer(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

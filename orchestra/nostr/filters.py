@@ -6,7 +6,7 @@ each other.
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from orchestra.nostr.event import MAX_SAFE_INTEGER, Event
 from orchestra.nostr.hexutil import is_hex64
@@ -74,7 +74,7 @@ def matches_any(filters: Iterable[Filter], event: Event) -> bool:
     return any(f.matches(event) for f in filters)
 
 
-def _is_nonnegative_int(value: object) -> bool:
+def _is_nonnegative_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SAFE_INTEGER
 
 
@@ -96,7 +96,7 @@ def _hex_set(name: str, value: object, max_values: int) -> frozenset[str]:
 def _optional_int(name: str, value: object) -> int:
     if not _is_nonnegative_int(value):
         raise FilterError(f"invalid: {name} must be a non-negative integer")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def parse_filter(

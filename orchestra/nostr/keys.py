@@ -73,7 +73,7 @@ class Keys:
 def is_valid_pubkey(pubkey_hex: object) -> bool:
     if not is_hex64(pubkey_hex):
         return False
-    return _on_curve(pubkey_hex)  # type: ignore[arg-type]
+    return _on_curve(pubkey_hex)
 
 
 @functools.lru_cache(maxsize=4096)
