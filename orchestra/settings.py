@@ -20,6 +20,7 @@ from typing import Generic, Literal, TypeVar
 from orchestra.errors import OrchestraError
 
 T = TypeVar("T")
+Word = TypeVar("Word", bound=str)
 MAX_TEXT_FILE_BYTES = 1024 * 1024
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
@@ -168,20 +169,22 @@ def boolean(value: str) -> bool:
 
 
 def choice(
-    *allowed: str, listing: Literal["one of", "or"] = "one of", any_case: bool = False
-) -> Callable[[str], str]:
+    *allowed: Word, listing: Literal["one of", "or"] = "one of", any_case: bool = False
+) -> Callable[[str], Word]:
     """One of `allowed`, listed in errors as `one of a, b, c` or as `a, b or c`; `any_case`
-    matches the stripped, lowercased value (and returns that)."""
+    matches the stripped, lowercased value (and returns that). The parser's type is that of
+    `allowed`, so a setting declared with a `Literal` of its words yields that `Literal`."""
     if listing == "or":
         expected = f"{', '.join(allowed[:-1])} or {allowed[-1]}"
     else:
         expected = f"one of {', '.join(allowed)}"
 
-    def parse(value: str) -> str:
+    def parse(value: str) -> Word:
         word = fold(value) if any_case else value
-        if word not in allowed:
-            raise InvalidValue(f"expected {expected}, got {value!r}")
-        return word
+        for option in allowed:
+            if option == word:
+                return option
+        raise InvalidValue(f"expected {expected}, got {value!r}")
 
     return parse
 

@@ -21,6 +21,7 @@ from acp.schema import (
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
+    ToolCallUpdate,
 )
 
 from orchestra.agents.acp.eventlog import EventLog
@@ -84,12 +85,16 @@ class BridgeClient:
             tracker.touch()
 
     async def request_permission(
-        self, options: list[PermissionOption], session_id: str, tool_call: Any, **kwargs: Any
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
     ) -> RequestPermissionResponse:
         chosen = next((o for o in options if o.kind == "allow_always"), None) or next(
             (o for o in options if o.kind == "allow_once"), None
         )
-        title = getattr(tool_call, "title", None)
+        title = tool_call.title
         if chosen is None:
             log.debug("permission request without an allow option cancelled: %s", title)
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -135,11 +140,13 @@ class BridgeClient:
             if tracker is not None:
                 tracker.session_usage = usage
             self._events.emit(
-                Usage(
-                    turn_id=tracker.turn_id if tracker else None,
-                    channel_id=tracker.channel_id if tracker else None,
-                    session_id=session_id,
-                    **usage,
+                Usage.model_validate(
+                    {
+                        "turn_id": tracker.turn_id if tracker else None,
+                        "channel_id": tracker.channel_id if tracker else None,
+                        "session_id": session_id,
+                        **usage,
+                    }
                 )
             )
 

@@ -141,17 +141,18 @@ class Bridge:
             changed = self.pool.changed.waiter()
             stopping = asyncio.ensure_future(self.shutdown.wait())
             crash = asyncio.ensure_future(self.pool.crash_loop.wait())
-            await asyncio.wait(
-                {changed, stopping, crash}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-            for waiter in (changed, stopping, crash):
+            wakeups: set[asyncio.Future[Any]] = {changed, stopping, crash}
+            await asyncio.wait(wakeups, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in wakeups:
                 waiter.cancel()
 
     def _turn_done(self, task: asyncio.Task[None]) -> None:
         self._turn_tasks.discard(task)
-        if task.cancelled() or task.exception() is None or self.crashed.done():
+        if task.cancelled():
             return
-        self.crashed.set_result(task.exception())  # type: ignore[arg-type]
+        error = task.exception()
+        if error is not None and not self.crashed.done():
+            self.crashed.set_result(error)
 
     async def serve_batch(self, channel: str, batch: list[dict[str, Any]], slot: AgentSlot) -> None:
         """Run the batch as one turn, retrying retryable failures on the same events."""
@@ -335,9 +336,8 @@ class Bridge:
         stopping = asyncio.ensure_future(self.shutdown.wait())
         crash = asyncio.ensure_future(self.pool.crash_loop.wait())
         crashes = (self.channels.crashed, self.crashed)
-        await asyncio.wait(
-            {discovery, scheduler, stopping, crash, *crashes}, return_when=asyncio.FIRST_COMPLETED
-        )
+        watched: set[asyncio.Future[Any]] = {discovery, scheduler, stopping, crash, *crashes}
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         self.shutdown.set()
         failures = [t.exception() for t in (discovery, scheduler) if t.done() and not t.cancelled()]
         failures += [c.result() for c in crashes if c.done()]

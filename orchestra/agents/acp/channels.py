@@ -106,9 +106,11 @@ class Channels:
         self._tasks[channel] = task
 
     def _note_crash(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled() or task.exception() is None or self.crashed.done():
+        if task.cancelled():
             return
-        self.crashed.set_result(task.exception())  # type: ignore[arg-type]
+        error = task.exception()
+        if error is not None and not self.crashed.done():
+            self.crashed.set_result(error)
 
     async def _serve(self, channel: str) -> None:
         since = self._since

@@ -9,11 +9,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from orchestra.agents.acp import options
+from orchestra.agents.acp.options import RespondTo, Subscribe
 from orchestra.nostr.keys import Keys
 from orchestra.settings import SettingError, present
 
-Subscribe = Literal["mentions", "all"]
-RespondTo = Literal["anyone", "owner-only", "allowlist", "nobody"]
 BasePromptSource = Literal["builtin", "file", "none"]
 
 
@@ -107,8 +106,8 @@ def load_config(environ: Mapping[str, str], argv: Sequence[str] = ()) -> AcpConf
         mcp_command=options.MCP_COMMAND.get(values),
         mcp_args=options.MCP_ARGS.value(values),
         channels=channels,
-        subscribe=subscribe,  # type: ignore[arg-type]
-        respond_to=respond_to,  # type: ignore[arg-type]
+        subscribe=subscribe,
+        respond_to=respond_to,
         owner=owner,
         allowlist=allowlist,
         pool_size=options.AGENTS.value(values),

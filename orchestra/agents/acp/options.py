@@ -6,13 +6,14 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from orchestra.nostr.keys import Keys, parse_pubkey
 from orchestra.settings import (
     InvalidValue,
     Setting,
     SettingError,
+    Word,
     boolean,
     choice,
     comma_list,
@@ -22,6 +23,9 @@ from orchestra.settings import (
     text,
     text_file,
 )
+
+Subscribe = Literal["mentions", "all"]
+RespondTo = Literal["anyone", "owner-only", "allowlist", "nobody"]
 
 
 def private_key(value: str) -> Keys:
@@ -61,8 +65,8 @@ def directory(value: str) -> str:
 
 
 def _choice(
-    variable: str, default: str, allowed: tuple[str, ...], tidy: Callable[[str], str] = strip
-) -> Setting[str]:
+    variable: str, default: Word, allowed: tuple[Word, ...], tidy: Callable[[str], str] = strip
+) -> Setting[Word]:
     """A word among `allowed`, listed in `--help` as `a | b` and in errors as `a or b`."""
     return Setting(
         variable, choice(*allowed, listing="or"), default, " | ".join(allowed), tidy=tidy
@@ -100,8 +104,8 @@ CHANNELS = Setting(
     "",
     "comma-separated channel UUIDs (empty = all member channels)",
 )
-SUBSCRIBE = _choice("BUZZ_ACP_SUBSCRIBE", "mentions", ("mentions", "all"))
-RESPOND_TO = _choice(
+SUBSCRIBE: Setting[Subscribe] = _choice("BUZZ_ACP_SUBSCRIBE", "mentions", ("mentions", "all"))
+RESPOND_TO: Setting[RespondTo] = _choice(
     "BUZZ_ACP_RESPOND_TO", "anyone", ("anyone", "owner-only", "allowlist", "nobody")
 )
 AGENT_OWNER = Setting("BUZZ_ACP_AGENT_OWNER", pubkey, None, "owner pubkey", empty_is_unset=True)

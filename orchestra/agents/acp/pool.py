@@ -8,6 +8,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from orchestra.agents.acp.acp_client import BridgeClient
 from orchestra.agents.acp.config import AcpConfig
@@ -217,8 +218,9 @@ class AgentPool:
             changed = self.changed.waiter()
             stopping = asyncio.ensure_future(shutdown.wait())
             crash = asyncio.ensure_future(self.crash_loop.wait())
-            await asyncio.wait({changed, stopping, crash}, return_when=asyncio.FIRST_COMPLETED)
-            for waiter in (changed, stopping, crash):
+            wakeups: set[asyncio.Future[Any]] = {changed, stopping, crash}
+            await asyncio.wait(wakeups, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in wakeups:
                 waiter.cancel()
         return None
 

@@ -36,8 +36,8 @@ class Record(BaseModel):
         """The record's own fields in line order, None omitted unless NULLABLE."""
         return {
             key: value
-            for key, value in self.model_dump(exclude=COMMON_FIELDS).items()
-            if value is not None or key in self.NULLABLE
+            for key, value in self.model_dump().items()
+            if key not in COMMON_FIELDS and (value is not None or key in self.NULLABLE)
         }
 
 

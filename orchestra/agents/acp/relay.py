@@ -10,13 +10,14 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.prompt import ThreadContext, select_thread_messages
 from orchestra.backoff import Backoff
 from orchestra.buzz import BuzzClient, BuzzError
+from orchestra.buzz.subscription import Subscription
 from orchestra.errors import OrchestraError
 from orchestra.nostr import tags
 from orchestra.nostr.kinds import Kind
@@ -67,7 +68,7 @@ def profile_name(profile: Mapping[str, Any]) -> str | None:
 class RelayLink:
     def __init__(self, config: AcpConfig) -> None:
         self.config = config
-        self.client: Any = BuzzClient.from_keys(config.relay_url, config.keys)
+        self.client = BuzzClient.from_keys(config.relay_url, config.keys)
         self._query_ids = itertools.count(1)
 
     async def connect(self) -> None:
@@ -86,7 +87,12 @@ class RelayLink:
                 log.warning("relay connection failed: %s; retrying in %ss", reason, delay)
                 await asyncio.sleep(delay)
 
-    def subscribe(self, sub_id: str, filters: list[dict[str, Any]], on_disconnect: Any) -> Any:
+    def subscribe(
+        self,
+        sub_id: str,
+        filters: list[dict[str, Any]],
+        on_disconnect: Callable[[str], Any] | None,
+    ) -> Subscription:
         return self.client.subscribe(
             filters,
             sub_id,

@@ -142,5 +142,13 @@ async def spawn_slot(
             if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
                 client.touch(params["sessionId"])
 
-    conn = ClientSideConnection(client, process.stdin, process.stdout, observers=[on_frame])
+    # acp's `Client` Protocol lists the unstable elicitation methods and `on_connect` as
+    # required, but its router looks every handler up with getattr and answers a missing one
+    # with method-not-found, which is what the bridge wants for methods it does not offer.
+    conn = ClientSideConnection(
+        client,  # type: ignore[arg-type]
+        process.stdin,
+        process.stdout,
+        observers=[on_frame],
+    )
     return AgentSlot(index=index, process=process, conn=conn, client=client)

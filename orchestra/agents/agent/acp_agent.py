@@ -19,6 +19,7 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    StopReason,
 )
 
 from orchestra.agents.agent.config import AgentConfig
@@ -28,6 +29,7 @@ from orchestra.agents.agent.trimming import ContextMeter
 from orchestra.agents.agent.turn import Turn, TurnResult
 from orchestra.agents.llm.client import LLMClient
 from orchestra.agents.llm.errors import LLMError
+from orchestra.agents.llm.types import Usage
 
 log = logging.getLogger("buzz_agent")
 
@@ -221,7 +223,7 @@ class BuzzAgent:
         return prompt_failure("internal", f"internal error: {error!r}", retryable=False)
 
     @staticmethod
-    def _response(stop_reason: str, turn_usage: Any, session: Session) -> PromptResponse:
+    def _response(stop_reason: StopReason, turn_usage: Usage, session: Session) -> PromptResponse:
         usage = {"turn": turn_usage.to_wire(), "session": session.usage.to_wire()}
         return PromptResponse(stop_reason=stop_reason, field_meta={"buzz": {"usage": usage}})
 

@@ -43,7 +43,9 @@ async def _serve(config: AgentConfig) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal)
     try:
-        await acp.run_agent(agent)
+        # acp's `Agent` Protocol lists every optional method (session loading, modes,
+        # extensions …) as required; its router answers a missing one with method-not-found.
+        await acp.run_agent(agent)  # type: ignore[arg-type]
     except asyncio.CancelledError:
         log.info("buzz-agent stopping on signal")
     finally:

@@ -9,12 +9,13 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from orchestra.agents.llm.client import ProviderSettings
-from orchestra.agents.llm.effort import validate_effort
+from orchestra.agents.llm.effort import AnthropicThinking, validate_effort
 from orchestra.agents.llm.types import Route
 from orchestra.settings import (
     InvalidValue,
     Setting,
     SettingError,
+    Word,
     boolean,
     choice,
     fold,
@@ -25,7 +26,9 @@ from orchestra.settings import (
 )
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant that works by calling tools."
-_PROVIDER_ALIASES = {
+Provider = Literal["openai", "anthropic", "openrouter"]
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+_PROVIDER_ALIASES: dict[str, Provider] = {
     "openai": "openai",
     "openai-compat": "openai",
     "anthropic": "anthropic",
@@ -36,14 +39,14 @@ _PROVIDER_ALIASES = {
 class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    provider: Literal["openai", "anthropic", "openrouter"]
+    provider: Provider
     model: str
     api_key: SecretStr
     base_url: str
     route: Route
     anthropic_version: str
     effort: str | None
-    anthropic_thinking: Literal["budget", "adaptive"]
+    anthropic_thinking: AnthropicThinking
     max_output_tokens: int
     max_context_tokens: int
     handoff_percent: int
@@ -58,7 +61,7 @@ class AgentConfig(BaseModel):
     mcp_init_timeout_secs: int
     request_permission: bool
     prompt_caching: bool
-    openai_max_tokens_field: Literal["max_completion_tokens", "max_tokens"]
+    openai_max_tokens_field: MaxTokensField
     system_prompt: str
     no_hints: bool
     log_level: str
@@ -111,12 +114,12 @@ def _switch(variable: str, default: bool) -> Setting[bool]:
     return Setting(variable, boolean, str(default), tidy=fold, empty_is_unset=True)
 
 
-def _choice(variable: str, default: str, allowed: tuple[str, ...]) -> Setting[str]:
+def _choice(variable: str, default: Word, allowed: tuple[Word, ...]) -> Setting[Word]:
     """One of `allowed`; `default` when unset or empty."""
     return Setting(variable, choice(*allowed), default, tidy=strip, empty_is_unset=True)
 
 
-def _provider(value: str) -> str:
+def _provider(value: str) -> Provider:
     provider = _PROVIDER_ALIASES.get(value)
     if provider is None:
         raise InvalidValue(f"unsupported provider {value!r}")
@@ -139,7 +142,9 @@ OPENAI_COMPAT_API_KEY = _text("OPENAI_COMPAT_API_KEY")
 OPENAI_COMPAT_BASE_URL = _text("OPENAI_COMPAT_BASE_URL", "https://api.openai.com/v1")
 OPENAI_COMPAT_API = _choice("OPENAI_COMPAT_API", "auto", ("auto", "chat", "responses"))
 THINKING_EFFORT = Setting("BUZZ_AGENT_THINKING_EFFORT", text, tidy=fold, empty_is_unset=True)
-ANTHROPIC_THINKING = _choice("BUZZ_AGENT_ANTHROPIC_THINKING", "budget", ("budget", "adaptive"))
+ANTHROPIC_THINKING: Setting[AnthropicThinking] = _choice(
+    "BUZZ_AGENT_ANTHROPIC_THINKING", "budget", ("budget", "adaptive")
+)
 MAX_OUTPUT_TOKENS = _number("BUZZ_AGENT_MAX_OUTPUT_TOKENS", 32_768, 1)
 MAX_CONTEXT_TOKENS = _number("BUZZ_AGENT_MAX_CONTEXT_TOKENS", 200_000, 1024)
 HANDOFF_PERCENT = _number("BUZZ_AGENT_HANDOFF_PERCENT", 90, 1, 100)
@@ -154,7 +159,7 @@ MAX_TOOL_CALLS_PER_RESPONSE = _number("BUZZ_AGENT_MAX_TOOL_CALLS_PER_RESPONSE", 
 MCP_INIT_TIMEOUT_SECS = _number("BUZZ_AGENT_MCP_INIT_TIMEOUT_SECS", 30, 1)
 REQUEST_PERMISSION = _switch("BUZZ_AGENT_REQUEST_PERMISSION", True)
 PROMPT_CACHING = _switch("BUZZ_AGENT_PROMPT_CACHING", True)
-OPENAI_MAX_TOKENS_FIELD = _choice(
+OPENAI_MAX_TOKENS_FIELD: Setting[MaxTokensField] = _choice(
     "BUZZ_AGENT_OPENAI_MAX_TOKENS_FIELD",
     "max_completion_tokens",
     ("max_completion_tokens", "max_tokens"),
@@ -257,14 +262,14 @@ def load_config(environ: Mapping[str, str]) -> AgentConfig:
         )
     handoff_at = HANDOFF_AT_TOKENS.get(environ)
     return AgentConfig(
-        provider=provider,  # type: ignore[arg-type]
+        provider=provider,
         model=model,
         api_key=SecretStr(key),
         base_url=base_url,
         route=route,
         anthropic_version=ANTHROPIC_API_VERSION.value(environ),
         effort=effort,
-        anthropic_thinking=ANTHROPIC_THINKING.value(environ),  # type: ignore[arg-type]
+        anthropic_thinking=ANTHROPIC_THINKING.value(environ),
         max_output_tokens=max_output,
         max_context_tokens=max_context,
         handoff_percent=HANDOFF_PERCENT.value(environ),
@@ -279,7 +284,7 @@ def load_config(environ: Mapping[str, str]) -> AgentConfig:
         mcp_init_timeout_secs=MCP_INIT_TIMEOUT_SECS.value(environ),
         request_permission=REQUEST_PERMISSION.value(environ),
         prompt_caching=PROMPT_CACHING.value(environ),
-        openai_max_tokens_field=OPENAI_MAX_TOKENS_FIELD.value(environ),  # type: ignore[arg-type]
+        openai_max_tokens_field=OPENAI_MAX_TOKENS_FIELD.value(environ),
         system_prompt=_system_prompt(environ),
         no_hints=NO_HINTS.value(environ),
         log_level=LOG_LEVEL.value(environ),

@@ -10,9 +10,12 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestra.agents.llm.types import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from acp.schema import ToolKind
 
 log = logging.getLogger("mcp")
 
@@ -23,7 +26,7 @@ MAX_SCHEMA_BYTES = 4096
 MAX_TOOLS = 128
 MAX_DESCRIPTION_CHARS = 1024
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
-_TOOL_KINDS = {"shell": "execute", "read_file": "read", "str_replace": "edit"}
+_TOOL_KINDS: dict[str, ToolKind] = {"shell": "execute", "read_file": "read", "str_replace": "edit"}
 
 
 class ToolServerError(Exception):
@@ -54,7 +57,7 @@ def model_tool_name(server: str, tool: str) -> str:
     return f"{_UNSAFE_NAME_CHARS.sub('_', server)}__{tool}"
 
 
-def tool_kind(model_name: str) -> str:
+def tool_kind(model_name: str) -> ToolKind:
     return _TOOL_KINDS.get(model_name.rpartition("__")[2], "other")
 
 

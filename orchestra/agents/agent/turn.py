@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from orchestra.agents.agent.config import AgentConfig
 from orchestra.agents.agent.session import ClientChannel, Session
@@ -19,6 +20,9 @@ from orchestra.agents.llm.types import (
     UserMessage,
 )
 
+if TYPE_CHECKING:
+    from acp.schema import StopReason
+
 log = logging.getLogger("buzz_agent")
 
 CONTINUE_AFTER_TRUNCATION = (
@@ -30,7 +34,7 @@ NOT_PERMITTED = "tool call was not permitted"
 
 @dataclass
 class TurnResult:
-    stop_reason: str
+    stop_reason: StopReason
     usage: Usage
 
 
@@ -82,7 +86,7 @@ class Turn:
                 return self._stop("refusal")
             return self._stop("end_turn")
 
-    def _stop(self, reason: str) -> TurnResult:
+    def _stop(self, reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason=reason, usage=self.usage)
 
     def _take_overflow_retry(self) -> bool:

@@ -75,8 +75,9 @@ def _error_detail(response: httpx.Response) -> str:
     except ValueError:
         return response.text[:_ERROR_DETAIL_CHARS]
     error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"][:_ERROR_DETAIL_CHARS]
+    message = error.get("message") if isinstance(error, dict) else None
+    if isinstance(message, str):
+        return message[:_ERROR_DETAIL_CHARS]
     return json.dumps(data)[:_ERROR_DETAIL_CHARS]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict
 
@@ -48,6 +48,10 @@ class FaultPlan(BaseModel):
         return None
 
 
+def _is_fault_kind(word: str) -> TypeGuard[FaultKind]:
+    return word in FAULT_KINDS
+
+
 def parse_faults(text: str) -> tuple[FaultItem, ...]:
     """Parse `ORACLE_FAULTS`, e.g. `429:1,500:1,slow:2`."""
     items: list[FaultItem] = []
@@ -59,12 +63,12 @@ def parse_faults(text: str) -> tuple[FaultItem, ...]:
         kind = kind.strip()
         if not sep:
             raise InvalidValue(f'malformed item "{entry}" (expected <kind>:<N>)')
-        if kind not in FAULT_KINDS:
+        if not _is_fault_kind(kind):
             raise InvalidValue(f'unknown fault kind "{kind}"')
         count_text = count_text.strip()
         if not count_text.isdigit() or int(count_text) < 1:
             raise InvalidValue(f'malformed item "{entry}" (N must be an integer >= 1)')
-        items.append(FaultItem(kind=kind, count=int(count_text)))  # type: ignore[arg-type]
+        items.append(FaultItem(kind=kind, count=int(count_text)))
     return tuple(items)
 
 

@@ -45,7 +45,8 @@ class HttpServer:
 
     async def start(self, host: str, port: int = 0) -> int:
         self._server = await asyncio.start_server(self._on_connection, host, port)
-        return self._server.sockets[0].getsockname()[1]
+        bound_port: int = self._server.sockets[0].getsockname()[1]
+        return bound_port
 
     async def stop(self) -> None:
         if self._server is not None:
