@@ -247,8 +247,9 @@ def kill_processes_in(
     root = str(directory.resolve())
     skip = {os.getpid(), *exclude}
     newest = last_allocated_pid()
-    wrapped = newer_than is None or newest is None or newest < newer_than
-    floor = 0 if wrapped else newer_than
+    floor = 0  # no mark, or pids have wrapped around since it: read every process
+    if newer_than is not None and newest is not None and newest >= newer_than:
+        floor = newer_than
     killed: list[int] = []
     for pid in psutil.pids():
         if pid <= floor or pid in skip:

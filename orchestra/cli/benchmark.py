@@ -22,7 +22,7 @@ from orchestra.cli.errors import (
 from orchestra.config.condition import Condition, condition_problems, load_condition
 from orchestra.config.endpoints import resolve_api_key
 from orchestra.config.errors import ConfigError
-from orchestra.config.task import load_task
+from orchestra.config.task import Layer, load_task
 from orchestra.documents.enums import StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
@@ -70,7 +70,7 @@ class BenchmarkOptions:
     dataset: str | None
     include: tuple[str, ...]
     exclude: tuple[str, ...]
-    layer: str | None
+    layer: Layer | None
     attempts: int | None
     manifest: Path
     endpoint_config: Path

@@ -11,16 +11,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-
-try:  # typer >= 0.25 vendors click; older versions use the click package itself
-    from typer._click.exceptions import ClickException
-except ImportError:  # pragma: no cover - depends on the installed typer
-    from click import ClickException
+from typer._click.exceptions import ClickException  # typer >= 0.26 vendors click
 
 from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command, run_resume_command
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_PREFLIGHT, EXIT_USAGE, fail
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.stack import stack_app
+from orchestra.config.task import Layer as TaskLayer
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
@@ -61,6 +58,10 @@ class EnvMode(StrEnum):
 class Layer(StrEnum):
     regression = "regression"
     workflow = "workflow"
+
+    @property
+    def task_layer(self) -> TaskLayer:
+        return "regression" if self is Layer.regression else "workflow"
 
 
 @app.command()
@@ -109,7 +110,7 @@ def benchmark(
         dataset=dataset,
         include=tuple(include_task or ()),
         exclude=tuple(exclude_task or ()),
-        layer=layer.value if layer else None,
+        layer=layer.task_layer if layer else None,
         attempts=attempts,
         manifest=manifest,
         endpoint_config=endpoint_config,

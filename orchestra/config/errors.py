@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from orchestra.errors import OrchestraError
 
@@ -131,7 +132,7 @@ _PROBLEMS = {
 }
 
 
-def _problem(error: dict[str, Any]) -> str:
+def _problem(error: ErrorDetails) -> str:
     kind = error["type"]
     if kind in _PROBLEMS:
         return _PROBLEMS[kind]

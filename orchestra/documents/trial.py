@@ -102,16 +102,16 @@ def _absent(value: object) -> bool:
 
 # A phase not entered yet has no key at all (not null): the trial writes each phase's timing
 # when it enters the phase.
-_PhaseEntry = Annotated[PhaseTiming | None, Field(default=None, exclude_if=_absent)]
+_PhaseEntry = Annotated[PhaseTiming | None, Field(exclude_if=_absent)]
 
 
 class Timings(Part):
-    setup: _PhaseEntry
-    agent: _PhaseEntry
-    teardown: _PhaseEntry
-    evidence: _PhaseEntry
-    verify: _PhaseEntry
-    finalize: _PhaseEntry
+    setup: _PhaseEntry = None
+    agent: _PhaseEntry = None
+    teardown: _PhaseEntry = None
+    evidence: _PhaseEntry = None
+    verify: _PhaseEntry = None
+    finalize: _PhaseEntry = None
     agent_active_seconds: float = 0.0
 
     def phase(self, phase: Phase) -> PhaseTiming | None:

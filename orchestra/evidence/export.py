@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,9 @@ class ChannelReader(Protocol):
 
     async def channels_members(self, **kwargs: Any) -> list[dict[str, Any]]: ...
 
-    async def query(self, filters: list[dict[str, Any]], sub_id: str | None = None) -> list: ...
+    async def query(
+        self, filters: list[dict[str, Any]], sub_id: str | None = None
+    ) -> list[dict[str, Any]]: ...
 
 
 Operation = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
@@ -56,7 +59,7 @@ async def collect_channel_events(
         kwargs: dict[str, Any] = {"channel": channel_id, "limit": PAGE_SIZE}
         if before is not None:
             kwargs["before"] = before
-        page = await run(lambda kwargs=kwargs: reader.messages_get(**kwargs))
+        page = await run(functools.partial(reader.messages_get, **kwargs))
         if not isinstance(page, list):
             raise EvidenceExportError(f"messages get returned {type(page).__name__}, not a list")
         new_ids = 0
@@ -112,13 +115,13 @@ async def collect_observed_channels(
     agents = set(agent_pubkeys)
     for name in names:
         rows = await run(
-            lambda name=name: reader.channels_search(query=name, exact=True, include_archived=True)
+            functools.partial(reader.channels_search, query=name, exact=True, include_archived=True)
         )
         for row in rows:
             channel_id = row.get("channel_id") if isinstance(row, dict) else None
             if not isinstance(channel_id, str) or not channel_id:
                 continue
-            members = await run(lambda cid=channel_id: reader.channels_members(channel=cid))
+            members = await run(functools.partial(reader.channels_members, channel=channel_id))
             reduced = [{"pubkey": m.get("pubkey"), "role": m.get("role")} for m in members]
             if not agents & {m["pubkey"] for m in reduced}:
                 observed.dropped += 1
@@ -126,8 +129,8 @@ async def collect_observed_channels(
             snapshot = dict(row)
             if "ttl_seconds" not in snapshot:
                 metadata = await run(
-                    lambda cid=channel_id: reader.query(
-                        [{"kinds": [Kind.CHANNEL_METADATA], "#d": [cid]}]
+                    functools.partial(
+                        reader.query, [{"kinds": [Kind.CHANNEL_METADATA], "#d": [channel_id]}]
                     )
                 )
                 snapshot["ttl_seconds"] = _ttl_from_metadata(metadata)

@@ -7,13 +7,29 @@ and dataset tests feed recorded events straight into `build_evidence`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from orchestra.nostr import tags as tag_list
 from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS
 
 SCHEMA_VERSION = 1
 TRANSCRIPT_CAP = 1000
+
+
+class Message(TypedDict):
+    """One normalised channel message (orchestrator.md §8.2)."""
+
+    id: str
+    kind: int | None
+    created_at: int | None
+    pubkey: str
+    author: str
+    author_role: str
+    content: str
+    tags: list[list[str]]
+    channel_id: str | None
+    reply_to_event_id: str | None
+    mentioned_pubkeys: list[str]
 
 
 def _string_or_empty(value: object) -> str:
@@ -39,7 +55,7 @@ def author_lookup(
     return lookup
 
 
-def normalize_message(raw: Mapping[str, Any], lookup: Mapping[str, tuple[str, str]]) -> dict:
+def normalize_message(raw: Mapping[str, Any], lookup: Mapping[str, tuple[str, str]]) -> Message:
     tags = tag_list.of_event(raw)
     pubkey = _string_or_empty(raw.get("pubkey"))
     author, author_role = lookup.get(pubkey, ("unknown", "unknown"))
@@ -67,12 +83,12 @@ def is_channel_message(raw: Mapping[str, Any], channel_id: str) -> bool:
 
 
 def order_messages(
-    messages: Iterable[dict], *, task_event_id: str | None, arrival: Mapping[str, int]
-) -> list[dict]:
+    messages: Iterable[Message], *, task_event_id: str | None, arrival: Mapping[str, int]
+) -> list[Message]:
     """Ascending created_at (null last); within a second the task event first, then live
     arrival order, then events the subscription never saw by id (§8.4)."""
 
-    def key(message: dict) -> tuple:
+    def key(message: Message) -> tuple[bool, int, tuple[int, int, str]]:
         created = message["created_at"]
         event_id = message["id"]
         if event_id == task_event_id and task_event_id:
@@ -94,10 +110,10 @@ def build_messages(
     directory: Sequence[Mapping[str, Any]],
     task_event_id: str | None,
     arrival: Mapping[str, int] | None = None,
-) -> tuple[list[dict], bool]:
+) -> tuple[list[Message], bool]:
     """Normalised, ordered, capped messages and the `truncated` flag."""
     lookup = author_lookup(identities, directory)
-    unique: dict[str, dict] = {}
+    unique: dict[str, Message] = {}
     for raw in raw_events:
         if isinstance(raw, Mapping) and is_channel_message(raw, channel_id):
             message = normalize_message(raw, lookup)

@@ -206,7 +206,8 @@ def render_transcript(evidence: dict[str, Any], details: dict[str, Any] | None, 
         role = author.role if author else str(message.get("author_role") or "unknown")
         name = author.name if author else str(message.get("author") or "unknown")
         mentioned = _strings(message.get("mentioned_pubkeys"))
-        content = message.get("content") if isinstance(message.get("content"), str) else ""
+        text = message.get("content")
+        content = text if isinstance(text, str) else ""
         classes, badges = _badges(message, evidence, graded)
         parent = index_of.get(str(message.get("reply_to_event_id")))
         meta = [

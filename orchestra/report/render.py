@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from orchestra.documents.summary import (
@@ -62,6 +62,22 @@ def _counts(summary: Rates) -> list[str]:
     ]
 
 
+_SUMMARY_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("Layer", "left"),
+    ("Task", "left"),
+    ("Trials", "right"),
+    ("Scored", "right"),
+    ("Errors", "right"),
+    ("Cancelled", "right"),
+    ("Pass rate", "right"),
+    ("pass@k", "left"),
+    ("Failing dimensions", "left"),
+    ("Tokens in/out", "left"),
+    ("Cost", "right"),
+    ("Mean time", "right"),
+)
+
+
 def render_summary(document: Summary, console: Console) -> None:
     for condition in document.conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
@@ -72,21 +88,8 @@ def render_summary(document: Summary, console: Console) -> None:
         if condition.oracle:
             console.print(f"[yellow]{ORACLE_NOTE}[/yellow]")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for column, justify in (
-            ("Layer", "left"),
-            ("Task", "left"),
-            ("Trials", "right"),
-            ("Scored", "right"),
-            ("Errors", "right"),
-            ("Cancelled", "right"),
-            ("Pass rate", "right"),
-            ("pass@k", "left"),
-            ("Failing dimensions", "left"),
-            ("Tokens in/out", "left"),
-            ("Cost", "right"),
-            ("Mean time", "right"),
-        ):
-            table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for column, justify in _SUMMARY_COLUMNS:
+            table.add_column(column, justify=justify)
         for layer_name, layer in condition.layers.items():
             for task_name, task in layer.tasks.items():
                 table.add_row(

@@ -63,9 +63,11 @@ def _docker() -> ModuleType:
 
 def docker_client() -> docker.DockerClient:
     """The engine from the environment (`DOCKER_HOST`, else the local socket)."""
+    import docker.errors  # on first use, as `_docker` does
+
     try:
-        return _docker().from_env(timeout=int(BUILD_TIMEOUT_SECONDS))
-    except _docker().errors.DockerException as error:
+        return docker.from_env(timeout=int(BUILD_TIMEOUT_SECONDS))
+    except docker.errors.DockerException as error:
         raise ImageError(f"cannot reach the Docker engine: {error}") from None
 
 
@@ -218,7 +220,9 @@ class ImageBuilder:
         return True
 
     def _image_id(self, tag: str) -> str:
-        image_id: str = self.client.images.get(tag).id
+        image_id = self.client.images.get(tag).id
+        if image_id is None:
+            raise ImageError(f"image {tag}: the Docker engine reported no image id")
         return image_id
 
     def _probe(self, image: str, what: str) -> Interpreter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -14,6 +15,7 @@ from orchestra.nostr.keys import Keys
 from orchestra.paths import StatePaths
 
 STATE_KEYS = ("owner_secret_key", "user_secret_key", "postgres_password", "relay_private_key")
+SECRET_KEY_NAMES = ("owner_secret_key", "user_secret_key", "relay_private_key")
 
 
 class StateError(OrchestraError):
@@ -52,6 +54,13 @@ def ensure_state_dir(root: Path) -> StatePaths:
     return paths
 
 
+def _secret_key(file: Path, name: str, value: object) -> Keys:
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return Keys.from_secret(bytes.fromhex(value))
+    raise StateError(f"{file}: {name}: not a 32-byte hex secret key")
+
+
 def load_state(root: Path, *, create: bool = True) -> BenchmarkState:
     """Read `state.json`, generating it once (mode 0600) when missing."""
     paths = ensure_state_dir(root) if create else StatePaths(root)
@@ -67,15 +76,7 @@ def load_state(root: Path, *, create: bool = True) -> BenchmarkState:
         raise StateError(f"{file}: unreadable ({type(error).__name__})") from None
     if not isinstance(data, dict) or set(data) != set(STATE_KEYS):
         raise StateError(f"{file}: must hold exactly the keys {', '.join(STATE_KEYS)}")
-    keys: dict[str, Keys] = {}
-    for name in ("owner_secret_key", "user_secret_key", "relay_private_key"):
-        value = data[name]
-        try:
-            keys[name] = Keys.from_secret(bytes.fromhex(value)) if isinstance(value, str) else None
-        except ValueError:
-            keys[name] = None  # type: ignore[assignment]
-        if keys[name] is None:
-            raise StateError(f"{file}: {name}: not a 32-byte hex secret key")
+    keys = {name: _secret_key(file, name, data[name]) for name in SECRET_KEY_NAMES}
     if not isinstance(data["postgres_password"], str) or not data["postgres_password"]:
         raise StateError(f"{file}: postgres_password: must be a non-empty string")
     return BenchmarkState(

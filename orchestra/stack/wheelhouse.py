@@ -150,7 +150,9 @@ def _exclusive(lock_file: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _run_pip(args: list[str], *, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _run_pip(
+    args: list[str], *, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
     try:
         return subprocess.run(
@@ -200,7 +202,7 @@ def build_project_wheel(destination: Path, source_root: Path = PROJECT_ROOT) -> 
         return target
 
 
-def _tail(result: subprocess.CompletedProcess, lines: int = 15) -> str:
+def _tail(result: subprocess.CompletedProcess[str], lines: int = 15) -> str:
     return "\n".join((result.stderr or result.stdout or "").strip().splitlines()[-lines:])
 
 
@@ -224,7 +226,7 @@ def _download_args(interpreter: Interpreter, directory: Path, requirement: Path)
     return [*args, str(requirement)]
 
 
-def _missing_package(result: subprocess.CompletedProcess) -> str | None:
+def _missing_package(result: subprocess.CompletedProcess[str]) -> str | None:
     match = re.search(r"No matching distribution found for (\S+)", result.stderr or "")
     return match.group(1) if match else None
 
