@@ -22,10 +22,11 @@ setup:
 test *ARGS: setup
     {{bin}}/pytest "$@"
 
-# Lint and check formatting.
+# Lint, check formatting and type-check (mypy, configured in pyproject.toml).
 lint: setup
     {{bin}}/ruff check .
     {{bin}}/ruff format --check .
+    {{bin}}/mypy
 
 # Format the code.
 fmt: setup
