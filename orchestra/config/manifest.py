@@ -164,7 +164,7 @@ class AgentSlot:
         return self.entry.id
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> AgentKind:
         return self.entry.kind
 
     @property

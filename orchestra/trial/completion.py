@@ -81,7 +81,8 @@ class CompletionWatch:
         for event in self.observer.authored_by(self.rules.orchestrator_pubkey):
             content = event.get("content")
             if isinstance(content, str) and content.startswith(DONE_PREFIX):
-                return event["id"]
+                done_id: str = event["id"]
+                return done_id
         return None
 
     def _solo_settled_condition(self) -> bool:

@@ -6,6 +6,7 @@ the agent phase and finalize perform.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -103,7 +104,7 @@ async def publish_profiles(reader: Any, profiles: Sequence[Profile]) -> int:
     pubkeys = list(dict.fromkeys(p.identity.pubkey for p in profiles if not p.fresh))
     for start in range(0, len(pubkeys), PROFILE_BATCH):
         batch = pubkeys[start : start + PROFILE_BATCH]
-        for row in await relay_operation(lambda batch=batch: reader.users_get(pubkey=batch)):
+        for row in await relay_operation(functools.partial(reader.users_get, pubkey=batch)):
             rows[row["pubkey"]] = row
     published = 0
     for profile in profiles:
@@ -116,7 +117,7 @@ async def publish_profiles(reader: Any, profiles: Sequence[Profile]) -> int:
             continue
         async with profile.pool.lock(identity.pubkey):
             client = profile.pool.client(identity.keys)
-            current = await relay_operation(lambda client=client: client.users_get())
+            current = await relay_operation(client.users_get)
             if not _differs(current[0] if current else None, identity.name, profile.about):
                 continue  # another trial published it meanwhile
             await _set_profile(client, identity.name, profile.about)

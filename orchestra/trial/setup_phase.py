@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from pathlib import PurePath
 
@@ -137,7 +138,7 @@ async def seed_memories(state: TrialState) -> None:
     client = state.agent_client(state.orchestrator_id)
     for seed in state.task.fixture.memory_seeds:
         await relay_ops.relay_operation(
-            lambda seed=seed: client.mem_set(slug=seed.slug, value=seed.value)
+            functools.partial(client.mem_set, slug=seed.slug, value=seed.value)
         )
 
 

@@ -42,7 +42,7 @@ async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
         task.cancel()
     await asyncio.gather(*state.follow_tasks, return_exceptions=True)
     for follower in state.followers.values():
-        for note in follower.state.notes:
-            log(f"{follower.path.name}: {json.dumps(note, sort_keys=True)}")
+        for record in follower.state.notes:
+            log(f"{follower.path.name}: {json.dumps(record, sort_keys=True)}")
     if state.observer is not None:
         await state.observer.close()
