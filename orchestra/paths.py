@@ -231,6 +231,14 @@ class TrialPaths:
         """The host copy of the agent's ACP event log (§7.10)."""
         return self.buzz_dir / event_log_name(agent_id)
 
+    def trajectory_log(self, agent_id: str) -> Path:
+        """The host copy of the agent's trajectory side file (agent-harness.md §2.13)."""
+        return self.buzz_dir / trajectory_log_name(agent_id)
+
+    def trajectory(self, agent_id: str) -> Path:
+        """The agent's ATIF trajectory, assembled from its side file at teardown (§7.16)."""
+        return self.buzz_dir / f"{agent_id}.trajectory.json"
+
     @property
     def oracle_log(self) -> Path:
         return self.buzz_dir / "oracle.jsonl"
@@ -343,6 +351,10 @@ def event_log_name(agent_id: str) -> str:
     return f"{agent_id}.events.jsonl"
 
 
+def trajectory_log_name(agent_id: str) -> str:
+    return f"{agent_id}.trajectory.jsonl"
+
+
 def system_prompt_name(agent_id: str) -> str:
     return f"{agent_id}.system-prompt.md"
 
@@ -411,6 +423,10 @@ class EnvPaths:
     def events_log(self, agent_id: str) -> PurePath:
         """`BUZZ_ACP_EVENT_LOG` for this agent."""
         return self.runtime_logs_dir / event_log_name(agent_id)
+
+    def trajectory_log(self, agent_id: str) -> PurePath:
+        """`BUZZ_AGENT_TRAJECTORY_LOG` for this agent."""
+        return self.runtime_logs_dir / trajectory_log_name(agent_id)
 
     @property
     def solve_sh(self) -> PurePath:

@@ -27,23 +27,27 @@ class AgentUsage:
     reported: bool
 
 
+def cost_usd(price: Price, input_tokens: int, cached: int, output: int) -> float:
+    """§7.14: `input_tokens` includes the `cached` ones; reasoning is inside `output`."""
+    return (
+        (input_tokens - cached) * price.input_per_million_usd
+        + cached * price.cached_input_per_million_usd
+        + output * price.output_per_million_usd
+    ) / 1_000_000
+
+
 def agent_usage(state: AgentLogState, price: Price) -> AgentUsage:
     input_tokens, cached, output, cached_reported = state.usage_totals()
     estimated = False
     if not cached_reported and price.cache_read_rate > 0 and input_tokens:
         cached = round(input_tokens * price.cache_read_rate)
         estimated = True
-    cost = (
-        (input_tokens - cached) * price.input_per_million_usd
-        + cached * price.cached_input_per_million_usd
-        + output * price.output_per_million_usd
-    ) / 1_000_000
     return AgentUsage(
         input=input_tokens,
         cached_input=cached,
         output=output,
         turns=state.turns_completed,
-        cost_usd=cost,
+        cost_usd=cost_usd(price, input_tokens, cached, output),
         cached_estimated=estimated,
         reported=bool(state.sessions),
     )
