@@ -25,6 +25,7 @@ from acp.schema import (
 from orchestra.agents.agent.config import AgentConfig
 from orchestra.agents.agent.session import ClientChannel, Session, new_session_id
 from orchestra.agents.agent.tools import McpServerSpec, ToolBox, ToolServerError
+from orchestra.agents.agent.trajectory import TrajectoryRecorder
 from orchestra.agents.agent.trimming import ContextMeter
 from orchestra.agents.agent.turn import Turn, TurnResult
 from orchestra.agents.llm.client import LLMClient
@@ -38,7 +39,7 @@ DEFAULT_HEARTBEAT_SECS = 30.0
 AGENTS_MD_MAX_BYTES = 32 * 1024
 
 
-def _version() -> str:
+def agent_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -94,9 +95,10 @@ def _heartbeat_secs(value: Any) -> float:
 
 
 class BuzzAgent:
-    def __init__(self, config: AgentConfig, llm: LLMClient) -> None:
+    def __init__(self, config: AgentConfig, llm: LLMClient, trajectory: TrajectoryRecorder) -> None:
         self._config = config
         self._llm = llm
+        self._trajectory = trajectory
         self._conn: Any = None
         self._sessions: dict[str, Session] = {}
         self._preloading = False
@@ -123,7 +125,7 @@ class BuzzAgent:
                 ),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
             ),
-            agent_info=Implementation(name=AGENT_NAME, version=_version()),
+            agent_info=Implementation(name=AGENT_NAME, version=agent_version()),
             field_meta={"buzz": {"systemPrompt": True, "heartbeat": True}},
         )
 
@@ -174,6 +176,7 @@ class BuzzAgent:
             heartbeat_secs=_heartbeat_secs(meta.get("heartbeatSecs")),
         )
         self._sessions[session.id] = session
+        self._trajectory.system(session.id, system, toolbox.specs)
         log.info("session created %s cwd=%s tools=%d", session.id, cwd, len(toolbox.specs))
         return NewSessionResponse(session_id=session.id)
 
@@ -187,7 +190,7 @@ class BuzzAgent:
             )
         text = "\n\n".join(block.text for block in prompt if getattr(block, "type", "") == "text")
         client = ClientChannel(self._conn, session_id)
-        turn = Turn(session, self._config, self._llm, client)
+        turn = Turn(session, self._config, self._llm, client, self._trajectory)
         snapshot = len(session.history)
         session.turn_task = asyncio.create_task(turn.run(text))
         heartbeat = asyncio.create_task(client.heartbeats(session.heartbeat_secs))
@@ -240,3 +243,4 @@ class BuzzAgent:
             await session.toolbox.close()
             log.info("session closed %s", session.id)
         await self._llm.aclose()
+        self._trajectory.close()

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from orchestra.agents.agent.config import AgentConfig
+    from orchestra.agents.agent.trajectory import TrajectoryRecorder
 
 log = logging.getLogger("buzz_agent")
 
 
-async def _serve(config: AgentConfig) -> None:
+async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
     import acp
 
     from orchestra.agents.agent.acp_agent import BuzzAgent
@@ -27,7 +28,7 @@ async def _serve(config: AgentConfig) -> None:
         timeout_secs=config.llm_timeout_secs,
         max_retries=config.llm_max_retries,
     )
-    agent = BuzzAgent(config, llm)
+    agent = BuzzAgent(config, llm, trajectory)
     main_task = asyncio.current_task()
     assert main_task is not None
     closing = False
@@ -72,13 +73,27 @@ def main() -> None:
     warn_if_budget_disabled(
         config.effort, config.anthropic_thinking, config.max_output_tokens, config.provider
     )
+    from orchestra.agents.agent.acp_agent import AGENT_NAME, agent_version
+    from orchestra.agents.agent.trajectory import TrajectoryRecorder
+
+    try:
+        trajectory = TrajectoryRecorder.open(
+            config.trajectory_log, name=AGENT_NAME, version=agent_version(), model=config.model
+        )
+    except OSError as exc:
+        log.error(
+            "configuration error: BUZZ_AGENT_TRAJECTORY_LOG: cannot open %s: %s",
+            config.trajectory_log,
+            exc.strerror or exc,
+        )
+        sys.exit(1)
     log.info(
         "buzz-agent starting: provider=%s model=%s route=%s",
         config.provider,
         config.model,
         config.route,
     )
-    asyncio.run(_serve(config))
+    asyncio.run(_serve(config, trajectory))
     from orchestra.processes import exit_now
 
     exit_now(0)

@@ -65,6 +65,7 @@ class AgentConfig(BaseModel):
     system_prompt: str
     no_hints: bool
     log_level: str
+    trajectory_log: str | None
 
     def provider_settings(self) -> ProviderSettings:
         host = urlsplit(self.base_url).hostname or ""
@@ -169,6 +170,7 @@ SYSTEM_PROMPT_FILE = Setting(
     "BUZZ_AGENT_SYSTEM_PROMPT_FILE", text_file, tidy=strip, empty_is_unset=True
 )
 NO_HINTS = _switch("BUZZ_AGENT_NO_HINTS", False)
+TRAJECTORY_LOG = Setting("BUZZ_AGENT_TRAJECTORY_LOG", text, tidy=strip, empty_is_unset=True)
 LOG_LEVEL = _choice("BUZZ_AGENT_LOG_LEVEL", "info", ("debug", "info", "warning", "error"))
 #: Accepted for compatibility and ignored (§2.1).
 IGNORED_VARIABLES = (
@@ -288,4 +290,5 @@ def load_config(environ: Mapping[str, str]) -> AgentConfig:
         system_prompt=_system_prompt(environ),
         no_hints=NO_HINTS.value(environ),
         log_level=LOG_LEVEL.value(environ),
+        trajectory_log=TRAJECTORY_LOG.get(environ),
     )

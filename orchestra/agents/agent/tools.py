@@ -61,8 +61,12 @@ def tool_kind(model_name: str) -> ToolKind:
     return _TOOL_KINDS.get(model_name.rpartition("__")[2], "other")
 
 
-def elide_middle(text: str, limit: int) -> str:
-    """Keep head and tail of an over-long result, marking what was cut."""
+ELISION_MARKER = "[… {n} bytes elided …]"
+
+
+def elide_middle(text: str, limit: int, marker: str = ELISION_MARKER) -> str:
+    """Keep head and tail of an over-long result, marking what was cut (`marker` with `{n}`,
+    the number of bytes cut)."""
     data = text.encode("utf-8")
     if len(data) <= limit:
         return text
@@ -70,7 +74,7 @@ def elide_middle(text: str, limit: int) -> str:
     elided = len(data) - 2 * half
     head = data[:half].decode("utf-8", errors="ignore")
     tail = data[-half:].decode("utf-8", errors="ignore")
-    return f"{head}\n[… {elided} bytes elided …]\n{tail}"
+    return f"{head}\n{marker.format(n=elided)}\n{tail}"
 
 
 def result_text(result: Any) -> str:

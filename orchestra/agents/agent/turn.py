@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from orchestra.agents.agent.config import AgentConfig
 from orchestra.agents.agent.session import ClientChannel, Session
+from orchestra.agents.agent.trajectory import TrajectoryRecorder
 from orchestra.agents.agent.trimming import trim_history
 from orchestra.agents.llm.client import LLMClient
 from orchestra.agents.llm.errors import LLMError
@@ -40,18 +41,24 @@ class TurnResult:
 
 class Turn:
     def __init__(
-        self, session: Session, config: AgentConfig, llm: LLMClient, client: ClientChannel
+        self,
+        session: Session,
+        config: AgentConfig,
+        llm: LLMClient,
+        client: ClientChannel,
+        trajectory: TrajectoryRecorder,
     ) -> None:
         self.session = session
         self.config = config
         self.llm = llm
         self.client = client
+        self.trajectory = trajectory
         self.usage = Usage()
         self._overflow_retry_used = False
 
     async def run(self, prompt_text: str) -> TurnResult:
         history = self.session.history
-        history.append(UserMessage(prompt_text))
+        self._add_user_message(UserMessage(prompt_text))
         rounds = 0
         recoveries = 0
         while True:
@@ -65,6 +72,7 @@ class Turn:
             rounds += 1
             await self._report(response)
             if response.outcome == "context_exceeded":
+                self.trajectory.response(self.session.id, response, [])
                 if self._take_overflow_retry():
                     continue
                 return self._stop("max_tokens")
@@ -72,19 +80,24 @@ class Turn:
             if response.outcome == "truncated":
                 message.tool_calls = [c for c in message.tool_calls if c.arguments_are_valid()]
             history.append(message)
+            self.trajectory.response(self.session.id, response, message.tool_calls)
             if message.tool_calls:
                 await self._run_tools(message.tool_calls)
             if response.outcome == "truncated":
                 recoveries += 1
                 if recoveries > self.config.max_token_recoveries:
                     return self._stop("max_tokens")
-                history.append(UserMessage(CONTINUE_AFTER_TRUNCATION, starts_turn=False))
+                self._add_user_message(UserMessage(CONTINUE_AFTER_TRUNCATION, starts_turn=False))
                 continue
             if message.tool_calls or response.outcome == "pause":
                 continue
             if response.outcome == "refusal":
                 return self._stop("refusal")
             return self._stop("end_turn")
+
+    def _add_user_message(self, message: UserMessage) -> None:
+        self.session.history.append(message)
+        self.trajectory.user(self.session.id, message.text)
 
     def _stop(self, reason: StopReason) -> TurnResult:
         return TurnResult(stop_reason=reason, usage=self.usage)
@@ -142,6 +155,7 @@ class Turn:
             else:
                 text, is_error = await self._run_tool(call)
             self.session.history.append(ToolResult(call.id, text, is_error))
+            self.trajectory.tool_result(self.session.id, call.id, text, is_error)
             await self.client.tool_finished(call, text, is_error)
 
     async def _run_tool(self, call: ToolCall) -> tuple[str, bool]:
