@@ -72,6 +72,7 @@ def launch_environment(
         programs_dir=scripts_dir(),
         system_prompt_file=str(prompt),
         event_log_file=str(workdir / "events.jsonl"),
+        trajectory_log_file=str(workdir / "trajectory.jsonl"),
         home=str(workdir),
         tmpdir=str(workdir),
         path=None,

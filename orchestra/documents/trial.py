@@ -221,6 +221,8 @@ class TrialResult(TrialIdentity, Document):
     cached_estimated: bool = False
     budget_exceeded: BudgetExceeded | None = None
     buzz: BuzzRecord = Field(default_factory=BuzzRecord)
+    #: agent id -> its ATIF trajectory, relative to the trial directory (§7.16)
+    trajectories: dict[str, str] = Field(default_factory=dict)
     secret_scan: SecretScan = Field(default_factory=SecretScan)
     exception_info: ExceptionInfo | None = None
 

@@ -76,6 +76,7 @@ class AgentLaunchSpec:
     programs_dir: PurePath
     system_prompt_file: str
     event_log_file: str
+    trajectory_log_file: str
     home: str
     tmpdir: str | None  # None: unset (docker env, the container's /tmp)
     path: str | None  # None: the environment's own PATH
@@ -106,6 +107,7 @@ def agent_environment(
             "BUZZ_ACP_MAX_TURN_DURATION": str(timeout),
             "BUZZ_ACP_IDLE_TIMEOUT": str(timeout - 1),
             "BUZZ_ACP_EVENT_LOG": spec.event_log_file,
+            "BUZZ_AGENT_TRAJECTORY_LOG": spec.trajectory_log_file,
             "BUZZ_AGENT_THINKING_EFFORT": generation.thinking_effort or "medium",
             "BUZZ_AGENT_MAX_ROUNDS": str(entry.budget.max_calls or 0),
             "BUZZ_AGENT_NO_HINTS": "1",
@@ -194,6 +196,7 @@ def agent_process_environment(
         programs_dir=facts.programs_dir,
         system_prompt_file=str(paths.system_prompt(slot.agent_id)),
         event_log_file=str(paths.events_log(slot.agent_id)),
+        trajectory_log_file=str(paths.trajectory_log(slot.agent_id)),
         home=str(paths.home),
         tmpdir=None if paths.tmpdir is None else str(paths.tmpdir),
         path=facts.agent_path,

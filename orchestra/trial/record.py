@@ -121,6 +121,7 @@ def result_document(state: TrialState) -> TrialResult:
         "cached_estimated": accounting.cached_estimated if accounting else False,
         "budget_exceeded": completion.budget_exceeded if completion else None,
         "buzz": buzz_record(state),
+        "trajectories": state.trajectories,
         "secret_scan": state.secret_scan,
         "exception_info": state.exception_info,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -12,12 +13,19 @@ REDACTED = b"[REDACTED]"
 
 
 def secret_strings(keys: Iterable[Keys], api_keys: Iterable[str]) -> list[str]:
-    """Hex and nsec forms of every secret key, plus API-key values; longest first."""
+    """Hex and nsec forms of every secret key, plus API-key values as written and as they
+    appear inside a JSON string; longest first, so that an escaped form is replaced whole and
+    a JSON file stays valid (the replacement needs no escaping)."""
     values: set[str] = set()
     for key in keys:
         values.add(key.secret_hex)
         values.add(key.nsec)
-    values.update(value for value in api_keys if value)
+    for value in api_keys:
+        if value:
+            values.add(value)
+            values.update(
+                json.dumps(value, ensure_ascii=escaped)[1:-1] for escaped in (False, True)
+            )
     return sorted(values, key=len, reverse=True)
 
 

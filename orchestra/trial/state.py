@@ -70,6 +70,7 @@ class TrialState:
     rewards: dict[str, float] | None = None
     reward: float | None = None  # set only when the verifier produced a valid reward
     accounting: TrialAccounting | None = None
+    trajectories: dict[str, str] = field(default_factory=dict)  # agent id -> trial-relative path
     agent_active_seconds: float = 0.0
     secret_scan: dict[str, Any] = field(default_factory=lambda: {"redactions": 0, "files": []})
     exception_info: dict[str, str] | None = None

@@ -8,6 +8,7 @@ import json
 
 from orchestra.trial.context import JobContext
 from orchestra.trial.state import TrialState
+from orchestra.trial.trajectories import trajectory_sources, write_trajectories
 
 USAGE_SETTLE_SECONDS = 30.0
 SETTLED_STOP_REASONS = ("done_message", "turn_end")
@@ -26,7 +27,8 @@ async def settle_usage(state: TrialState) -> None:
 
 
 async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
-    """Steps 16-17: stop every process, cut the network, collect logs; never interrupted."""
+    """Steps 16-17: stop every process, cut the network, collect logs and assemble the
+    agents' trajectories from them; never interrupted."""
     log = state.recorder.log
     for note in await state.env.stop_agents(ctx.hurry):
         log(note)
@@ -46,3 +48,13 @@ async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
             log(f"{follower.path.name}: {json.dumps(record, sort_keys=True)}")
     if state.observer is not None:
         await state.observer.close()
+    sources = trajectory_sources(state.slots, ctx.condition.manifest.prices)
+    try:
+        state.trajectories, notes = await asyncio.to_thread(
+            write_trajectories, state.paths, state.trial_id, sources
+        )
+    except Exception as error:  # best effort, as log collection: the trial's outcome stands
+        log(f"writing trajectories failed: {type(error).__name__}: {error}")
+    else:
+        for note in notes:
+            log(note)

@@ -61,6 +61,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
             "user": None,
             "agents": [],
         },
+        "trajectories": {},
         "secret_scan": {"redactions": 0, "files": []},
         "exception_info": None,
     }

@@ -2,11 +2,15 @@
 installed `orchestra` script on the embedded stack (its own PostgreSQL and relay), the real agent
 tree replaying each reference solution, and the real verifiers. Every task must score 1.0."""
 
+import hashlib
+import json
 import re
 from pathlib import Path
 
 import pytest
 from e2e_jobs import JobRun, copy_dataset, dataset_task_names
+
+from orchestra.agents.trajectory.atif import Trajectory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -50,6 +54,57 @@ def test_every_document_round_trips_through_its_model(
     round_trip = document_round_trip(oracle_job.job_dir)
     assert round_trip.checked == 2 + 2 * len(dataset_task_names())
     assert round_trip.diffs == {}
+
+
+def test_every_agent_left_an_atif_trajectory_of_its_solve_run(oracle_job: JobRun) -> None:
+    """Parsed back through the strict model; checked against the event log and the accounting."""
+    assert oracle_job.results, oracle_job.output
+    for name, result in oracle_job.results.items():
+        trial = oracle_job.job_dir / result["trial_name"]
+        agents = sorted(agent["agent_id"] for agent in result["buzz"]["agents"])
+        assert sorted(result["trajectories"]) == agents, name
+        for agent_id in agents:
+            relative = result["trajectories"][agent_id]
+            assert relative == f"agent/buzz/{agent_id}.trajectory.json"
+            trajectory = Trajectory.model_validate_json((trial / relative).read_bytes())
+            steps = trajectory.steps
+            assert [step.step_id for step in steps] == list(range(1, len(steps) + 1)), name
+            assert steps[0].source == "system" and steps[1].source == "user", name
+            assert "[Base]" in steps[0].message and "[System]" in steps[0].message, name
+            calls = [(step, call) for step in steps for call in step.tool_calls or []]
+            for step, call in calls:  # every call answered by exactly one result, in its step
+                assert step.observation is not None, name
+                answers = [
+                    r for r in step.observation.results if r.source_call_id == call.tool_call_id
+                ]
+                assert len(answers) == 1, (name, call)
+            solves = [
+                (call, step)
+                for step, call in calls
+                if call.tool_call_id.startswith(f"oracle-solve-{agent_id}-")
+            ]
+            assert solves, name
+            call, step = solves[-1]
+            assert call.function_name.endswith("__shell")
+            assert "bash " in call.arguments["command"] and "solve.sh" in call.arguments["command"]
+            (answer,) = step.observation.results  # type: ignore[union-attr]
+            assert answer.content.endswith("[exit code: 0]"), (name, answer.content[-300:])
+            # each user step is the exact prompt buzz-acp sent (its event log has the digest)
+            events = [
+                json.loads(line)
+                for line in (trial / "agent" / "buzz" / f"{agent_id}.events.jsonl").open()
+            ]
+            sent = {e["prompt_sha256"] for e in events if "prompt_sha256" in e}
+            prompts = [s.message for s in steps if s.source == "user"]
+            assert {hashlib.sha256(p.encode()).hexdigest() for p in prompts} == sent, name
+            # the steps' tokens are the accounting's (the oracle reports usage per response)
+            tokens = result["tokens"]["per_agent"][agent_id]
+            totals = trajectory.final_metrics
+            assert (totals.total_prompt_tokens, totals.total_completion_tokens) == (
+                tokens["input"],
+                tokens["output"],
+            ), name
+            assert totals.total_cost_usd == pytest.approx(tokens["cost_usd"])
 
 
 def test_printed_summary_reports_every_task_passing(oracle_job: JobRun) -> None:

@@ -90,6 +90,7 @@ def spec(tmp_path: Path) -> AgentLaunchSpec:
         programs_dir=tmp_path / "bin",
         system_prompt_file="/p.md",
         event_log_file="/e.jsonl",
+        trajectory_log_file="/t.jsonl",
         home="/sandbox/root",
         tmpdir="/sandbox/tmp",
         path="/usr/bin",
@@ -128,6 +129,8 @@ def test_agent_environment(tmp_path: Path) -> None:
     assert env["BUZZ_ACP_AGENT_COMMAND"] == str(tmp_path / "bin" / "buzz-agent")
     assert env["BUZZ_ACP_SUBSCRIBE"] == "mentions" and env["BUZZ_ACP_RESPOND_TO"] == "anyone"
     assert env["TMPDIR"] == "/sandbox/tmp" and env["HOME"] == "/sandbox/root"
+    assert env["BUZZ_ACP_EVENT_LOG"] == "/e.jsonl"
+    assert env["BUZZ_AGENT_TRAJECTORY_LOG"] == "/t.jsonl"
 
 
 def test_oracle_endpoint_variables() -> None:

@@ -8,12 +8,14 @@ it happened in) and that stop, log collection and finalize ran whatever went wro
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from trial_fakes import (
+    PLANTED_API_KEY,
     Behaviour,
     FakeEnvironment,
     FakeKind,
@@ -21,6 +23,7 @@ from trial_fakes import (
     exits_after_subscribing,
     exits_at_once,
     finishes,
+    finishes_with_a_trajectory,
     finishes_with_a_turn_in_flight,
     job_context,
     never_subscribes,
@@ -29,7 +32,9 @@ from trial_fakes import (
     task,
 )
 
+from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.documents.trial import TrialResult
+from orchestra.nostr.keys import Keys
 from orchestra.trial import setup_phase
 from orchestra.trial.context import JobContext
 from orchestra.trial.run import run_trial
@@ -116,6 +121,36 @@ async def test_a_trial_that_finishes_is_scored_through_every_phase(trial: Trial)
     assert_wound_up(result, environment)
     assert environment.calls.index("isolate") == environment.calls.index(STOP) + 1
     assert environment.trial.artifacts_evidence_json.exists()
+
+
+async def test_the_trajectory_is_assembled_linked_and_cleared_of_secrets(trial: Trial) -> None:
+    def plant_api_key(_kind: FakeKind, ctx: JobContext) -> None:
+        ctx.api_keys["PLANTED_KEY"] = PLANTED_API_KEY
+
+    result, environment = await trial(finishes_with_a_trajectory, setup=plant_api_key)
+    assert result["status"] == "scored"
+    assert result["trajectories"] == {"solo-1": "agent/buzz/solo-1.trajectory.json"}
+    document = environment.trial.root / result["trajectories"]["solo-1"]
+    side_file = environment.trial.trajectory_log("solo-1")
+    trajectory = Trajectory.model_validate_json(document.read_bytes())  # still valid JSON
+    assert trajectory.session_id == f"{result['trial_id']}:solo-1"
+    assert [step.source for step in trajectory.steps] == ["system", "user", "agent", "agent"]
+    observation = trajectory.steps[2].observation
+    assert observation is not None
+    assert observation.results[0].content == "[REDACTED]\n[exit code: 0]"
+    assert trajectory.steps[3].message == "The key is [REDACTED]; the API key is [REDACTED]."
+    keys = Keys.from_secret(bytes.fromhex(environment.agents[0].env["BUZZ_PRIVATE_KEY"]))
+    for path in (document, side_file):
+        data = path.read_text(encoding="utf-8")
+        for secret in (keys.secret_hex, keys.nsec, PLANTED_API_KEY, json.dumps(PLANTED_API_KEY)):
+            assert secret.strip('"') not in data, (path.name, secret)
+    scanned = result["secret_scan"]["files"]
+    assert {"agent/buzz/solo-1.trajectory.json", "agent/buzz/solo-1.trajectory.jsonl"} <= set(
+        scanned
+    )
+    # priced at assembly with the price of the agent's endpoint (the oracle's is 0)
+    assert trajectory.final_metrics.total_cost_usd == 0.0
+    assert trajectory.final_metrics.total_prompt_tokens == 30
 
 
 def _raise_in(primitive: str, error: BaseException) -> Callable[[FakeKind, JobContext], None]:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from orchestra.agents.agent.trajectory import TrajectoryRecorder
+from orchestra.agents.llm.types import AssistantMessage, LLMResponse, ToolCall, Usage
 from orchestra.buzz import BuzzClient, BuzzError
 from orchestra.config.condition import load_condition
 from orchestra.config.task import Task, load_task
@@ -103,6 +105,44 @@ async def finishes(agent: FakeAgent) -> None:
     agent.subscribe()
     await agent.wait_for_the_task()
     agent.record("turn_started", turn_id="t1", session_id="s1", event_ids=[])
+    await agent.post("DONE: replied")
+    agent.record("turn_completed", turn_id="t1", stop_reason="end_turn", usage={})
+
+
+#: An API key with characters JSON escapes, so a JSON file holds it in another form.
+PLANTED_API_KEY = 'sk-planted-"quoted"-\\key'
+
+
+async def finishes_with_a_trajectory(agent: FakeAgent) -> None:
+    """As `finishes`, recording its steps as buzz-agent does; a tool prints the agent's private
+    key and the model repeats it with an API key (the secret scan takes both out)."""
+    agent.subscribe()
+    recorder = TrajectoryRecorder.open(
+        agent.env["BUZZ_AGENT_TRAJECTORY_LOG"], name="buzz-agent", version="test", model="oracle"
+    )
+    recorder.system("ses_1", "[Base]\nbase prompt", [])
+    await agent.wait_for_the_task()
+    agent.record("turn_started", turn_id="t1", session_id="ses_1", event_ids=[])
+    recorder.user("ses_1", "[Context]\nthe task")
+    call = ToolCall("call_1", "buzz_dev_mcp__shell", '{"command": "printenv BUZZ_PRIVATE_KEY"}')
+    recorder.response(
+        "ses_1",
+        LLMResponse(AssistantMessage("", [call]), "tool_calls", "tool_calls", Usage(10, 2)),
+        [call],
+    )
+    key = agent.env["BUZZ_PRIVATE_KEY"]
+    recorder.tool_result("ses_1", call.id, f"{key}\n[exit code: 0]", is_error=False)
+    recorder.response(
+        "ses_1",
+        LLMResponse(
+            AssistantMessage(f"The key is {key}; the API key is {PLANTED_API_KEY}."),
+            "end_turn",
+            "stop",
+            Usage(20, 4),
+        ),
+        [],
+    )
+    recorder.close()
     await agent.post("DONE: replied")
     agent.record("turn_completed", turn_id="t1", stop_reason="end_turn", usage={})
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from orchestra.agents.agent.turn import CONTINUE_AFTER_TRUNCATION
 from orchestra.agents.oracle import (
     OracleAgent,
     OracleServer,
@@ -22,8 +23,11 @@ from orchestra.agents.oracle import (
     fault_plan_from_env,
     oracle_token,
 )
+from orchestra.agents.trajectory.atif import AgentInfo, Trajectory
+from orchestra.agents.trajectory.sidefile import read_side_file
 from orchestra.buzz import BuzzClient
 from orchestra.nostr.keys import Keys
+from orchestra.trial.trajectories import assemble
 
 VENV_BIN = Path(sys.executable).parent
 WAIT_S = 90.0
@@ -40,6 +44,23 @@ if [ ! -e "$STATE_DIR/reply.sent" ]; then
 fi
 touch "$STATE_DIR/done"
 """
+EXPLODING_SOLVE = """#!/usr/bin/env bash
+echo "solving for $BUZZ_REQUESTER_NAME"
+echo "solver exploded" >&2
+exit 7
+"""
+FREE = type("Price", (), dict.fromkeys(
+    ("input_per_million_usd", "cached_input_per_million_usd", "output_per_million_usd",
+     "cache_read_rate"), 0.0))  # fmt: skip
+
+
+def trajectory_of(side_file: Path) -> Trajectory:
+    """As the orchestrator assembles it at teardown (orchestrator.md §7.16)."""
+    fallback = AgentInfo(name="buzz-agent", version="unknown")
+    side = read_side_file(side_file)
+    trajectory, _ = assemble(side.lines, session_id="t:solo-1", price=FREE, fallback=fallback)
+    assert trajectory is not None and side.notes == []
+    return trajectory
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -61,7 +82,11 @@ async def wait_until(predicate: Any, describe: Any, limit_s: float = WAIT_S) -> 
 
 
 async def run_trial(
-    relay_url: str, tmp_path: Path, faults: dict[str, str], extra_env: dict[str, str]
+    relay_url: str,
+    tmp_path: Path,
+    faults: dict[str, str],
+    extra_env: dict[str, str],
+    solve: str = SOLVE,
 ) -> dict[str, Any]:
     user_keys, agent_keys = Keys.generate(), Keys.generate()
     trial_id = uuid.uuid4().hex
@@ -71,7 +96,7 @@ async def run_trial(
     await user.channels_add_member(channel, agent_keys.pubkey, role="bot")
     state = tmp_path / "solve-state"
     script = tmp_path / "solve.sh"
-    script.write_text(SOLVE.format(state=state))
+    script.write_text(solve.format(state=state) if solve is SOLVE else solve)
     script.chmod(0o755)
     token = oracle_token(trial_id, "solo-1")
     server = OracleServer(model_names=["oracle"])
@@ -89,6 +114,7 @@ async def run_trial(
         )
     )
     events_path = tmp_path / "events.jsonl"
+    side_file = tmp_path / "solo-1.trajectory.jsonl"
     workdir = tmp_path / "work"
     workdir.mkdir()
     env = {
@@ -103,6 +129,7 @@ async def run_trial(
         "BUZZ_ACP_CHANNELS": channel,
         "BUZZ_ACP_NO_MEMORY": "true",
         "BUZZ_ACP_EVENT_LOG": str(events_path),
+        "BUZZ_AGENT_TRAJECTORY_LOG": str(side_file),
         "BUZZ_ACP_BATCH_WINDOW_MS": "200",
         "BUZZ_AGENT_PROVIDER": "openai",
         "BUZZ_AGENT_MODEL": "oracle",
@@ -151,11 +178,12 @@ async def run_trial(
             "agent": agent_keys.pubkey,
             "records": read_jsonl(events_path),
             "replies": replies,
-            "runs": (state / "runs.txt").read_text().splitlines(),
+            "runs": (state / "runs.txt").read_text().splitlines() if solve is SOLVE else [],
             "oracle": read_jsonl(tmp_path / "oracle.jsonl"),
             "stderr": stderr_path.read_text(),
             "token": token,
             "channel": channel,
+            "trajectory": trajectory_of(side_file),
         }
     finally:
         if process.returncode is None:
@@ -213,6 +241,39 @@ async def test_every_fault_kind_is_absorbed(relay_url: str, tmp_path: Path) -> N
         "unknown_tool",
         "truncated",
     ]
+    # retried requests leave no step; the answered ones do, with what the model was told
+    steps = result["trajectory"].steps
+    answered = [
+        (call.function_name, call.arguments, step.observation.results[0].content)  # type: ignore[union-attr]
+        for step in steps
+        for call in step.tool_calls or []
+    ]
+    # the slow answer is the normal one (the solve call); then the malformed and unknown calls
+    solve, malformed, unknown = answered
+    assert malformed[1] == {"_unparsed": '{"command": '}
+    assert malformed[2].startswith("ERROR: invalid JSON in tool arguments: ")
+    assert unknown[:2] == ("oracle_missing__tool", {})
+    assert unknown[2].startswith('ERROR: unknown tool "oracle_missing__tool"; available: ')
+    assert solve[2] == "[exit code: 0]"
+    assert [s.message for s in steps if s.source == "user"][1:] == [CONTINUE_AFTER_TRUNCATION]
+    assert "oracle: partial" in [s.message for s in steps if s.source == "agent"]
+
+
+@pytest.mark.e2e
+async def test_a_failing_solution_shows_its_output_and_exit_code_in_the_trajectory(
+    relay_url: str, tmp_path: Path
+) -> None:
+    result = await run_trial(relay_url, tmp_path, {}, {}, solve=EXPLODING_SOLVE)
+    assert result["replies"] == []
+    steps = result["trajectory"].steps
+    assert [s.source for s in steps] == ["system", "user", *["agent"] * 4]
+    runs = [
+        (call.tool_call_id, step.observation.results[0].content)  # type: ignore[union-attr]
+        for step in steps
+        for call in step.tool_calls or []
+    ]
+    output = "solving for Trial User\nsolver exploded\n[exit code: 7]"
+    assert runs == [(f"oracle-solve-solo-1-{n}", output) for n in (1, 2, 3)]  # the oracle's cap
 
 
 @pytest.mark.e2e
