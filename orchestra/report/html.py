@@ -12,6 +12,7 @@ from typing import Any
 
 from orchestra.jsonio import write_text_atomic
 from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
+from orchestra.report.html_trajectory import TRAJECTORY_STYLE
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
 from orchestra.report.render import ORACLE_NOTE
 
@@ -184,7 +185,7 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
 <meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Buzz Orchestra report: {escape(jobs)}</title>
-<style>{STYLE}</style>
+<style>{STYLE}{TRAJECTORY_STYLE}</style>
 </head>
 <body>
 <header class="page"><h1>Buzz Orchestra report</h1>

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from orchestra.jobs.aggregate import metric_passed
 from orchestra.jsonio import read_json_object
+from orchestra.report.html_trajectory import has_trajectories, render_trajectories
 from orchestra.report.html_transcript import message_anchor, render_transcript
 
 
@@ -160,13 +161,19 @@ def render_trial(trial: dict[str, Any], index: int, out_dir: Path) -> str:
         )
     else:
         transcript = render_transcript(evidence, trial["details"], prefix)
+    trajectories = (
+        '\n<section class="trajectories"><h3>Agent trajectories</h3>'
+        f"{render_trajectories(trial, lambda path: href(path, out_dir))}</section>"
+        if has_trajectories(trial)
+        else ""
+    )
     return f"""
 <article class="trial" id="{prefix}">
 <header><h2>{escape(str(trial["task_name"]))} · attempt {escape(str(trial["attempt"]))}</h2>
 <span>{status_cell(trial)}</span><code>{escape(str(trial["trial_name"]))}</code>
 <span>job {escape(str(trial["job_name"]))}</span></header>
-<div class="trial-body">
-<section class="transcript"><h3>Channel transcript</h3>{transcript}</section>
+<div class="trial-body{" with-trajectories" if trajectories else ""}">
+<section class="transcript"><h3>Channel transcript</h3>{transcript}</section>{trajectories}
 <section class="panel">
 <h3>Verifier metrics</h3>{_metrics_table(trial)}
 <h3>Verifier details</h3>{_details_table(trial["details"], prefix, index_of)}

@@ -59,6 +59,7 @@ def trial_files(result: TrialResult, paths: TrialPaths) -> dict[str, Any]:
                 ("stdout", _existing(paths.stdout_log(agent_id))),
                 ("stderr", _existing(paths.stderr_log(agent_id))),
                 ("events", _existing(paths.events_log(agent_id))),
+                ("trajectory", _existing(paths.trajectory(agent_id))),
             )
             if value is not None
         }
