@@ -11,6 +11,7 @@ than `SHOWN_CHARS` is cut in the page, never in the file, which the heading link
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ def has_trajectories(trial: dict[str, Any]) -> bool:
     return any("trajectory" in logs for logs in trial["files"]["agents"].values())
 
 
-def render_trajectories(trial: dict[str, Any], link: Any) -> str:
+def render_trajectories(trial: dict[str, Any], link: Callable[[str], str]) -> str:
     """Every agent's trajectory of one report trial entry; `link(path)` is the page's href."""
     parts = []
     for agent_id, logs in trial["files"]["agents"].items():

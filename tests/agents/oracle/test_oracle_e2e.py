@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -49,9 +50,12 @@ echo "solving for $BUZZ_REQUESTER_NAME"
 echo "solver exploded" >&2
 exit 7
 """
-FREE = type("Price", (), dict.fromkeys(
-    ("input_per_million_usd", "cached_input_per_million_usd", "output_per_million_usd",
-     "cache_read_rate"), 0.0))  # fmt: skip
+FREE = SimpleNamespace(
+    input_per_million_usd=0.0,
+    cached_input_per_million_usd=0.0,
+    output_per_million_usd=0.0,
+    cache_read_rate=0.0,
+)
 
 
 def trajectory_of(side_file: Path) -> Trajectory:
