@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from docker_support import BuiltImages
 
+from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.paths import PROJECT_ROOT, StatePaths
 from orchestra.processes import run_command
 from orchestra.stack.docker import POSTGRES_HOST_PORT, RELAY_HOST_PORT
@@ -135,6 +136,14 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
     for name, result in results.items():
         assert (result["status"], result["reward"]) == ("scored", 1.0), name
         assert result["verifier"]["network"] == "none", name
+        # the side files came out of the container with the logs and were assembled (§7.16)
+        agents = sorted(agent["agent_id"] for agent in result["buzz"]["agents"])
+        assert sorted(result["trajectories"]) == agents, name
+        for relative in result["trajectories"].values():
+            trial = tmp_path / "jobs" / job / result["trial_name"]
+            steps = Trajectory.model_validate_json((trial / relative).read_bytes()).steps
+            calls = [call.tool_call_id for step in steps for call in step.tool_calls or []]
+            assert any(call.startswith("oracle-solve-") for call in calls), name
     config = json.loads((tmp_path / "jobs" / job / "config.json").read_text())
     assert config["environment"] == "docker"
     assert config["stack"]["agent_relay_url"] == "ws://host.docker.internal:3600"
