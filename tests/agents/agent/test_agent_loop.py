@@ -353,6 +353,16 @@ async def test_configuration_error_exits_before_initialize(tmp_path: Path) -> No
             },
             "BUZZ_AGENT_NO_HINTS: expected a boolean",
         ),
+        (
+            {
+                "BUZZ_AGENT_PROVIDER": "openai",
+                "BUZZ_AGENT_MODEL": "m",
+                "OPENAI_COMPAT_BASE_URL": "http://127.0.0.1:9/v1",
+                "BUZZ_AGENT_TRAJECTORY_LOG": str(tmp_path / "missing" / "a.trajectory.jsonl"),
+            },
+            f"BUZZ_AGENT_TRAJECTORY_LOG: cannot open {tmp_path}/missing/a.trajectory.jsonl: "
+            "No such file or directory",
+        ),
     ]:
         process = await asyncio.create_subprocess_exec(
             BUZZ_AGENT,
