@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import re
 import tarfile
 import tempfile
@@ -22,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 from orchestra.config.task import Task, task_digest
 from orchestra.errors import OrchestraError
 from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
-from orchestra.stack.readiness import StackError
+from orchestra.stack.readiness import NO_DOCKER_WAY_OUT, StackError
 from orchestra.stack.wheelhouse import (
     INTERPRETER_PROBE,
     Interpreter,
@@ -67,8 +68,12 @@ def docker_client() -> docker.DockerClient:
 
     try:
         return docker.from_env(timeout=int(BUILD_TIMEOUT_SECONDS))
-    except docker.errors.DockerException as error:
-        raise ImageError(f"cannot reach the Docker engine: {error}") from None
+    except docker.errors.DockerException:
+        # The SDK's text is urllib3's (`('Connection aborted.', FileNotFoundError(2, …))`).
+        address = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        raise ImageError(
+            f"cannot reach the Docker engine at {address}: is it running? ({NO_DOCKER_WAY_OUT})"
+        ) from None
 
 
 def base_image_of(dockerfile: Path) -> str:

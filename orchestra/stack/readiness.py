@@ -14,6 +14,8 @@ from orchestra.errors import OrchestraError
 
 POLL_INTERVAL_SECONDS = 0.25
 READINESS_TIMEOUT_SECONDS = 120.0
+#: What to do when Docker is wanted and does not answer.
+NO_DOCKER_WAY_OUT = "start Docker, or run without it: --stack embedded --env local"
 
 
 class StackError(OrchestraError):

@@ -13,7 +13,12 @@ from orchestra.errors import OrchestraError
 from orchestra.stack.docker import COMPOSE_PROJECT, DockerStack, compose_command
 from orchestra.stack.embedded import EmbeddedStack
 from orchestra.stack.info import StackInfo, docker_reachable_url
-from orchestra.stack.readiness import StackError, probe_database, wait_until_ready
+from orchestra.stack.readiness import (
+    NO_DOCKER_WAY_OUT,
+    StackError,
+    probe_database,
+    wait_until_ready,
+)
 from orchestra.stack.registry import apply_schema
 from orchestra.stack.state import BenchmarkState
 
@@ -25,25 +30,55 @@ class ModeError(OrchestraError):
     """An unsupported or contradictory --stack/--env choice (usage error, exit 1)."""
 
 
-def docker_available() -> bool:
-    """A Docker engine answers (`docker info`) and Docker Compose v2 works (§5.1)."""
-    if shutil.which("docker") is None:
-        return False
-    try:
-        result = subprocess.run(["docker", "info"], capture_output=True, timeout=15, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0 and compose_command() is not None
-
-
-def compose_project() -> str:
-    return os.environ.get(COMPOSE_PROJECT_VARIABLE) or COMPOSE_PROJECT
-
-
 @dataclass(frozen=True)
 class Modes:
     stack: str
     env: str
+
+
+def docker_engine_problem() -> str | None:
+    """Why the Docker engine cannot be used (one line, e.g. the CLI's `Cannot connect to the
+    Docker daemon at unix:///….`), or None when `docker info` answers."""
+    if shutil.which("docker") is None:
+        return "the docker command is not installed"
+    try:
+        result = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return "docker info did not answer within 15 s"
+    except OSError as error:
+        return f"docker cannot be run ({error.strerror or error})"
+    if result.returncode != 0:
+        lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+        return lines[-1] if lines else f"docker info exited with {result.returncode}"
+    return None
+
+
+def docker_available() -> bool:
+    """A Docker engine answers (`docker info`) and Docker Compose v2 works (§5.1)."""
+    return docker_engine_problem() is None and compose_command() is not None
+
+
+def check_docker(modes: Modes) -> None:
+    """§2.4 "Docker is reachable" for a docker stack or env: a `StackError` (exit 2) saying what
+    is missing and the way out, before anything starts."""
+    if "docker" not in (modes.stack, modes.env):
+        return
+    problem = docker_engine_problem()
+    if problem is None and modes.stack == "docker" and compose_command() is None:
+        problem = "Docker Compose v2 is not installed (docker compose or docker-compose)"
+    if problem is not None:
+        flag = "--stack docker" if modes.stack == "docker" else "--env docker"
+        raise StackError(f"{flag} needs Docker: {problem} ({NO_DOCKER_WAY_OUT})")
+
+
+def compose_project() -> str:
+    return os.environ.get(COMPOSE_PROJECT_VARIABLE) or COMPOSE_PROJECT
 
 
 def choose_modes(stack: str, env: str, relay_url: str | None) -> Modes:
