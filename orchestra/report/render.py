@@ -6,16 +6,18 @@ import csv
 import io
 import json
 
-from rich.console import Console, JustifyMethod
-from rich.table import Table
+from rich.console import Console
 
+from orchestra.config.errors import display_path
 from orchestra.documents.summary import (
+    ConditionSummary,
     GroupSummary,
     Rates,
     Summary,
     TaskPassAtK,
     UsageSummary,
 )
+from orchestra.report.summary_table import Column, Row, fit_table
 
 ORACLE_NOTE = (
     "oracle condition: these scores replay the tasks' reference solutions through the agent "
@@ -52,33 +54,61 @@ def task_pass_at_k_text(pass_at_k: TaskPassAtK | None) -> str:
     return "incomplete" if pass_at_k is None else f"{pass_at_k.value:.2f} (k={pass_at_k.k})"
 
 
-def _counts(summary: Rates) -> list[str]:
-    return [
-        str(summary.planned),
-        str(summary.scored),
-        str(summary.errors),
-        str(summary.cancelled),
-        _rate(summary.pass_rate),
-    ]
+def _counts(summary: Rates) -> dict[str, str]:
+    return {
+        "planned": str(summary.planned),
+        "scored": str(summary.scored),
+        "errors": str(summary.errors),
+        "cancelled": str(summary.cancelled),
+        "pass_rate": _rate(summary.pass_rate),
+    }
 
 
-_SUMMARY_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
-    ("Layer", "left"),
-    ("Task", "left"),
-    ("Trials", "right"),
-    ("Scored", "right"),
-    ("Errors", "right"),
-    ("Cancelled", "right"),
-    ("Pass rate", "right"),
-    ("pass@k", "left"),
-    ("Failing dimensions", "left"),
-    ("Tokens in/out", "left"),
-    ("Cost", "right"),
-    ("Mean time", "right"),
+def _usage(summary: UsageSummary) -> dict[str, str]:
+    return {"tokens": _tokens(summary), "cost": _cost(summary), "time": _seconds(summary)}
+
+
+#: The §11.2 columns after Layer and Task; ranks say which leave a narrow terminal first.
+SUMMARY_COLUMNS = (
+    Column("planned", "Trials", "right"),
+    Column("scored", "Scored", "right", gap=1, drop_rank=4),
+    Column("errors", "Errors", "right", short_header="Err", gap=1),
+    Column("cancelled", "Cancelled", "right", short_header="Canc", gap=1, drop_rank=3),
+    Column("pass_rate", "Pass rate", "right", short_header="Pass"),
+    Column("pass_at_k", "pass@k", "left"),
+    Column("failing", "Failing dimensions", "left", detail=True),
+    Column("tokens", "Tokens in/out", "left", drop_rank=2),
+    Column("cost", "Cost", "right", drop_rank=2),
+    Column("time", "Mean time", "right", drop_rank=1),
 )
 
 
-def render_summary(document: Summary, console: Console) -> None:
+def summary_rows(condition: ConditionSummary) -> list[Row]:
+    rows = []
+    for layer_name, layer in condition.layers.items():
+        for task_name, task in layer.tasks.items():
+            cells = {
+                **_counts(task),
+                "pass_at_k": task_pass_at_k_text(task.pass_at_k),
+                "failing": failing_text(task.failing_dimensions),
+                **_usage(task),
+            }
+            rows.append(Row(layer_name, task_name, cells))
+        cells = {
+            **_counts(layer),
+            "pass_at_k": _group_pass_k(layer),
+            "failing": "",
+            **_usage(layer),
+        }
+        rows.append(Row(layer_name, f"(layer, {layer.n_tasks} tasks)", cells, bold=True))
+    totals = condition.totals
+    cells = {**_counts(totals), "pass_at_k": "—", "failing": "", **_usage(totals)}
+    rows.append(Row("all", "(condition)", cells, bold=True))
+    return rows
+
+
+def render_summary(document: Summary, console: Console, width: int | None = None) -> None:
+    """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes)."""
     for condition in document.conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
@@ -87,49 +117,19 @@ def render_summary(document: Summary, console: Console) -> None:
         )
         if condition.oracle:
             console.print(f"[yellow]{ORACLE_NOTE}[/yellow]")
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for column, justify in _SUMMARY_COLUMNS:
-            table.add_column(column, justify=justify)
-        for layer_name, layer in condition.layers.items():
-            for task_name, task in layer.tasks.items():
-                table.add_row(
-                    layer_name,
-                    task_name,
-                    *_counts(task),
-                    task_pass_at_k_text(task.pass_at_k),
-                    failing_text(task.failing_dimensions),
-                    _tokens(task),
-                    _cost(task),
-                    _seconds(task),
-                )
-            table.add_row(
-                layer_name,
-                f"(layer, {layer.n_tasks} tasks)",
-                *_counts(layer),
-                _group_pass_k(layer),
-                "",
-                _tokens(layer),
-                _cost(layer),
-                _seconds(layer),
-                style="bold",
+        table = fit_table(SUMMARY_COLUMNS, summary_rows(condition), width)
+        for line in table.lines:
+            console.print(line, soft_wrap=True)
+        if table.dropped:
+            usage = _usage(condition.totals)
+            shown = ", ".join(
+                f"{c.header.lower()} {usage[c.key]}" for c in table.dropped if c.key in usage
             )
-        totals = condition.totals
-        table.add_row(
-            "all",
-            "(condition)",
-            *_counts(totals),
-            "—",
-            "",
-            _tokens(totals),
-            _cost(totals),
-            _seconds(totals),
-            style="bold",
-        )
-        console.print(table)
+            console.print(f"all tasks: {shown} (per task: --json)")
         for kind, names in condition.error_types.items():
             console.print(f"{kind}: {len(names)} ({', '.join(names)})")
         for job in condition.jobs:
-            console.print(f"job directory: {job.path}")
+            console.print(f"job directory: {display_path(job.path)}")
 
 
 def _group_pass_k(summary: GroupSummary) -> str:

@@ -1,0 +1,30 @@
+"""The consoles of `orchestra`: fitted to a terminal, one unwrapped line per event elsewhere."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+
+from orchestra.documents.summary import Summary
+from orchestra.report.render import render_summary
+
+
+def output_console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr); off a terminal it never wraps, so logs stay greppable."""
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, soft_wrap=True)
+
+
+def summary_width(console: Console) -> int | None:
+    """The width the summary must fit: the terminal's (or `COLUMNS`); None for files and pipes,
+    which get the full table."""
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return console.width
+    return None
+
+
+def print_summary(document: Summary, console: Console) -> None:
+    render_summary(document, console, summary_width(console))
