@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from orchestra.cli.errors import (
     EXIT_USAGE,
     error_lines,
 )
+from orchestra.cli.terminal import output_console, print_summary
 from orchestra.config.condition import Condition, condition_problems, load_condition
 from orchestra.config.endpoints import resolve_api_key
 from orchestra.config.errors import ConfigError
@@ -48,15 +50,16 @@ from orchestra.jobs.plan import (
 from orchestra.jobs.runner import Interrupt, JobOutcome, Settings, run_job
 from orchestra.paths import JobPaths
 from orchestra.report.progress import Progress
-from orchestra.report.render import render_summary
 from orchestra.stack.info import scripts_dir
 from orchestra.stack.readiness import StackError
-from orchestra.stack.select import ModeError, Modes, choose_modes, running_stack
+from orchestra.stack.select import ModeError, Modes, check_docker, choose_modes, running_stack
 from orchestra.stack.state import StateError, load_state
+from orchestra.streams import when_stdout_gone
 from orchestra.trial.context import RunOptions
 
+#: A closed terminal (SIGHUP) stops a run as Ctrl-C and SIGTERM do (§2.4 exit 130).
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 AGENT_PROGRAMS = ("buzz-acp", "buzz-agent", "buzz-dev-mcp")
-SUMMARY_WIDTH = 180
 UNSAFE_PATH_CHARS = re.compile(r"""[\s'"$\\`;&|<>()*?\[\]{}!]""")
 
 
@@ -132,7 +135,7 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         )
         return EXIT_OK
     for warning in plan.warnings:
-        Console(stderr=True).print(f"warning: {warning}")
+        output_console(stderr=True).print(f"warning: {warning}")
     if problems:
         error_lines("\n".join(map(str, problems)))
         return EXIT_PREFLIGHT
@@ -305,11 +308,13 @@ def _run_plan(
         api_keys = _api_keys(condition)
         _check_programs(options.buzz_bin_dir)
         _check_jobs_dir(jobs_dir)
+        check_docker(modes)
         state = load_state(state_dir)
-    except (Preflight, StateError) as error:
+    except (Preflight, StackError, StateError) as error:
         error_lines(str(error))
         return EXIT_PREFLIGHT
-    console = Console()
+    console = output_console()
+    when_stdout_gone(lambda: _note_output_gone(jobs_dir))
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
@@ -319,7 +324,7 @@ def _run_plan(
     async def run() -> tuple[list[JobOutcome], bool]:
         interrupt = Interrupt()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in INTERRUPT_SIGNALS:
             loop.add_signal_handler(sig, interrupt.trigger)
         outcomes: list[JobOutcome] = []
         async with running_stack(
@@ -372,14 +377,19 @@ def _run_plan(
     return _exit_code(outcomes, interrupted, sum(job.n_trials for job in jobs))
 
 
+def _note_output_gone(jobs_dir: Path) -> None:
+    sys.stderr.write(
+        "note: standard output closed; the run goes on without printing and writes its results "
+        f"to {jobs_dir} (Ctrl-C cancels it)\n"
+    )
+
+
 def _print_summary(console: Console, outcomes: list[JobOutcome]) -> None:
     if not outcomes:
         return
     records = [load_job_record(outcome.path) for outcome in outcomes]
     console.print()
-    # a summary table is read, not glanced at: never squeeze it below its natural width
-    wide = Console(width=max(console.width, SUMMARY_WIDTH), soft_wrap=True)
-    render_summary(aggregate(records), wide)
+    print_summary(aggregate(records), console)
 
 
 def _write_reports(console: Console, outcomes: list[JobOutcome]) -> None:

@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
-import asyncio
-import shutil
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from typer._click.exceptions import ClickException  # typer >= 0.26 vendors click
+from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer >= 0.26
 
 from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command, run_resume_command
-from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_PREFLIGHT, EXIT_USAGE, fail
+from orchestra.cli.cleanup import run_cleanup
+from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, fail
+from orchestra.cli.help import (
+    READ_EXIT_CODES,
+    RUN_EXIT_CODES,
+    VERSION_LINE,
+    Command,
+    Group,
+    epilog,
+)
+from orchestra.cli.options import (
+    ENV_HELP,
+    STACK_HELP,
+    DatabaseUrl,
+    Env,
+    EnvMode,
+    JobsDir,
+    KeepErrors,
+    Layer,
+    NConcurrent,
+    Quiet,
+    RelayPort,
+    RelayUrl,
+    Stack,
+    StackMode,
+    StateDir,
+)
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.stack import stack_app
-from orchestra.config.task import Layer as TaskLayer
+from orchestra.cli.terminal import output_console, print_summary
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
@@ -27,74 +49,222 @@ from orchestra.paths import (
     DEFAULT_MANIFEST,
     DEFAULT_STATE_DIR,
 )
-from orchestra.processes import kill_processes_in
-from orchestra.report.render import render_summary, summary_csv, summary_json
-from orchestra.trial.env.container import DockerEnvError, cleanup_containers
+from orchestra.report.render import summary_csv, summary_json
+from orchestra.stack.embedded import DEFAULT_RELAY_PORT
+from orchestra.streams import guard_standard_streams
 
 app = typer.Typer(
     name="orchestra",
-    help="Harbor-style benchmark orchestrator for AI agents in Buzz group chat.",
-    no_args_is_help=True,
+    help="Benchmark AI agents working in Buzz group chat: run tasks under a condition, then "
+    "summarize, report and compare the jobs.",
+    cls=Group,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    epilog=epilog(
+        (
+            ("orchestra benchmark", "the whole dataset under the oracle (offline, no API key)"),
+            ("orchestra benchmark --dry-run", "print the plan and start nothing"),
+            ("orchestra summarize jobs/<job>", "the pass rates of a finished job"),
+            ("orchestra COMMAND --help", "every option of a command, with examples"),
+        ),
+        (
+            ("0", "success (benchmark, resume: every trial scored)"),
+            ("1", "usage or validation error (nothing was run)"),
+            ("2", "preflight or stack failure"),
+            ("3", "a trial ended in error (benchmark, resume) or a task regressed (compare)"),
+            ("130", "interrupted; in-flight trials are cancelled"),
+        ),
+    ),
 )
-app.add_typer(stack_app, name="stack")
-register_report_commands(app)
 
 
-class StackMode(StrEnum):
-    auto = "auto"
-    docker = "docker"
-    embedded = "embedded"
-    external = "external"
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(VERSION_LINE)
+        raise typer.Exit(EXIT_OK)
 
 
-class EnvMode(StrEnum):
-    auto = "auto"
-    docker = "docker"
-    local = "local"
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            expose_value=False,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    if ctx.invoked_subcommand is None:  # bare `orchestra`: the help, and success
+        typer.echo(ctx.get_help())
+        raise typer.Exit(EXIT_OK)
 
 
-class Layer(StrEnum):
-    regression = "regression"
-    workflow = "workflow"
-
-    @property
-    def task_layer(self) -> TaskLayer:
-        return "regression" if self is Layer.regression else "workflow"
-
-
-@app.command()
+@app.command(
+    short_help="Run tasks × attempts under one condition (default: the oracle).",
+    cls=Command,
+    epilog=epilog(
+        (
+            (
+                "orchestra benchmark",
+                "every task under the oracle: regression × 1, then workflow × 3",
+            ),
+            (
+                "orchestra benchmark --layer workflow -k 2 --dry-run",
+                "plan 4 tasks × 2, run nothing",
+            ),
+            (
+                "orchestra benchmark -i '*mention*' --stack embedded --env local",
+                "two tasks, no Docker",
+            ),
+            (
+                "orchestra benchmark --manifest manifests/buzz-native-solo-luna.yaml "
+                "--endpoint-config endpoints/openai-live.json -n 1",
+                "a real model (needs OPENAI_COMPAT_API_KEY)",
+            ),
+        ),
+        RUN_EXIT_CODES,
+    ),
+)
 def benchmark(
     path: Annotated[
-        Path | None, typer.Option("--path", "-p", help="Task or dataset directory.")
+        Path | None,
+        typer.Option(
+            "--path",
+            "-p",
+            metavar="PATH",
+            help="A task directory (holds task.toml) or a dataset directory (its subdirectories "
+            "are tasks).  [default: tasks/buzz-native]",
+        ),
     ] = None,
     dataset: Annotated[
-        str | None, typer.Option("--dataset", "-d", help="Local dataset directory.")
+        str | None,
+        typer.Option(
+            "--dataset",
+            "-d",
+            metavar="PATH",
+            help="Like --path, for Harbor familiarity: a local dataset directory only.",
+        ),
     ] = None,
-    include_task: Annotated[list[str] | None, typer.Option("--include-task", "-i")] = None,
-    exclude_task: Annotated[list[str] | None, typer.Option("--exclude-task", "-x")] = None,
-    layer: Annotated[Layer | None, typer.Option("--layer")] = None,
-    attempts: Annotated[int | None, typer.Option("--attempts", "-k", min=1)] = None,
-    manifest: Annotated[Path, typer.Option("--manifest")] = DEFAULT_MANIFEST,
-    endpoint_config: Annotated[Path, typer.Option("--endpoint-config")] = DEFAULT_ENDPOINT_CONFIG,
-    n_concurrent: Annotated[int, typer.Option("--n-concurrent", "-n", min=1)] = 4,
-    jobs_dir: Annotated[Path, typer.Option("--jobs-dir")] = DEFAULT_JOBS_DIR,
-    job_name: Annotated[str | None, typer.Option("--job-name")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
-    stack: Annotated[StackMode, typer.Option("--stack")] = StackMode.auto,
-    env: Annotated[EnvMode, typer.Option("--env")] = EnvMode.auto,
-    relay_url: Annotated[str | None, typer.Option("--relay-url")] = None,
-    database_url: Annotated[str | None, typer.Option("--database-url")] = None,
-    relay_port: Annotated[int, typer.Option("--relay-port", min=1, max=65535)] = 3600,
-    buzz_bin_dir: Annotated[Path | None, typer.Option("--buzz-bin-dir")] = None,
-    state_dir: Annotated[Path, typer.Option("--state-dir")] = DEFAULT_STATE_DIR,
-    artifact_root: Annotated[Path | None, typer.Option("--artifact-root")] = None,
-    timeout_multiplier: Annotated[float, typer.Option("--timeout-multiplier")] = 1.0,
-    keep_channels: Annotated[bool, typer.Option("--keep-channels")] = False,
-    fresh: Annotated[bool, typer.Option("--fresh")] = False,
-    keep_errors: Annotated[bool, typer.Option("--keep-errors")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    include_task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include-task",
+            "-i",
+            metavar="GLOB",
+            help="Keep only tasks whose name or directory matches GLOB (shell-style, "
+            "case-sensitive); repeatable.  [default: every task]",
+        ),
+    ] = None,
+    exclude_task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude-task",
+            "-x",
+            metavar="GLOB",
+            help="Drop tasks matching GLOB; repeatable, applied after --include-task.",
+        ),
+    ] = None,
+    layer: Annotated[
+        Layer | None,
+        typer.Option(
+            "--layer", help="Keep only the tasks of this evaluation layer.  [default: both]"
+        ),
+    ] = None,
+    attempts: Annotated[
+        int | None,
+        typer.Option(
+            "--attempts",
+            "-k",
+            min=1,
+            metavar="N",
+            help="Attempts per task, one job for every task.  [default: per layer: regression "
+            "1, workflow 3, as two jobs when both are selected]",
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path,
+        typer.Option(
+            "--manifest",
+            metavar="PATH",
+            help="Condition manifest (YAML): the agents, models and prompts; the default, the "
+            "oracle, replays the reference solutions offline.",
+        ),
+    ] = DEFAULT_MANIFEST,
+    endpoint_config: Annotated[
+        Path,
+        typer.Option(
+            "--endpoint-config",
+            metavar="PATH",
+            help="Endpoint config (JSON) defining every model endpoint the manifest uses.",
+        ),
+    ] = DEFAULT_ENDPOINT_CONFIG,
+    n_concurrent: NConcurrent = 4,
+    jobs_dir: JobsDir = DEFAULT_JOBS_DIR,
+    job_name: Annotated[
+        str | None,
+        typer.Option(
+            "--job-name",
+            metavar="NAME",
+            help="Job directory name; an existing job of the same configuration is resumed.  "
+            "[default: <condition>-<UTC stamp>]",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Validate the inputs, print the plan and start nothing (exit 0)."
+        ),
+    ] = False,
+    stack: Stack = StackMode.auto,
+    env: Env = EnvMode.auto,
+    relay_url: RelayUrl = None,
+    database_url: DatabaseUrl = None,
+    relay_port: RelayPort = DEFAULT_RELAY_PORT,
+    buzz_bin_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--buzz-bin-dir",
+            metavar="DIR",
+            help="Experimental: run buzz-acp, buzz-agent and buzz-dev-mcp from DIR.  "
+            "[default: this package's scripts]",
+        ),
+    ] = None,
+    state_dir: StateDir = DEFAULT_STATE_DIR,
+    artifact_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--artifact-root",
+            metavar="DIR",
+            help="Root the manifest's prompt, persona and skill paths resolve against.  "
+            "[default: the parent of the manifest's directory]",
+        ),
+    ] = None,
+    timeout_multiplier: Annotated[
+        float,
+        typer.Option(
+            "--timeout-multiplier",
+            metavar="X",
+            help="Scale every task's agent and verifier time limits (a number > 0).",
+        ),
+    ] = 1.0,
+    keep_channels: Annotated[
+        bool,
+        typer.Option("--keep-channels", help="Leave trial channels unarchived at teardown."),
+    ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Docker stack only: recreate its database volume first (secrets are kept).",
+        ),
+    ] = False,
+    keep_errors: KeepErrors = False,
+    quiet: Quiet = False,
     report: Annotated[
         bool,
         typer.Option(
@@ -102,7 +272,11 @@ def benchmark(
         ),
     ] = False,
 ) -> None:
-    """Run tasks × attempts under one condition (default: the oracle, offline)."""
+    """Run tasks × attempts under one condition (default: the oracle, offline, no API key).
+
+    Prints one line per finished trial and the summary at the end; each job's files are in
+    JOBS_DIR/JOB_NAME. Rerunning with the same --job-name resumes the job.
+    """
     if timeout_multiplier <= 0:
         fail(f"--timeout-multiplier must be > 0 (got {timeout_multiplier:g})")
     options = BenchmarkOptions(
@@ -136,21 +310,72 @@ def benchmark(
     raise typer.Exit(run_benchmark_command(options))
 
 
-@app.command()
+THE_JOBS = "  [default: the job's]"
+
+
+@app.command(
+    short_help="Finish a job: run the trials it still owes.",
+    cls=Command,
+    epilog=epilog(
+        (
+            ("orchestra resume jobs/<job>", "run what the job still owes, as it was started"),
+            ("orchestra resume jobs/<job> --keep-errors -n 1", "re-run only cancelled trials"),
+            (
+                "orchestra resume jobs/<job> --stack embedded --env local",
+                "finish a job on another stack",
+            ),
+        ),
+        RUN_EXIT_CODES,
+    ),
+)
 def resume(
-    job_dir: Annotated[Path, typer.Argument(help="The job directory to resume.")],
-    n_concurrent: Annotated[int, typer.Option("--n-concurrent", "-n", min=1)] = 4,
-    keep_errors: Annotated[bool, typer.Option("--keep-errors")] = False,
-    endpoint_config: Annotated[Path | None, typer.Option("--endpoint-config")] = None,
-    stack: Annotated[StackMode, typer.Option("--stack")] = StackMode.auto,
-    env: Annotated[EnvMode, typer.Option("--env")] = EnvMode.auto,
-    relay_url: Annotated[str | None, typer.Option("--relay-url")] = None,
-    database_url: Annotated[str | None, typer.Option("--database-url")] = None,
-    relay_port: Annotated[int | None, typer.Option("--relay-port", min=1, max=65535)] = None,
-    state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    job_dir: Annotated[
+        Path,
+        typer.Argument(metavar="JOB_DIR", help="The job directory to finish (JOBS_DIR/JOB_NAME)."),
+    ],
+    n_concurrent: NConcurrent = 4,
+    keep_errors: KeepErrors = False,
+    endpoint_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--endpoint-config",
+            metavar="PATH",
+            help="Endpoint config to use instead of the one the job recorded." + THE_JOBS,
+        ),
+    ] = None,
+    stack: Annotated[
+        StackMode, typer.Option("--stack", help=STACK_HELP + THE_JOBS, show_default=False)
+    ] = StackMode.auto,
+    env: Annotated[
+        EnvMode, typer.Option("--env", help=ENV_HELP + THE_JOBS, show_default=False)
+    ] = EnvMode.auto,
+    relay_url: RelayUrl = None,
+    database_url: DatabaseUrl = None,
+    relay_port: Annotated[
+        int | None,
+        typer.Option(
+            "--relay-port",
+            min=1,
+            max=65535,
+            metavar="PORT",
+            help="Embedded stack: the port the relay binds on 127.0.0.1." + THE_JOBS,
+        ),
+    ] = None,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--state-dir",
+            metavar="DIR",
+            help="Persistent secrets, wheelhouse and embedded-stack data." + THE_JOBS,
+        ),
+    ] = None,
+    quiet: Quiet = False,
 ) -> None:
-    """Re-open a job from its config.json and run the trials it still owes."""
+    """Finish a job: re-open it from its config.json and run the trials it still owes.
+
+    Scored trials are kept; error, cancelled and unfinished ones are run again (their old
+    directories move to JOB_DIR/.superseded/).
+    """
     raise typer.Exit(
         run_resume_command(
             job_dir,
@@ -168,13 +393,38 @@ def resume(
     )
 
 
-@app.command()
+@app.command(
+    short_help="Print pass rates, pass@k and cost per layer and task.",
+    cls=Command,
+    epilog=epilog(
+        (
+            ("orchestra summarize jobs/<job>", "the table, fitted to the terminal"),
+            ("orchestra summarize jobs/<run>-regression jobs/<run>-workflow", "two jobs as one"),
+            ("orchestra summarize --json jobs/<job> | jq .conditions[0].totals", "every field"),
+        ),
+        READ_EXIT_CODES,
+    ),
+)
 def summarize(
-    job_dirs: Annotated[list[Path], typer.Argument(help="One or more job directories.")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-    as_csv: Annotated[bool, typer.Option("--csv")] = False,
+    job_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="JOB_DIR...",
+            help="One or more job directories; jobs of one condition aggregate together.",
+        ),
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole summary as JSON (every field).")
+    ] = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="Print one CSV row per task, with every field.")
+    ] = False,
 ) -> None:
-    """Print the aggregation of §11 for one or more jobs."""
+    """Print pass rates, pass@k, failing dimensions, tokens and cost per layer and task.
+
+    The table fits the terminal: narrow terminals get fewer columns and each task's failing
+    dimensions on a line of their own; --json and --csv always hold everything.
+    """
     if as_json and as_csv:
         fail("--json and --csv are mutually exclusive")
     try:
@@ -187,32 +437,50 @@ def summarize(
     elif as_csv:
         sys.stdout.write(summary_csv(document))
     else:
-        render_summary(document, Console(width=max(Console().width, 180)))
+        print_summary(document, output_console())
 
 
-@app.command()
+@app.command(
+    short_help="Remove leftover trial containers and local processes.",
+    cls=Command,
+    epilog=epilog(
+        (
+            ("orchestra cleanup", "every job's leftover containers and processes"),
+            ("orchestra cleanup --job <job>", "one job's leftovers"),
+        ),
+        (("0", "done (what could not be checked is said on stderr)"), ("1", "usage error")),
+    ),
+)
 def cleanup(
-    job: Annotated[str | None, typer.Option("--job", help="Only this job's leftovers.")] = None,
-    jobs_dir: Annotated[Path, typer.Option("--jobs-dir")] = DEFAULT_JOBS_DIR,
+    job: Annotated[
+        str | None,
+        typer.Option(
+            "--job", metavar="NAME", help="Only this job's leftovers.  [default: every job]"
+        ),
+    ] = None,
+    jobs_dir: JobsDir = DEFAULT_JOBS_DIR,
 ) -> None:
-    """Remove leftover trial containers and kill leftover local-env processes."""
-    if shutil.which("docker") is not None:
-        try:
-            removed = asyncio.run(cleanup_containers(job))
-        except DockerEnvError as error:
-            fail(str(error), EXIT_PREFLIGHT)
-        typer.echo(f"removed {len(removed)} container(s)")
-    roots = [jobs_dir / job] if job else sorted(p for p in jobs_dir.glob("*") if p.is_dir())
-    killed = sum(
-        len(kill_processes_in(sandbox)) for root in roots for sandbox in root.glob("*/sandbox")
-    )
-    typer.echo(f"killed {killed} leftover process(es)")
+    """Remove leftover trial containers and kill leftover local-env processes.
+
+    Local processes are killed whether or not Docker answers.
+    """
+    run_cleanup(job, jobs_dir)
+
+
+register_report_commands(app)
+app.add_typer(
+    stack_app, name="stack", short_help="Bring the relay and its database up or down; status."
+)
 
 
 def main() -> None:
     """Console-script entry point; usage errors exit 1 as orchestrator.md §2.4 requires."""
+    guard_standard_streams()  # a closed pipe or terminal loses output, never a run
     try:
         code = app(standalone_mode=False)
+    except NoArgsIsHelpError as error:  # `orchestra stack`: its help, as bare `orchestra`
+        typer.echo(error.format_message())
+        sys.exit(EXIT_OK)
     except ClickException as error:  # bad options or arguments: printed, exit 1 (not click's 2)
         error.show()
         sys.exit(EXIT_USAGE)

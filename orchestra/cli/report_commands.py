@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from orchestra.cli.errors import fail
+from orchestra.cli.help import Command, epilog
 from orchestra.documents.io import DocumentError
 from orchestra.report.compare import FORMATTERS, CompareInputError, compare_paths, exit_code
 from orchestra.report.html import write_report_html
@@ -49,16 +50,48 @@ class CompareFormat(StrEnum):
     markdown = "markdown"
 
 
+REPORT_EPILOG = epilog(
+    (
+        ("orchestra report jobs/<job>", "report.json, junit.xml, report.html in the job"),
+        (
+            "orchestra report jobs/<run>-regression jobs/<run>-workflow -o out/",
+            "one report of two jobs",
+        ),
+    ),
+    (("0", "written"), ("1", "usage error, a directory that is not a job, or cannot write")),
+)
+COMPARE_EPILOG = epilog(
+    (
+        ("orchestra compare jobs/<baseline> jobs/<candidate>", "what changed, per task"),
+        (
+            "orchestra compare old/report.json jobs/<job> --format markdown > compare.md",
+            "for a pull request",
+        ),
+    ),
+    (
+        ("0", "no task regressed"),
+        ("1", "usage error, or an input that is not a job or report.json"),
+        ("3", "at least one task regressed"),
+    ),
+)
+
+
 def report(
-    job_dirs: Annotated[list[Path], typer.Argument(help="One or more job directories.")],
+    job_dirs: Annotated[
+        list[Path],
+        typer.Argument(metavar="JOB_DIR...", help="One or more job directories."),
+    ],
     out_dir: Annotated[
         Path | None,
         typer.Option(
-            "--out-dir", "-o", help="Where to write the files (default: the only job directory)."
+            "--out-dir",
+            "-o",
+            metavar="DIR",
+            help="Where to write the files.  [default: the job directory, when there is one]",
         ),
     ] = None,
 ) -> None:
-    """Write report.json, junit.xml and report.html for one or more jobs."""
+    """Write report.json, junit.xml and report.html (one static page) for one or more jobs."""
     if out_dir is None:
         if len(job_dirs) != 1:
             fail("--out-dir is required when reporting on more than one job directory")
@@ -74,13 +107,19 @@ def report(
 
 
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="Baseline job directory (or its report.json).")],
-    candidate: Annotated[
-        Path, typer.Argument(help="Candidate job directory (or its report.json).")
+    baseline: Annotated[
+        Path,
+        typer.Argument(metavar="BASELINE", help="Baseline job directory (or its report.json)."),
     ],
-    output_format: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.text,
+    candidate: Annotated[
+        Path,
+        typer.Argument(metavar="CANDIDATE", help="Candidate job directory (or its report.json)."),
+    ],
+    output_format: Annotated[
+        CompareFormat, typer.Option("--format", help="How to print the comparison.")
+    ] = CompareFormat.text,
 ) -> None:
-    """Regressions and improvements per task and metric; exit 3 when any task regressed."""
+    """Regressions and improvements per task and metric between two jobs."""
     try:
         comparison = compare_paths(baseline, candidate)
     except (DocumentError, CompareInputError) as error:
@@ -90,5 +129,15 @@ def compare(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(name="report")(report)
-    app.command(name="compare")(compare)
+    app.command(
+        name="report",
+        cls=Command,
+        epilog=REPORT_EPILOG,
+        short_help="Write report.json, junit.xml and report.html for jobs.",
+    )(report)
+    app.command(
+        name="compare",
+        cls=Command,
+        epilog=COMPARE_EPILOG,
+        short_help="Regressions and improvements between two jobs.",
+    )(compare)

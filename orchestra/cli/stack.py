@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from orchestra.cli.errors import EXIT_PREFLIGHT, fail
+from orchestra.cli.help import Command, Group, epilog
+from orchestra.cli.options import (
+    DatabaseUrl,
+    RelayPort,
+    RelayUrl,
+    Stack,
+    StackMode,
+    StateDir,
+)
 from orchestra.paths import DEFAULT_STATE_DIR, StatePaths
 from orchestra.stack.docker import DockerStack, docker_stack_services, stop_docker_stack
 from orchestra.stack.embedded import (
@@ -21,6 +31,7 @@ from orchestra.stack.embedded import (
 from orchestra.stack.readiness import StackError, probe_relay
 from orchestra.stack.select import (
     ModeError,
+    check_docker,
     choose_modes,
     compose_project,
     docker_available,
@@ -28,26 +39,56 @@ from orchestra.stack.select import (
 )
 from orchestra.stack.state import StateError, load_state
 
-stack_app = typer.Typer(help="Bring the benchmark stack up, down, or show its status.")
+stack_app = typer.Typer(
+    help="Bring the benchmark stack (the relay and its database) up, down, or show its status.",
+    cls=Group,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
 
-StateDir = Annotated[Path, typer.Option("--state-dir")]
-RelayPort = Annotated[int, typer.Option("--relay-port", min=1, max=65535)]
+_STACK_CODES = (
+    ("0", "done"),
+    ("1", "usage error, or no stack state in the state dir (status)"),
+    ("2", "the stack could not be brought up or stopped"),
+)
 
 
-@stack_app.command("up")
+@stack_app.command(
+    "up",
+    cls=Command,
+    epilog=epilog(
+        (
+            ("orchestra stack up --stack embedded --relay-port 3601", "no Docker needed"),
+            ("orchestra stack up --stack docker --fresh", "compose stack, empty database"),
+        ),
+        _STACK_CODES,
+    ),
+)
 def stack_up(
-    stack: Annotated[str, typer.Option("--stack")] = "auto",
-    fresh: Annotated[bool, typer.Option("--fresh")] = False,
-    relay_url: Annotated[str | None, typer.Option("--relay-url")] = None,
-    database_url: Annotated[str | None, typer.Option("--database-url")] = None,
+    stack: Stack = StackMode.auto,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Docker stack only: recreate its database volume (secrets are kept)."
+        ),
+    ] = False,
+    relay_url: RelayUrl = None,
+    database_url: DatabaseUrl = None,
     relay_port: RelayPort = DEFAULT_RELAY_PORT,
     state_dir: StateDir = DEFAULT_STATE_DIR,
 ) -> None:
-    """Bring the stack up and wait for readiness; it keeps running afterwards."""
+    """Bring the stack up and wait for readiness; it keeps running afterwards.
+
+    `orchestra stack status` then prints its relay URL and the pinned user's key, which is
+    what `buzz` needs to look around the relay.
+    """
     try:
-        modes = choose_modes(stack, "auto", relay_url)
+        modes = choose_modes(stack.value, "auto", relay_url)
+        check_docker(modes)
     except ModeError as error:
         fail(str(error))
+    except StackError as error:
+        fail(str(error), EXIT_PREFLIGHT)
     if fresh and modes.stack != "docker":
         typer.echo("note: --fresh applies to the Docker stack only; ignored")
     try:
@@ -73,9 +114,24 @@ def stack_up(
         fail(str(error), EXIT_PREFLIGHT)
 
 
-@stack_app.command("down")
+@stack_app.command(
+    "down",
+    cls=Command,
+    epilog=epilog(
+        (
+            ("orchestra stack down", "stop the stack of .benchmark, keep its data"),
+            ("orchestra stack down --volumes", "stop it and delete its database"),
+        ),
+        _STACK_CODES,
+    ),
+)
 def stack_down(
-    volumes: Annotated[bool, typer.Option("--volumes")] = False,
+    volumes: Annotated[
+        bool,
+        typer.Option(
+            "--volumes", help="Also delete the database (Docker volumes or the embedded data)."
+        ),
+    ] = False,
     state_dir: StateDir = DEFAULT_STATE_DIR,
 ) -> None:
     """Stop the stack of this state dir: the embedded relay and PostgreSQL, and the Docker
@@ -108,12 +164,22 @@ def _docker_services(paths: StatePaths) -> dict[str, str]:
         return {}
 
 
-@stack_app.command("status")
+@stack_app.command(
+    "status",
+    cls=Command,
+    epilog=epilog(
+        (
+            ("orchestra stack status", "the stack of .benchmark"),
+            ("orchestra stack status --relay-port 3601", "an embedded stack on another port"),
+        ),
+        _STACK_CODES,
+    ),
+)
 def stack_status(
     relay_port: RelayPort = DEFAULT_RELAY_PORT,
     state_dir: StateDir = DEFAULT_STATE_DIR,
 ) -> None:
-    """Print mode, URLs, readiness and the pinned user's pubkey."""
+    """Print the stack's mode, relay URLs, readiness and the pinned user's key files."""
     try:
         state = load_state(state_dir, create=False)
     except StateError as error:
@@ -135,3 +201,12 @@ def stack_status(
     typer.echo(f"state dir: {state.paths.root}")
     typer.echo(f"user pubkey: {state.user.pubkey}")
     typer.echo(f"user npub: {state.user.npub}")
+    typer.echo(f"buzz as the user: {buzz_environment(ws_url, state.paths.state_json)}")
+
+
+def buzz_environment(relay_url: str, state_json: Path) -> str:
+    """The shell line that points `buzz` at the relay as the pinned user; it reads the secret
+    key from `state.json` when run, so the key itself is never printed (§5.2)."""
+    reader = "import json, sys; print(json.load(open(sys.argv[1]))['user_secret_key'])"
+    key = f'$(python3 -c "{reader}" {shlex.quote(str(state_json))})'
+    return f'export BUZZ_RELAY_URL={relay_url} BUZZ_PRIVATE_KEY="{key}"'

@@ -108,18 +108,34 @@ def test_stack_status_without_state(tmp_path: Path) -> None:
     assert code == 1 and "missing" in err
 
 
-@pytest.mark.parametrize(
-    "args", [["benchmark", "--relay-port", "0"], ["benchmark", "--layer", "x"], ["bogus"], []]
-)
-def test_usage_errors_exit_1_without_traceback(args: list[str]) -> None:
-    run = subprocess.run(
+def run_main(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args],
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+@pytest.mark.parametrize(
+    "args", [["benchmark", "--relay-port", "0"], ["benchmark", "--layer", "x"], ["bogus"]]
+)
+def test_usage_errors_exit_1_without_traceback(args: list[str]) -> None:
+    run = run_main(*args)
     assert run.returncode == 1
     assert "Traceback" not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["stack"]])
+def test_a_bare_command_prints_its_help_and_succeeds(args: list[str]) -> None:
+    run = run_main(*args)
+    assert run.returncode == 0, run.stderr
+    assert "Usage: " in run.stdout and "Commands:" in run.stdout
+
+
+def test_version() -> None:
+    run = run_main("--version")
+    assert run.returncode == 0 and run.stdout.startswith("orchestra ")
 
 
 def test_unreachable_external_relay_is_a_stack_failure(
