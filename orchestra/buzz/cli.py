@@ -4,14 +4,20 @@ Only argument parsing and output formatting live here; every operation is a `Buz
 method. Heavy modules (websockets, crypto) are imported after parsing so `--help` is cheap.
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os
 import sys
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from orchestra.buzz.cli_parser import DEFAULT_RELAY, GLOBAL_DESTS, build_parser
+from orchestra.buzz.cli_parser import DEFAULT_RELAY, GLOBAL_DESTS, parse_arguments
 from orchestra.buzz.errors import BuzzError
+from orchestra.streams import guard_standard_streams
+
+if TYPE_CHECKING:
+    from orchestra.nostr.keys import Keys
 
 _COMPACT_OPERATIONS = frozenset({"messages_get", "messages_thread"})
 
@@ -29,10 +35,20 @@ def read_stdin_text(stream: BinaryIO) -> str:
     return text.rstrip("\r\n")
 
 
-def _settings(args: dict[str, Any]) -> tuple[str, str, float]:
-    secret = args["private_key"] or os.environ.get("BUZZ_PRIVATE_KEY")
+def _keys(flag_value: str | None) -> Keys:
+    """The identity; a bad key is reported under the name it was given by (flag or variable)."""
+    source, secret = "--private-key", flag_value
+    if not secret:
+        source, secret = "BUZZ_PRIVATE_KEY", os.environ.get("BUZZ_PRIVATE_KEY")
     if not secret:
         raise BuzzError("key_error", "BUZZ_PRIVATE_KEY is not set")
+    from orchestra.buzz.core import parse_secret_key
+
+    return parse_secret_key(secret, source)
+
+
+def _settings(args: dict[str, Any]) -> tuple[str, Keys, float]:
+    keys = _keys(args["private_key"])
     relay = args["relay"] or os.environ.get("BUZZ_RELAY_URL") or DEFAULT_RELAY
     timeout = args["timeout"]
     if timeout is None:
@@ -45,15 +61,15 @@ def _settings(args: dict[str, Any]) -> tuple[str, str, float]:
             ) from None
     if not timeout > 0:
         raise BuzzError("user_error", "--timeout must be a positive number of seconds")
-    return relay, secret, timeout
+    return relay, keys, timeout
 
 
 async def _execute(
-    relay: str, secret: str, wait_limit: float, operation: str, kwargs: dict[str, Any]
+    relay: str, keys: Keys, wait_limit: float, operation: str, kwargs: dict[str, Any]
 ) -> tuple[Any, list[dict[str, str]]]:
     from orchestra.buzz.client import BuzzClient
 
-    client = BuzzClient(relay, secret, timeout=wait_limit)
+    client = BuzzClient.from_keys(relay, keys, timeout=wait_limit)
     try:
         result = await getattr(client, operation)(**kwargs)
     finally:
@@ -73,7 +89,7 @@ def _parse(argv: list[str], stdout: TextIO) -> dict[str, Any] | int:
     """The parsed arguments, or the exit code after `--help` / `--version` printed to stdout."""
     try:
         with contextlib.redirect_stdout(stdout):
-            return vars(build_parser().parse_args(argv))
+            return parse_arguments(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
 
@@ -83,7 +99,7 @@ def run(argv: list[str], stdin: BinaryIO, stdout: TextIO, stderr: TextIO) -> int
         args = _parse(argv, stdout)
         if isinstance(args, int):
             return args
-        relay, secret, timeout = _settings(args)
+        relay, keys, timeout = _settings(args)
         operation, output_format = args.pop("operation"), args["format"]
         kwargs = {k: v for k, v in args.items() if k not in (*GLOBAL_DESTS, "group", "command")}
         for stdin_arg in ("content", "value"):
@@ -91,7 +107,7 @@ def run(argv: list[str], stdin: BinaryIO, stdout: TextIO, stderr: TextIO) -> int
                 kwargs[stdin_arg] = read_stdin_text(stdin)
         import asyncio  # after parsing: `--help` and argument errors skip the event loop stack
 
-        result, warnings = asyncio.run(_execute(relay, secret, timeout, operation, kwargs))
+        result, warnings = asyncio.run(_execute(relay, keys, timeout, operation, kwargs))
     except BuzzError as exc:
         stderr.write(_dumps(exc.to_json()) + "\n")
         return exc.exit_code
@@ -109,4 +125,5 @@ def run(argv: list[str], stdin: BinaryIO, stdout: TextIO, stderr: TextIO) -> int
 
 
 def main() -> None:
+    guard_standard_streams()  # `buzz … | head -c 0`: the result is lost, quietly
     sys.exit(run(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))

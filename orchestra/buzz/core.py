@@ -32,13 +32,12 @@ def normalize_client_url(url: str) -> str:
     return f"{_URL_SCHEMES[scheme.lower()]}://{host}/{path if slash else ''}"
 
 
-def parse_secret_key(secret_key: str) -> Keys:
+def parse_secret_key(secret_key: str, source: str = "BUZZ_PRIVATE_KEY") -> Keys:
+    """The keys of a hex or nsec secret; an error names `source` (the key never appears)."""
     try:
         return Keys.parse(secret_key)
     except ValueError:
-        raise BuzzError(
-            "key_error", "BUZZ_PRIVATE_KEY is not a valid hex or nsec secret key"
-        ) from None
+        raise BuzzError("key_error", f"{source} is not a valid hex or nsec secret key") from None
 
 
 class ClientCore:

@@ -1,5 +1,6 @@
 """The `buzz` console script: parsing, help, exit codes and error JSON (buzz-cli.md §1, §3, §11)."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestra.buzz.cli_parser import build_parser, parse_arguments
 from orchestra.nostr.keys import Keys
 
 from .conftest import run_cli
@@ -59,7 +61,7 @@ def test_console_script_help_and_version():
         ["messages", "get", "--channel", CHANNEL, "--limit", "many"],
         ["messages", "get", "--channel", CHANNEL, "--kinds", "9,x"],
         ["channels", "search"],
-        ["messages", "get", "--channel", CHANNEL, "--relay", "ws://x"],
+        ["messages", "get", "--channel", CHANNEL, "--format", "yaml"],
         ["mem", "patch", "x"],
         [],
     ],
@@ -70,6 +72,87 @@ def test_argument_errors_are_json_user_errors(argv):
     error = json.loads(result.stderr)
     assert (error["error"], error["retryable"]) == ("user_error", False)
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--bogus"], "buzz: unrecognized arguments: --bogus"),
+        (["channels", "--bogus"], "buzz: unrecognized arguments: --bogus"),
+        (
+            ["channels", "search", "--query", "x", "--bogus"],
+            "buzz: unrecognized arguments: --bogus",
+        ),
+        (["channels"], "buzz channels: a command is required"),
+        ([], "buzz: a group is required"),
+    ],
+)
+def test_unknown_options_are_named_before_a_missing_group_or_command(argv, message):
+    result = run_cli(argv)
+    assert result.code == 1
+    assert json.loads(result.stderr)["message"].startswith(message)
+
+
+def test_global_options_are_accepted_anywhere_on_the_line():
+    argv = ["channels", "search", "--query", "x", "--format", "compact", "--timeout", "5"]
+    args = parse_arguments([*argv, "--relay", "ws://r", "--private-key", "k"])
+    assert (args["format"], args["timeout"], args["relay"], args["private_key"]) == (
+        "compact",
+        5.0,
+        "ws://r",
+        "k",
+    )
+    assert parse_arguments(["--format", "compact", "mem", "ls"])["format"] == "compact"
+    assert parse_arguments(["mem", "--format", "compact", "ls"])["format"] == "compact"
+    assert parse_arguments(["mem", "ls"])["format"] == "json"  # the default survives
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _parsers(child)
+
+
+def test_every_option_and_argument_has_help():
+    undocumented = [
+        f"{parser.prog} {action.option_strings or action.dest}"
+        for parser in _parsers(build_parser())
+        for action in parser._actions
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
+    ]
+    assert undocumented == []
+
+
+def test_a_bad_private_key_flag_is_reported_as_the_flag(monkeypatch):
+    monkeypatch.setenv("BUZZ_PRIVATE_KEY", KEY.secret_hex)  # a good one: the flag still wins
+    result = run_cli(["--private-key", "f" * 63, "mem", "ls"])
+    assert result.code == 3
+    assert json.loads(result.stderr)["message"] == (
+        "--private-key is not a valid hex or nsec secret key"
+    )
+    assert "f" * 63 not in result.stderr
+
+
+def test_a_closed_stdout_exits_quietly(relay_url):
+    env = {"BUZZ_RELAY_URL": relay_url, "BUZZ_PRIVATE_KEY": KEY.nsec}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written, as with `| head -c 0`
+    try:
+        done = subprocess.run(
+            [BUZZ, "channels", "create", "--name", "closed-pipe"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env={**clean, **env},
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, b"")
+    found = run_script(["channels", "search", "--query", "closed-pipe", "--exact"], env=env)
+    assert len(json.loads(found.stdout)) == 1  # the command did its work all the same
 
 
 def test_local_validation_happens_before_connecting():
