@@ -1,16 +1,27 @@
-"""`report.html`: one static, self-contained page (no server, no CDN, no script).
+"""`report.html`: one static, self-contained page (no server, no CDN, one inline script).
 
-Sections: per condition the summary table of §11.2 and a task × metric heatmap; an index of
-every trial; then every trial with its transcript beside the verifier's verdict (html_trial).
+Sections: per condition the summary table of §11.2 and a task × metric heatmap; a filter bar
+(html_filter); an index of every trial; then every trial, collapsible, with its transcript
+beside the verifier's verdict (html_trial). Nothing is wider than the window from 1280 px up:
+tables wrap their text instead of scrolling.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import write_text_atomic
+from orchestra.report.html_filter import (
+    OPEN_TRIALS_UP_TO,
+    failing_dimensions,
+    filter_bar,
+    outcome,
+    script_tag,
+    trial_attributes,
+)
 from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
 from orchestra.report.html_trajectory import TRAJECTORY_STYLE
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
@@ -26,8 +37,14 @@ def _tokens(summary: dict[str, Any]) -> str:
     return f"{tokens['input'] / 1000:.1f}k / {tokens['output'] / 1000:.1f}k"
 
 
-def _counted(counts: dict[str, int]) -> str:
-    return ", ".join(f"{escape(name)}×{count}" for name, count in counts.items()) or "-"
+def breakable(name: str) -> str:
+    """`name` escaped, with line-break opportunities after `_` and `/` (long metric and task
+    names wrap at their parts instead of widening the table)."""
+    return escape(name).replace("_", "_<wbr>").replace("/", "/<wbr>")
+
+
+def _counted(counts: dict[str, int], name_of: Callable[[str], str] = escape) -> str:
+    return ", ".join(f"{name_of(name)}×{count}" for name, count in counts.items()) or "-"
 
 
 def _numbers(summary: dict[str, Any], pass_at_k: str, failing: str) -> str:
@@ -38,10 +55,10 @@ def _numbers(summary: dict[str, Any], pass_at_k: str, failing: str) -> str:
         ),
         f'<td class="num">{_rate(summary["pass_rate"])}</td>',
         f'<td class="num">{_rate(summary["pass_rate_all"])}</td>',
-        f"<td>{pass_at_k}</td>",
-        f"<td>{failing}</td>",
+        f'<td class="pass-k">{pass_at_k}</td>',
+        f'<td class="failing">{failing}</td>',
         f"<td>{_counted(summary.get('stop_reasons', {}))}</td>",
-        f'<td class="num">{_tokens(summary)}</td>',
+        f'<td class="num tokens">{_tokens(summary)}</td>',
         f'<td class="num">${summary["cost_usd"]:.4f}</td>',
     ]
     return "".join(cells)
@@ -67,11 +84,11 @@ def _summary_table(condition: dict[str, Any]) -> str:
         for task_name, task in layer["tasks"].items():
             pass_k = task["pass_at_k"]
             rows.append(
-                f"<tr><td>{escape(layer_name)}</td><td>{escape(task_name)}</td>"
+                f'<tr><td>{escape(layer_name)}</td><td class="task">{breakable(task_name)}</td>'
                 + _numbers(
                     task,
                     "incomplete" if pass_k is None else f"{pass_k['value']:.2f} (k={pass_k['k']})",
-                    _counted(task["failing_dimensions"]),
+                    _counted(task["failing_dimensions"], breakable),
                 )
                 + "</tr>"
             )
@@ -85,9 +102,7 @@ def _summary_table(condition: dict[str, Any]) -> str:
         + _numbers(condition["totals"], "—", "")
         + "</tr>"
     )
-    return (
-        f'<div class="scroll"><table class="summary"><tr>{head}</tr>{"".join(rows)}</table></div>'
-    )
+    return f'<table class="summary"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
 def _heat_colour(rate: float) -> str:
@@ -96,37 +111,33 @@ def _heat_colour(rate: float) -> str:
 
 
 def _heatmap(condition: dict[str, Any]) -> str:
+    """One row per task, its metrics as coloured chips that wrap (tasks have metrics of their
+    own, so a task × every-metric grid is mostly empty and wider than any window)."""
     tasks = [
         (layer_name, task_name, task)
         for layer_name, layer in condition["layers"].items()
         for task_name, task in layer["tasks"].items()
     ]
-    names = sorted(
-        {name for _, _, task in tasks for name in task.get("metrics", {})},
-        key=lambda name: (name != "reward", name),
-    )
-    if not names:
+    if not any(task.get("metrics") for _, _, task in tasks):
         return '<p class="empty">No scored trials: nothing to map.</p>'
-    head = "".join(f'<th class="metric">{escape(name)}</th>' for name in names)
     rows = []
     for layer_name, task_name, task in tasks:
-        cells = []
-        for name in names:
-            metric = task.get("metrics", {}).get(name)
-            if metric is None:
-                cells.append('<td class="cell empty">—</td>')
-                continue
-            cells.append(
-                f'<td class="cell" style="background:{_heat_colour(metric["rate"])}" '
-                f'title="{escape(name)}: {metric["passed"]} of {metric["scored"]} scored trials held">'
-                f"{metric['passed']}/{metric['scored']}</td>"
+        metrics = task.get("metrics", {})
+        chips = "".join(
+            f'<span class="chip" style="background:{_heat_colour(metric["rate"])}" '
+            f'title="{escape(name)}: {metric["passed"]} of {metric["scored"]} scored trials held">'
+            f"{escape(name)} <b>{metric['passed']}/{metric['scored']}</b></span>"
+            for name, metric in sorted(
+                metrics.items(), key=lambda item: (item[0] != "reward", item[0])
             )
+        )
         rows.append(
-            f"<tr><td>{escape(layer_name)}</td><td>{escape(task_name)}</td>{''.join(cells)}</tr>"
+            f"<tr><td>{escape(layer_name)}</td><td>{escape(task_name)}</td>"
+            f'<td class="chips">{chips or "<span class=empty>not scored</span>"}</td></tr>'
         )
     return (
-        '<div class="scroll"><table class="heat">'
-        f"<tr><th>Layer</th><th>Task</th>{head}</tr>{''.join(rows)}</table></div>"
+        '<table class="heat">'
+        f"<tr><th>Layer</th><th>Task</th><th>Metrics</th></tr>{''.join(rows)}</table>"
     )
 
 
@@ -150,18 +161,20 @@ def _condition_block(condition: dict[str, Any]) -> str:
 
 def _trial_index(trials: list[dict[str, Any]], pending: list[dict[str, Any]]) -> str:
     rows = [
-        f'<tr><td><a href="#{trial_anchor(i)}">{escape(str(t["trial_name"]))}</a></td>'
+        f"<tr {trial_attributes(trial_anchor(i), str(t['task_name']), outcome(t), failing_dimensions(t))}>"
+        f'<td><a href="#{trial_anchor(i)}">{escape(str(t["trial_name"]))}</a></td>'
         f'<td>{escape(str(t["task_name"]))}</td><td class="num">{escape(str(t["attempt"]))}</td>'
         f'<td>{status_cell(t)}</td><td class="num">{escape(str(t["reward"]))}</td>'
         f"<td>{escape(str(t['stop_reason']))}</td>"
-        f"<td>{escape(', '.join(m for m in t['failing_metrics'] if m != 'reward') or '-')}</td></tr>"
+        f"<td>{escape(', '.join(failing_dimensions(t)) or '-')}</td></tr>"
         for i, t in enumerate(trials)
     ]
     rows += [
-        f'<tr><td class="empty">not run</td><td>{escape(str(slot["task_name"]))}</td>'
+        f"<tr {trial_attributes(f'pending-{i}', str(slot['task_name']), 'not run', ())}>"
+        f'<td class="empty">not run</td><td>{escape(str(slot["task_name"]))}</td>'
         f'<td class="num">{slot["attempt"]}</td><td class="status-cancelled">not run</td>'
         "<td></td><td></td><td></td></tr>"
-        for slot in pending
+        for i, slot in enumerate(pending)
     ]
     return (
         '<section class="block"><h2>Trials</h2><table class="index"><tr><th>Trial</th><th>Task</th>'
@@ -176,8 +189,10 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
     trials = report["trials"]
     body = [_condition_block(condition) for condition in report["conditions"]]
     pending = [slot for job in report["jobs"] for slot in job["pending"]]
+    body.append(filter_bar(trials, pending))
     body.append(_trial_index(trials, pending))
-    body += [render_trial(trial, i, out_dir) for i, trial in enumerate(trials)]
+    expanded = len(trials) <= OPEN_TRIALS_UP_TO
+    body += [render_trial(trial, i, out_dir, expanded=expanded) for i, trial in enumerate(trials)]
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -194,6 +209,7 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
 <main>
 {"".join(body)}
 </main>
+{script_tag()}
 </body>
 </html>
 """

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-# Defence in depth: everything is escaped, and the page also forbids every script and every
-# remote load, so a message that slipped through escaping still could not run or phone home.
-CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+from orchestra.report.html_filter import SCRIPT_SOURCE
+
+# Defence in depth: everything is escaped, and the page also forbids every remote load and every
+# script but its own filter script (allowed by its hash), so a message that slipped through
+# escaping still could not run or phone home.
+CONTENT_SECURITY_POLICY = (
+    f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {SCRIPT_SOURCE}"
+)
 
 STYLE = """
 :root { --ok: #1a7f37; --bad: #cf222e; --err: #9a6700; --muted: #656d76; --line: #d0d7de;
@@ -20,8 +25,14 @@ section.block { background: #fff; border: 1px solid var(--line); border-radius: 
                 padding: 12px 16px; margin: 0 0 18px; }
 h2 { font-size: 17px; margin: 4px 0 10px; }
 h3 { font-size: 15px; margin: 14px 0 8px; }
-.scroll { overflow-x: auto; }
-table.summary td, table.heat td:nth-child(2) { white-space: nowrap; }
+table.summary th { white-space: normal; }
+td { overflow-wrap: break-word; }
+table.summary td.num, table.summary td:first-child, table.summary td.pass-k { white-space: nowrap; }
+table.summary { font-size: 13px; }
+table.summary th, table.summary td { padding: 4px 5px; }
+table.summary td.task { min-width: 9em; }
+table.summary td.failing { min-width: 11em; }
+table.summary td.num.tokens { white-space: normal; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px;
         margin: 6px 0 10px; }
 table { border-collapse: collapse; width: 100%; }
@@ -30,17 +41,26 @@ th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: lef
 th { background: #f6f8fa; font-weight: 600; white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.group td { font-weight: 600; background: #f6f8fa; }
-.heat td.cell { text-align: center; min-width: 64px; font-variant-numeric: tabular-nums; }
-.heat th.metric { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap;
-                  font-weight: 500; padding: 6px 4px; }
+.heat td.chips { display: flex; flex-wrap: wrap; gap: 4px; }
+.chip { border-radius: 4px; padding: 0 6px; font-size: 12px; overflow-wrap: anywhere; }
+.chip b { font-variant-numeric: tabular-nums; }
+section.filters { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center;
+                  position: sticky; top: 0; z-index: 1; }
+section.filters[hidden], [hidden] { display: none; }
+section.filters select, section.filters input { font: inherit; max-width: 22em; }
+#f-count { color: var(--muted); }
 .status-scored.pass, .pass { color: var(--ok); font-weight: 600; }
 .fail { color: var(--bad); font-weight: 600; }
 .status-error, .status-cancelled, .status-running { color: var(--err); font-weight: 600; }
-article.trial { background: #fff; border: 1px solid var(--line); border-radius: 8px;
-                margin: 0 0 22px; }
-article.trial > header { padding: 10px 16px; border-bottom: 1px solid var(--line);
-                         display: flex; flex-wrap: wrap; gap: 6px 16px; align-items: baseline; }
-article.trial > header h2 { margin: 0; }
+details.trial { background: #fff; border: 1px solid var(--line); border-radius: 8px;
+                margin: 0 0 12px; }
+details.trial > summary { padding: 10px 16px; cursor: pointer; display: flex; flex-wrap: wrap;
+                          gap: 6px 16px; align-items: baseline; overflow-wrap: anywhere; }
+details.trial[open] > summary { border-bottom: 1px solid var(--line); }
+details.trial > summary::before { content: "▸"; color: var(--muted); }
+details.trial[open] > summary::before { content: "▾"; }
+details.trial > summary::-webkit-details-marker { display: none; }
+details.trial > summary h2 { margin: 0; }
 .trial-body { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 16px;
               padding: 12px 16px; }
 @media (max-width: 900px) { .trial-body { grid-template-columns: minmax(0, 1fr); } }
@@ -75,7 +95,8 @@ a.mention.text-only { background: #ffebe9; color: #a40e26; text-decoration: unde
 .panel pre, .error pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px;
                         padding: 6px 8px; white-space: pre-wrap; overflow-wrap: anywhere;
                         font-size: 12px; margin: 2px 0; max-height: 320px; overflow: auto; }
-.links a { margin-right: 10px; white-space: nowrap; }
+.links { display: flex; flex-wrap: wrap; gap: 2px 10px; }
+.links a { white-space: nowrap; }
 .empty { color: var(--muted); font-style: italic; }
 code { font-size: 12px; }
 """

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from orchestra.jobs.aggregate import metric_passed
 from orchestra.jsonio import read_json_object
+from orchestra.report.html_filter import failing_dimensions, outcome, trial_attributes
 from orchestra.report.html_trajectory import has_trajectories, render_trajectories
 from orchestra.report.html_transcript import message_anchor, render_transcript
 
@@ -25,11 +26,9 @@ def href(target: str, out_dir: Path) -> str:
 
 
 def status_cell(trial: dict[str, Any]) -> str:
-    status = str(trial["status"])
-    if status == "scored":
-        verdict = "pass" if trial["succeeded"] else "fail"
-        return f'<span class="{verdict}">{verdict}</span>'
-    return f'<span class="status-{escape(status)}">{escape(status)}</span>'
+    shown = escape(outcome(trial))
+    css = shown if trial["status"] == "scored" else f"status-{shown}"
+    return f'<span class="{css}">{shown}</span>'
 
 
 def _links(trial: dict[str, Any], out_dir: Path) -> str:
@@ -58,7 +57,7 @@ def _links(trial: dict[str, Any], out_dir: Path) -> str:
             for kind, path in logs.items()
         )
         rows.append(
-            f'<div class="links"><b>{escape(agent_id)}</b>: '
+            f'<div class="links"><b>{escape(agent_id)}:</b> '
             f"{agent_links or '<span class=empty>no logs</span>'}</div>"
         )
     return "\n".join(rows)
@@ -139,7 +138,9 @@ def _error(trial: dict[str, Any]) -> str:
     )
 
 
-def render_trial(trial: dict[str, Any], index: int, out_dir: Path) -> str:
+def render_trial(trial: dict[str, Any], index: int, out_dir: Path, *, expanded: bool = True) -> str:
+    """The trial's section: a `<details>` whose summary line is the header, so every part of
+    the section (any added later too) collapses with it."""
     prefix = trial_anchor(index)
     evidence_path = trial["files"].get("evidence_json")
     evidence = read_json_object(Path(evidence_path)) if evidence_path else None
@@ -167,11 +168,14 @@ def render_trial(trial: dict[str, Any], index: int, out_dir: Path) -> str:
         if has_trajectories(trial)
         else ""
     )
+    attributes = trial_attributes(
+        prefix, str(trial["task_name"]), outcome(trial), failing_dimensions(trial)
+    )
     return f"""
-<article class="trial" id="{prefix}">
-<header><h2>{escape(str(trial["task_name"]))} · attempt {escape(str(trial["attempt"]))}</h2>
+<details class="trial" id="{prefix}" {attributes}{" open" if expanded else ""}>
+<summary><h2>{escape(str(trial["task_name"]))} · attempt {escape(str(trial["attempt"]))}</h2>
 <span>{status_cell(trial)}</span><code>{escape(str(trial["trial_name"]))}</code>
-<span>job {escape(str(trial["job_name"]))}</span></header>
+<span>job {escape(str(trial["job_name"]))}</span></summary>
 <div class="trial-body{" with-trajectories" if trajectories else ""}">
 <section class="transcript"><h3>Channel transcript</h3>{transcript}</section>{trajectories}
 <section class="panel">
@@ -181,4 +185,4 @@ def render_trial(trial: dict[str, Any], index: int, out_dir: Path) -> str:
 <h3>Logs and files</h3>{_links(trial, out_dir)}
 </section>
 </div>
-</article>"""
+</details>"""

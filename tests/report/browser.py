@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
 import zlib
 from collections import Counter
+from html import unescape
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -91,3 +93,15 @@ def colour_counts(path: Path) -> Counter[tuple[int, int, int]]:
     """How many pixels of the screenshot have each colour."""
     _, _, rows = read_png_rgb(path)
     return Counter((row[x], row[x + 1], row[x + 2]) for row in rows for x in range(0, len(row), 3))
+
+
+def probe(page: Path, script: str, profile: Path, width: int, height: int = 1000) -> str:
+    """Run `script` in a copy of `page` (beside it, its CSP removed so the probe may run) at a
+    window of `width` px; the script leaves its answer in `document.body.dataset.probe`."""
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
+    copy = page.with_name(f"probe-{page.name}")
+    copy.write_text(html.replace("</body>", f"<script>{script}</script></body>"))
+    dom = chromium(copy.as_uri(), profile, f"--window-size={width},{height}", "--dump-dom").stdout
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found is not None, "the probe script did not run"
+    return unescape(found.group(1))

@@ -59,3 +59,49 @@ def sample_trials() -> list[TrialSpec]:
         TrialSpec("interleaved-agent-reports", layer="workflow", attempt=2,
                   rewards={"reward": 0.0, "threaded": 0.0}),
     ]  # fmt: skip
+
+
+LARGE_TASKS = (
+    ("ambiguous-user-mention", "workflow"),
+    ("create-channel-invite-users", "regression"),
+    ("cross-thread-requests", "workflow"),
+    ("interleaved-agent-reports", "workflow"),
+    ("memory-retrieval", "regression"),
+    ("multiline-message", "regression"),
+    ("narrative-agent-names", "regression"),
+    ("read-named-path-outside-workspace", "regression"),
+    ("reply-to-thread", "regression"),
+    ("user-mention", "workflow"),
+)
+#: A word only some transcripts hold, for the text search.
+NEEDLE = "quokka"
+
+
+def large_trials(attempts: int = 20) -> list[TrialSpec]:
+    """10 tasks × `attempts` (200 by default): passes, failures on long metric names, errors and
+    cancellations, long unbroken message text, and `NEEDLE` in every seventh transcript."""
+    trials = []
+    for number in range(attempts * len(LARGE_TASKS)):
+        task, layer = LARGE_TASKS[number % len(LARGE_TASKS)]
+        attempt = number // len(LARGE_TASKS) + 1
+        metrics = {f"{task.replace('-', '_')}_dimension_{m}_held": 1.0 for m in range(4)}
+        failing = f"{task.replace('-', '_')}_dimension_{number % 4}_held"
+        passed = number % 3 != 0
+        rewards = {"reward": 1.0 if passed else 0.0, **metrics}
+        if not passed:
+            rewards[failing] = 0.0
+        word = NEEDLE if number % 7 == 0 else "wombat"
+        messages = [
+            Msg(USER, f"@solo-1 please handle {task} ({word})", mentions=(AGENT,)),
+            Msg(AGENT, f"@{USER} done: " + "x" * 400, reply_to=0, mentions=(USER,)),
+        ]
+        spec = TrialSpec(task, attempt=attempt, layer=layer, rewards=rewards, messages=messages)
+        if number % 25 == 5:
+            spec = TrialSpec(task, attempt=attempt, layer=layer, status="error",
+                             stop_reason=None, exception_type="AgentProcessExited",
+                             messages=messages)  # fmt: skip
+        elif number % 25 == 6:
+            spec = TrialSpec(task, attempt=attempt, layer=layer, status="cancelled",
+                             stop_reason=None, exception_type="Cancelled", evidence=False)  # fmt: skip
+        trials.append(spec)
+    return trials

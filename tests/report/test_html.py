@@ -1,5 +1,7 @@
 """report.html: self-contained, escaped, and rendered by a real browser (headless Chromium)."""
 
+import base64
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -12,6 +14,7 @@ from jobs_builder import USER, Msg, TrialSpec, build_job
 from report_samples import HOSTILE
 
 from orchestra.report.html import report_html, write_report_html
+from orchestra.report.html_filter import SCRIPT
 from orchestra.report.html_transcript import identities_of, render_content
 from orchestra.report.report_json import build_report
 
@@ -58,7 +61,11 @@ def test_page_is_self_contained_and_escapes_messages(sample_job: Path) -> None:
     report = build_report([sample_job])
     html = report_html(report, sample_job)
     elements = parse(html)
-    assert not [tag for tag, _ in elements.tags if tag in ("script", "link", "img", "iframe")]
+    assert not [tag for tag, _ in elements.tags if tag in ("link", "img", "iframe")]
+    # One script, the page's own filter, and the policy lets only it run (by its hash).
+    assert html.count("<script>") == 1 and f"<script>{SCRIPT}</script>" in html
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in html
     assert not re.search(r"https?://", html)  # nothing to fetch: works offline
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
     assert "&lt;script&gt;document.title=&quot;pwned&quot;" in html
