@@ -314,7 +314,8 @@ def _run_plan(
         error_lines(str(error))
         return EXIT_PREFLIGHT
     console = output_console()
-    when_stdout_gone(lambda: _note_output_gone(jobs_dir))
+    interrupt = Interrupt()
+    when_stdout_gone(lambda: _note_output_gone(jobs_dir, interrupt))
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
@@ -322,7 +323,6 @@ def _run_plan(
         )
 
     async def run() -> tuple[list[JobOutcome], bool]:
-        interrupt = Interrupt()
         loop = asyncio.get_running_loop()
         for sig in INTERRUPT_SIGNALS:
             loop.add_signal_handler(sig, interrupt.trigger)
@@ -377,7 +377,9 @@ def _run_plan(
     return _exit_code(outcomes, interrupted, sum(job.n_trials for job in jobs))
 
 
-def _note_output_gone(jobs_dir: Path) -> None:
+def _note_output_gone(jobs_dir: Path, interrupt: Interrupt) -> None:
+    if interrupt.requested.is_set():
+        return  # Ctrl-C in `… | grep` ends grep too: the closed pipe is no news then
     sys.stderr.write(
         "note: standard output closed; the run goes on without printing and writes its results "
         f"to {jobs_dir} (Ctrl-C cancels it)\n"

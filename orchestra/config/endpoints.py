@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -250,6 +249,7 @@ def missing_endpoint_error(name: str, config: EndpointConfig) -> ConfigError:
 
 
 def _sibling_defining(name: str, path: Path) -> Path | None:
+    """A valid endpoint config beside `path` that defines `name` (never one that would fail)."""
     try:
         siblings = sorted(path.parent.glob("*.json"))
     except OSError:
@@ -258,11 +258,10 @@ def _sibling_defining(name: str, path: Path) -> Path | None:
         if candidate.name == path.name:
             continue
         try:
-            data = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue  # a broken neighbour is not this command's problem
-        if isinstance(data, dict) and name in data:
-            return candidate
+            if name in load_endpoint_config(candidate).endpoints:
+                return candidate
+        except (ConfigError, OSError):
+            continue  # a broken neighbour is not this command's problem, nor a way out
     return None
 
 

@@ -115,12 +115,31 @@ def load_job_config(paths: JobPaths) -> JobConfig:
     """The job's `config.json`; `DocumentError` when it is missing or malformed."""
     config = JobConfig.load_if_readable(paths.config_json)
     if config is None:
-        raise DocumentError(
-            display_path(paths.config_json),
-            "",
-            "missing or not a JSON object (not a job directory?)",
-        )
+        raise _not_a_job(paths)
     return config
+
+
+#: How many job names an error lists before "…".
+LISTED_JOBS = 10
+
+
+def _not_a_job(paths: JobPaths) -> DocumentError:
+    """Why `paths.root` is not a readable job, and the jobs it holds when it is a jobs dir."""
+    root = paths.root
+    if not root.is_dir():
+        return DocumentError(display_path(root), "", "no such job directory")
+    if paths.config_json.exists():
+        return DocumentError(display_path(paths.config_json), "", "not a JSON object")
+    jobs = sorted(p.name for p in root.iterdir() if (p / "config.json").is_file())
+    if not jobs:
+        return DocumentError(display_path(root), "", "not a job directory (no config.json)")
+    listed = ", ".join(jobs[:LISTED_JOBS]) + (", …" if len(jobs) > LISTED_JOBS else "")
+    return DocumentError(
+        display_path(root),
+        "",
+        f"a directory of {len(jobs)} job(s), not a job: {listed} "
+        f"(name one, e.g. {display_path(root / jobs[-1])})",
+    )
 
 
 def load_job_record(job_dir: Path) -> JobRecord:

@@ -75,7 +75,7 @@ SUMMARY_COLUMNS = (
     Column("errors", "Errors", "right", short_header="Err", gap=1),
     Column("cancelled", "Cancelled", "right", short_header="Canc", gap=1, drop_rank=3),
     Column("pass_rate", "Pass rate", "right", short_header="Pass"),
-    Column("pass_at_k", "pass@k", "left"),
+    Column("pass_at_k", "pass@k", "left", drop_rank=5),
     Column("failing", "Failing dimensions", "left", detail=True),
     Column("tokens", "Tokens in/out", "left", drop_rank=2),
     Column("cost", "Cost", "right", drop_rank=2),
@@ -122,10 +122,11 @@ def render_summary(document: Summary, console: Console, width: int | None = None
             console.print(line, soft_wrap=True)
         if table.dropped:
             usage = _usage(condition.totals)
-            shown = ", ".join(
-                f"{c.header.lower()} {usage[c.key]}" for c in table.dropped if c.key in usage
-            )
-            console.print(f"all tasks: {shown} (per task: --json)")
+            totals = [f"{c.header.lower()} {usage[c.key]}" for c in table.dropped if c.key in usage]
+            if totals:
+                console.print(f"all tasks: {', '.join(totals)}")
+            hidden = ", ".join(c.header for c in table.dropped)
+            console.print(f"not shown at this width: {hidden} (--json has every column)")
         for kind, names in condition.error_types.items():
             console.print(f"{kind}: {len(names)} ({', '.join(names)})")
         for job in condition.jobs:

@@ -60,6 +60,7 @@ def _layouts() -> tuple[Layout, ...]:
         lambda layout: replace(layout, short_headers=True),
         lambda layout: replace(layout, dropped_ranks=frozenset({1, 2, 3})),
         lambda layout: replace(layout, dropped_ranks=frozenset({1, 2, 3, 4})),
+        lambda layout: replace(layout, dropped_ranks=frozenset({1, 2, 3, 4, 5})),
     )
     layouts = [Layout()]
     for change in changes:

@@ -103,6 +103,25 @@ def test_summarize_rejects_a_non_job_directory(tmp_path: Path) -> None:
     assert code == 1 and "not a job directory" in err
 
 
+@pytest.mark.parametrize("command", ["resume", "summarize", "compare"])
+def test_a_directory_of_jobs_lists_its_jobs(tmp_path: Path, command: str) -> None:
+    for name in ("job-a", "job-b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+    (tmp_path / "notes").mkdir()
+    args = [str(tmp_path), str(tmp_path)] if command == "compare" else [str(tmp_path)]
+    code, _, err = invoke(command, *args)
+    assert code == 1
+    assert err.count("\n") == 1
+    assert "a directory of 2 job(s), not a job: job-a, job-b" in err
+    assert f"(name one, e.g. {tmp_path / 'job-b'})" in err
+
+
+def test_a_missing_job_directory_says_so(tmp_path: Path) -> None:
+    code, _, err = invoke("resume", str(tmp_path / "nope"))
+    assert code == 1 and err == f"error: {tmp_path / 'nope'}: no such job directory\n"
+
+
 def test_stack_status_without_state(tmp_path: Path) -> None:
     code, _, err = invoke("stack", "status", "--state-dir", str(tmp_path / "none"))
     assert code == 1 and "missing" in err

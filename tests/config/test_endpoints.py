@@ -267,6 +267,21 @@ def test_missing_endpoint_without_a_suggestion(tmp_path: Path) -> None:
     ]
 
 
+def test_an_invalid_neighbour_defining_the_endpoint_is_never_suggested(tmp_path: Path) -> None:
+    manifest = tmp_path / "manifests/m.yaml"
+    manifest.parent.mkdir()
+    manifest.write_text(LUNA_MANIFEST)
+    config = write_config(tmp_path, {"other": OPENAI})
+    broken = {**OPENAI, "provider": "nonsense"}
+    write_config(tmp_path, {"gpt-5.6-luna": broken}, "a-broken.json")  # sorts first
+    write_config(tmp_path, {"gpt-5.6-luna": OPENAI}, "b-good.json")
+    condition = load_condition(manifest, config, REPO, verify=False)
+    [problem] = [str(e) for e in condition_problems(condition)]
+    assert problem.endswith(f"(try --endpoint-config {tmp_path / 'endpoints' / 'b-good.json'})"), (
+        problem
+    )
+
+
 def test_unsupported_harness_provider_and_extra_clash(tmp_path: Path) -> None:
     text = LUNA_MANIFEST.replace("    count: 1\n", "    count: 1\n    harness: goose\n").replace(
         "      thinking_effort: medium\n",

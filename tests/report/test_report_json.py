@@ -99,5 +99,5 @@ def test_written_file_round_trips(sample_job: Path, tmp_path: Path) -> None:
 
 
 def test_not_a_job_directory_is_a_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(DocumentError, match="config.json: missing or not a JSON object"):
+    with pytest.raises(DocumentError, match="not a job directory \\(no config.json\\)"):
         build_report([tmp_path])
