@@ -315,7 +315,6 @@ def _run_plan(
         return EXIT_PREFLIGHT
     console = output_console()
     interrupt = Interrupt()
-    when_stdout_gone(lambda: _note_output_gone(jobs_dir, interrupt))
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
@@ -326,6 +325,12 @@ def _run_plan(
         loop = asyncio.get_running_loop()
         for sig in INTERRUPT_SIGNALS:
             loop.add_signal_handler(sig, interrupt.trigger)
+
+        def output_gone() -> None:
+            # On the loop's next turn, so a Ctrl-C that closed the pipe (`… | grep`) is seen first.
+            loop.call_soon_threadsafe(_note_output_gone, jobs_dir, interrupt)
+
+        when_stdout_gone(output_gone)
         outcomes: list[JobOutcome] = []
         async with running_stack(
             modes,
@@ -379,7 +384,7 @@ def _run_plan(
 
 def _note_output_gone(jobs_dir: Path, interrupt: Interrupt) -> None:
     if interrupt.requested.is_set():
-        return  # Ctrl-C in `… | grep` ends grep too: the closed pipe is no news then
+        return  # Ctrl-C in `… | grep` ends grep too: then the closed pipe is no news
     sys.stderr.write(
         "note: standard output closed; the run goes on without printing and writes its results "
         f"to {jobs_dir} (Ctrl-C cancels it)\n"

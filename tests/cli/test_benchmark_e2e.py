@@ -6,7 +6,6 @@ then a resume that owes nothing, `summarize --json`, and an interrupted run (exi
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,45 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from benchmark_runs import TASK, benchmark_args, orchestra
 
 from orchestra.paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-TASK = PROJECT_ROOT / "tasks" / "buzz-native" / "reply-to-thread"
-
-
-def orchestra(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args]
-
-
-def benchmark_args(relay_url: str, database_url: str, tmp_path: Path, job: str) -> list[str]:
-    # a private copy: other work on the dataset must not change the task digest under the test
-    task = tmp_path / "tasks" / TASK.name
-    if not task.exists():
-        shutil.copytree(TASK, task, ignore=shutil.ignore_patterns("__pycache__"))
-    return [
-        "benchmark",
-        "--stack",
-        "external",
-        "--relay-url",
-        relay_url,
-        "--database-url",
-        database_url,
-        "--env",
-        "local",
-        "--path",
-        str(task),
-        "--jobs-dir",
-        str(tmp_path / "jobs"),
-        "--state-dir",
-        str(tmp_path / "state"),
-        "-n",
-        "1",
-        "--job-name",
-        job,
-        "-q",
-    ]
 
 
 def test_oracle_trial_scores_and_resume_owes_nothing(
