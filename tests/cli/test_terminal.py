@@ -27,6 +27,7 @@ def in_pty(command: str, cols: int, until: bytes, env: dict[str, str] | None = N
     `until`, type Ctrl-C. Returns (exit code, everything the terminal showed, whether ^C went)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: a shell on the pty, as a terminal would start it
+        os.environ.pop("COLUMNS", None)  # the terminal's size, not an inherited setting
         os.environ.update(env or {})
         os.execvp("bash", ["bash", "-c", f"stty cols {cols} rows 40; {command}"])
     shown, typed = b"", False
