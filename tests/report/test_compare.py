@@ -164,4 +164,5 @@ def test_malformed_saved_reports_are_one_line_errors(tmp_path: Path) -> None:
         assert result.exit_code == 1, (name, result.output)
         assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, name
     not_job = runner.invoke(cli(), ["compare", str(tmp_path), str(baseline)])
-    assert not_job.exit_code == 1 and "not a job directory (no config.json)" in not_job.stderr
+    assert not_job.exit_code == 1
+    assert "a directory of 2 job(s), not a job: baseline, candidate" in not_job.stderr

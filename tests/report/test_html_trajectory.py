@@ -86,8 +86,10 @@ def job_with_trajectory(sample_job: Path) -> tuple[Path, Path]:
 
 
 def trial_article(html: str, index: int) -> str:
-    start = html.index(f'<article class="trial" id="t{index}">')
-    return html[start : html.index("</article>", start)]
+    """Trial `index`'s section (a `<details class="trial">`, up to the next trial or the end)."""
+    start = html.index(f'<details class="trial" id="t{index}" ')
+    following = html.find('<details class="trial" ', start + 1)
+    return html[start : following if following >= 0 else html.index("</main>", start)]
 
 
 def test_the_trajectory_sits_beside_the_transcript_with_collapsible_steps(
