@@ -56,6 +56,7 @@ _STACK_CODES = (
 @stack_app.command(
     "up",
     cls=Command,
+    short_help="Bring the stack up, wait until it is ready, leave it running.",
     epilog=epilog(
         (
             ("orchestra stack up --stack embedded --relay-port 3601", "no Docker needed"),
@@ -117,6 +118,7 @@ def stack_up(
 @stack_app.command(
     "down",
     cls=Command,
+    short_help="Stop the stack of this state dir (data is kept).",
     epilog=epilog(
         (
             ("orchestra stack down", "stop the stack of .benchmark, keep its data"),
@@ -167,6 +169,7 @@ def _docker_services(paths: StatePaths) -> dict[str, str]:
 @stack_app.command(
     "status",
     cls=Command,
+    short_help="Mode, relay URLs, readiness, the pinned user and how to point buzz at it.",
     epilog=epilog(
         (
             ("orchestra stack status", "the stack of .benchmark"),
