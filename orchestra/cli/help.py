@@ -9,7 +9,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from typer._click import Context, HelpFormatter  # typer >= 0.26 vendors click
+from typer._click import Command as ClickCommand  # typer >= 0.26 vendors click
+from typer._click import Context, HelpFormatter
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from orchestra import __version__
@@ -75,9 +76,9 @@ def write_epilog(epilog_text: str, formatter: HelpFormatter) -> None:
     formatter.write("".join(f"{indent}{line}".rstrip() + "\n" for line in out))
 
 
-class Command(TyperCommand):
-    """A command whose help shows flags bare and lays out its `epilog()` at the terminal's
-    width; use as `@app.command(cls=Command, epilog=epilog(...))`."""
+class _TeachingHelp(ClickCommand):
+    """Help with flags shown bare and the `epilog()` laid out at the terminal's width; mixed
+    into the command and group classes below."""
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         _plain_flags(ctx, self.get_params(ctx))
@@ -88,16 +89,12 @@ class Command(TyperCommand):
             write_epilog(self.epilog, formatter)
 
 
-class Group(TyperGroup):
-    """A command group with the same help layout as `Command`; `typer.Typer(cls=Group)`."""
+class Command(_TeachingHelp, TyperCommand):
+    """Use as `@app.command(cls=Command, epilog=epilog(...))`."""
 
-    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
-        _plain_flags(ctx, self.get_params(ctx))
-        super().format_help(ctx, formatter)
 
-    def format_epilog(self, ctx: Context, formatter: HelpFormatter) -> None:
-        if self.epilog:
-            write_epilog(self.epilog, formatter)
+class Group(_TeachingHelp, TyperGroup):
+    """Use as `typer.Typer(cls=Group, epilog=epilog(...))`."""
 
 
 def epilog(examples: tuple[tuple[str, str], ...], exit_codes: tuple[tuple[str, str], ...]) -> str:
