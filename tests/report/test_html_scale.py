@@ -9,16 +9,20 @@ import pytest
 from browser import CHROMIUM, MISSING_REASON, colour_counts, probe, screenshot
 from jobs_builder import build_job
 from report_samples import NEEDLE, large_trials
+from test_html_trajectory import sample_trajectory
 
+from orchestra.jsonio import write_json_atomic
+from orchestra.paths import JobPaths
 from orchestra.report.html import write_report_html
 from orchestra.report.html_filter import OPEN_TRIALS_UP_TO
+from orchestra.report.html_trajectory import has_trajectories
 from orchestra.report.report_json import build_report
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=MISSING_REASON)
 
 #: Every element whose box ends right of the window, and every scrolling box that scrolls.
 OVERFLOW_PROBE = """
-document.querySelectorAll("details.trial").forEach((trial) => { trial.open = true; });
+document.querySelectorAll("details").forEach((section) => { section.open = true; });
 const width = document.documentElement.clientWidth;
 const over = [];
 for (const element of document.querySelectorAll("body *")) {
@@ -62,8 +66,12 @@ document.body.dataset.probe = JSON.stringify(result);
 def large_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     jobs = tmp_path_factory.mktemp("large") / "jobs"
     job = build_job(jobs, "large-job", large_trials(), attempts=20)
+    for trial in build_report([job])["trials"][::10]:  # trajectories widen a trial's section
+        path = JobPaths(job).trial(trial["trial_name"]).trajectory("solo-1")
+        write_json_atomic(path, sample_trajectory().to_document())
     report = build_report([job])
     assert len(report["trials"]) == 200
+    assert sum(has_trajectories(t) for t in report["trials"]) == 20
     write_report_html(report, job / "report.html")
     return job / "report.html", report
 
