@@ -133,7 +133,7 @@ def _heatmap(condition: dict[str, Any]) -> str:
         )
         rows.append(
             f"<tr><td>{escape(layer_name)}</td><td>{escape(task_name)}</td>"
-            f'<td class="chips">{chips or "<span class=empty>not scored</span>"}</td></tr>'
+            f'<td><div class="chips">{chips or "<span class=empty>not scored</span>"}</div></td></tr>'
         )
     return (
         '<table class="heat">'

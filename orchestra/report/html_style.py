@@ -41,7 +41,7 @@ th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: lef
 th { background: #f6f8fa; font-weight: 600; white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.group td { font-weight: 600; background: #f6f8fa; }
-.heat td.chips { display: flex; flex-wrap: wrap; gap: 4px; }
+.heat .chips { display: flex; flex-wrap: wrap; gap: 4px; }
 .chip { border-radius: 4px; padding: 0 6px; font-size: 12px; overflow-wrap: anywhere; }
 .chip b { font-variant-numeric: tabular-nums; }
 section.filters { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center;
