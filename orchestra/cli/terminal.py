@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from rich.console import Console
 
 from orchestra.documents.summary import Summary
@@ -19,11 +17,9 @@ def output_console(*, stderr: bool = False) -> Console:
 
 
 def summary_width(console: Console) -> int | None:
-    """The width the summary must fit: the terminal's (or `COLUMNS`); None for files and pipes,
-    which get the full table."""
-    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
-        return console.width
-    return None
+    """The width the summary must fit: the terminal's; None for files and pipes, which get the
+    full table. (Not `COLUMNS`: a parent that loaded GNU readline, pytest for one, exports it.)"""
+    return console.width if console.is_terminal else None
 
 
 def print_summary(document: Summary, console: Console) -> None:
