@@ -319,13 +319,15 @@ async def run_command(
     *,
     timeout_seconds: float = COMMAND_TIMEOUT_SECONDS,
     env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
 ) -> CommandResult:
-    """Run a short CLI command (`docker …`), output captured. A command that cannot start or
-    exceeds `timeout` (then killed) is a failed result whose stderr says so; nothing raises."""
+    """Run a short CLI command (`docker …`), output captured, `stdin` (when given) as its
+    input. A command that cannot start or exceeds `timeout` (then killed) is a failed result
+    whose stderr says so; nothing raises."""
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=None if env is None else dict(env),
@@ -333,7 +335,7 @@ async def run_command(
     except OSError as error:
         return CommandResult(FAILED_TO_RUN, "", f"cannot run {argv[0]}: {error}")
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout_seconds)
+        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout_seconds)
     except TimeoutError:
         process.kill()
         await process.wait()

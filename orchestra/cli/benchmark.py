@@ -88,6 +88,7 @@ class BenchmarkOptions:
     artifact_root: Path | None
     timeout_multiplier: float
     keep_channels: bool
+    keep_containers: bool
     fresh: bool
     keep_errors: bool
     quiet: bool
@@ -136,7 +137,9 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
     if problems:
         error_lines("\n".join(map(str, problems)))
         return EXIT_PREFLIGHT
-    options = RunOptions(opts.timeout_multiplier, opts.keep_channels, opts.buzz_bin_dir)
+    options = RunOptions(
+        opts.timeout_multiplier, opts.keep_channels, opts.buzz_bin_dir, opts.keep_containers
+    )
     return _run_plan(
         list(plan.jobs),
         condition,
@@ -200,6 +203,7 @@ def run_resume_command(
         stored.timeout_multiplier,
         stored.keep_channels,
         Path(stored.buzz_bin_dir) if stored.buzz_bin_dir else None,
+        stored.keep_containers,
     )
     return _run_plan(
         [job],

@@ -92,6 +92,13 @@ def benchmark(
     artifact_root: Annotated[Path | None, typer.Option("--artifact-root")] = None,
     timeout_multiplier: Annotated[float, typer.Option("--timeout-multiplier")] = 1.0,
     keep_channels: Annotated[bool, typer.Option("--keep-channels")] = False,
+    keep_containers: Annotated[
+        bool,
+        typer.Option(
+            "--keep-containers",
+            help="Docker env: keep each trial's agents' and verifier containers for debugging.",
+        ),
+    ] = False,
     fresh: Annotated[bool, typer.Option("--fresh")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
@@ -128,6 +135,7 @@ def benchmark(
         artifact_root=artifact_root,
         timeout_multiplier=timeout_multiplier,
         keep_channels=keep_channels,
+        keep_containers=keep_containers,
         fresh=fresh,
         keep_errors=keep_errors,
         quiet=quiet,

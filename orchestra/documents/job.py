@@ -67,6 +67,7 @@ class JobOptions(Part):
     state_dir: str
     relay_port: int
     buzz_bin_dir: str | None  # null when this package's scripts are used
+    keep_containers: bool = False  # docker env: `--keep-containers`
     endpoint_config: str
     artifact_root: str
 

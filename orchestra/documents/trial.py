@@ -141,6 +141,21 @@ class VerifierSummary(Part):
     details_error: str | None
 
 
+class VerifierInputFile(Part):
+    path: str  # absolute, as the verifier saw it
+    source: Literal["evidence", "tests", "fixture"]
+    sha256: Sha256
+    size: Count  # bytes
+
+
+class VerifierInputs(Part):
+    """What the verifier was given (§9), each file with its SHA-256; `evidence_sha256` is the
+    evidence file it read (null only when an export the task does not require failed)."""
+
+    evidence_sha256: Sha256 | None
+    files: list[VerifierInputFile]
+
+
 class BudgetExceeded(Part):
     """The first exceeded limit (§7.13)."""
 
@@ -212,6 +227,7 @@ class TrialResult(TrialIdentity, Document):
     reward: float | None = None
     rewards: dict[str, float] | None = None
     verifier: VerifierSummary | None = None
+    verifier_inputs: VerifierInputs | None = None
     started_at: Timestamp
     finished_at: Timestamp | None = None
     timings: Timings = Field(default_factory=Timings)

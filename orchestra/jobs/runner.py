@@ -23,7 +23,7 @@ from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
-from orchestra.stack.images import agent_layers
+from orchestra.stack.images import task_images
 from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
@@ -104,10 +104,11 @@ async def environment_kind(settings: Settings, planned: PlannedJob) -> Environme
     if settings.environment == "local":
         return LocalKind(bin_dir)
     return DockerKind(
-        await agent_layers(settings.state.paths, planned.tasks),
+        await task_images(settings.state.paths, planned.tasks),
         job_name=planned.name,
         overrides=settings.condition.manifest.environment,
         buzz_bin_dir=bin_dir,
+        keep_containers=settings.options.keep_containers,
     )
 
 
@@ -143,6 +144,7 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
             state_dir=settings.state.paths.root.absolute().as_posix(),
             relay_port=settings.relay_port,
             buzz_bin_dir=options.buzz_bin_dir.as_posix() if options.buzz_bin_dir else None,
+            keep_containers=options.keep_containers,
             endpoint_config=settings.endpoint_config_path.absolute().as_posix(),
             artifact_root=condition.artifact_root.as_posix(),
         ),

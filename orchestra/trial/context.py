@@ -23,6 +23,7 @@ class RunOptions:
     timeout_multiplier: float = 1.0
     keep_channels: bool = False
     buzz_bin_dir: Path | None = None
+    keep_containers: bool = False  # docker env: trial containers outlive their trials
 
 
 class OracleHost:

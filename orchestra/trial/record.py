@@ -112,6 +112,7 @@ def result_document(state: TrialState) -> TrialResult:
         "reward": state.reward,
         "rewards": state.rewards,
         "verifier": state.verifier,
+        "verifier_inputs": state.verifier_inputs,
         "started_at": recorder.started_at,
         "finished_at": recorder.finished_at,
         "timings": {"agent_active_seconds": state.agent_active_seconds, **recorder.timings},

@@ -43,6 +43,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
         "reward": None,
         "rewards": None,
         "verifier": None,
+        "verifier_inputs": None,
         "started_at": STARTED,
         "finished_at": None,
         "timings": {"agent_active_seconds": 0.0},  # no key for a phase not entered yet

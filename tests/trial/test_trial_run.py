@@ -8,6 +8,7 @@ it happened in) and that stop, log collection and finalize ran whatever went wro
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from trial_fakes import (
     PLANTED_API_KEY,
+    TASK,
     Behaviour,
     FakeEnvironment,
     FakeKind,
@@ -120,7 +122,17 @@ async def test_a_trial_that_finishes_is_scored_through_every_phase(trial: Trial)
     }
     assert_wound_up(result, environment)
     assert environment.calls.index("isolate") == environment.calls.index(STOP) + 1
-    assert environment.trial.artifacts_evidence_json.exists()
+    # the verifier was given the exported evidence and the task's tests, recorded by hash
+    evidence = environment.trial.evidence_json.read_bytes()
+    inputs = result["verifier_inputs"]
+    assert inputs["evidence_sha256"] == hashlib.sha256(evidence).hexdigest()
+    assert [(f["path"], f["source"]) for f in inputs["files"]] == [
+        ("/logs/artifacts/buzz-evidence.json", "evidence"),
+        ("/tests/test.sh", "tests"),
+        ("/tests/verify.py", "tests"),
+    ]
+    verify_py = (TASK / "tests" / "verify.py").read_bytes()
+    assert inputs["files"][2]["sha256"] == hashlib.sha256(verify_py).hexdigest()
 
 
 async def test_the_trajectory_is_assembled_linked_and_cleared_of_secrets(trial: Trial) -> None:
@@ -221,8 +233,8 @@ async def test_an_evidence_export_failure_is_an_error_and_skips_the_verifier(
     assert "verify" not in result["timings"]
     trial_dir = environment.trial
     assert "messages_get refused" in trial_dir.evidence_error_txt.read_text()
-    assert not trial_dir.evidence_json.exists()
-    assert "remove" in environment.calls  # the partial file is removed from the environment
+    assert not trial_dir.evidence_json.exists() and not trial_dir.artifacts_evidence_json.exists()
+    assert not trial_dir.verifier_inputs_dir.exists()
     assert_wound_up(result, environment)
 
 

@@ -38,6 +38,7 @@ from orchestra.stack.state import BenchmarkState
 from orchestra.trial.context import JobContext, OracleHost, RunOptions
 from orchestra.trial.env.protocol import LOOPBACK, EnvFacts, ExecResult
 from orchestra.trial.relay_ops import ClientPool
+from orchestra.verify.inputs import VerifierInputs
 from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun
 
 TASK = PROJECT_ROOT / "tasks" / "buzz-native" / "reply-to-thread"  # solo, no scripted messages
@@ -210,7 +211,6 @@ class FakeEnvironment:
             host_alias=None,
             agent_path=None,
             inherited={},
-            verifier_network=NETWORK_NOT_ISOLATED,
         )
 
     async def _call(self, name: str) -> None:
@@ -283,8 +283,9 @@ class FakeEnvironment:
     async def get_tree(self, source: PurePath, target: Path) -> None:
         await self._call("get_tree")
 
-    async def remove(self, path: PurePath) -> None:
-        await self._call("remove")
+    async def read_file(self, path: PurePath, limit: int) -> bytes | None:
+        await self._call("read_file")
+        return None
 
     @contextlib.asynccontextmanager
     async def follow_file(self, path: PurePath, host_copy: Path) -> AsyncIterator[None]:
@@ -300,7 +301,9 @@ class FakeVerifier:
     def __init__(self, kind: FakeKind) -> None:
         self.kind = kind
 
-    async def run(self, tests_dir: Path, timeout_seconds: float) -> VerifierRun:
+    async def run(
+        self, inputs: VerifierInputs, timeout_seconds: float, log: Callable[[str], None]
+    ) -> VerifierRun:
         await self.kind.faults.at("verifier")
         return VerifierRun(0, False, {"reward": 1.0}, None, NETWORK_NOT_ISOLATED)
 
@@ -324,7 +327,7 @@ class FakeKind:
         self.environments.append(environment)
         return environment
 
-    def verifier(self, trial: TrialPaths, task: Task, agents: Any) -> FakeVerifier:
+    def verifier(self, trial: TrialPaths, task: Task, trial_id: str) -> FakeVerifier:
         return FakeVerifier(self)
 
 
