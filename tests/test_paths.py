@@ -47,7 +47,9 @@ def test_job_and_trial_layout(tmp_path: Path) -> None:
     assert trial.test_local_sh == trial.root / "verifier/test.local.sh"
     assert trial.artifacts_evidence_json == trial.root / "artifacts/buzz-evidence.json"
     assert trial.verifier_inputs_dir == trial.root / "verifier-inputs"
-    assert trial.verifier_input("/tests/verify.py") == trial.root / "verifier-inputs/tests/verify.py"
+    assert (
+        trial.verifier_input("/tests/verify.py") == trial.root / "verifier-inputs/tests/verify.py"
+    )
     assert trial.sandbox == trial.root / "sandbox"
 
 
