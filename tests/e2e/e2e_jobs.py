@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,17 +65,27 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_orchestra_job(scratch: Path, path: Path, job_name: str, *stack_args: str) -> JobRun:
+def run_orchestra_job(
+    scratch: Path,
+    path: Path,
+    job_name: str,
+    *stack_args: str,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
+) -> JobRun:
     """The installed `orchestra` script (what `just benchmark` runs), oracle condition, `-k 1`,
-    local env: pinned, because `auto` picks the docker env where a Docker engine answers."""
+    local env: pinned, because `auto` picks the docker env where a Docker engine answers. `env`
+    replaces the environment it runs in; `prefix` goes before the command (a confinement)."""
     args = [
-        str(ORCHESTRA), "benchmark", "--path", str(path), "-k", "1", "--env", "local",
+        *prefix, str(ORCHESTRA), "benchmark", "--path", str(path), "-k", "1", "--env", "local",
         "-n", str(N_CONCURRENT), "--jobs-dir", str(scratch / "jobs"),
         "--state-dir", str(scratch / "state" / job_name), "--job-name", job_name,
         *stack_args,
     ]  # fmt: skip
     started = time.monotonic()
-    process = subprocess.run(args, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS)
+    process = subprocess.run(
+        args, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, env=env
+    )
     wall = time.monotonic() - started
     job_dir = scratch / "jobs" / job_name
     results = trial_results(job_dir) if job_dir.is_dir() else {}
