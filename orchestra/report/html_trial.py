@@ -90,6 +90,24 @@ def _details_table(details: dict[str, Any] | None, prefix: str, index_of: dict[s
     return f'<table class="details">{"".join(rows)}</table>'
 
 
+def _inputs_table(inputs: dict[str, Any] | None) -> str:
+    """What the verifier judged (§10.3 `verifier_inputs`): each file's path, origin and SHA-256."""
+    if inputs is None:
+        return '<p class="empty">The verifier did not run.</p>'
+    evidence = inputs["evidence_sha256"]
+    rows = [
+        f"<tr><td><code>{escape(str(file['path']))}</code></td><td>{escape(str(file['source']))}"
+        f'</td><td class="num">{escape(str(file["size"]))}</td>'
+        f"<td><code>{escape(str(file['sha256']))}</code></td></tr>"
+        for file in inputs["files"]
+    ]
+    return (
+        f"<p>evidence read: <code>{escape(str(evidence or 'none'))}</code></p>"
+        '<table class="inputs"><tr><th>file</th><th>from</th><th class="num">bytes</th>'
+        f"<th>SHA-256</th></tr>{''.join(rows)}</table>"
+    )
+
+
 def _facts(trial: dict[str, Any]) -> str:
     tokens = trial["tokens"] if isinstance(trial["tokens"], dict) else {}
     durations = trial["durations"]
@@ -178,6 +196,7 @@ def render_trial(trial: dict[str, Any], index: int, out_dir: Path) -> str:
 <h3>Verifier metrics</h3>{_metrics_table(trial)}
 <h3>Verifier details</h3>{_details_table(trial["details"], prefix, index_of)}
 <h3>Outcome</h3>{_facts(trial)}{_error(trial)}
+<h3>Verifier inputs</h3>{_inputs_table(trial["verifier_inputs"])}
 <h3>Logs and files</h3>{_links(trial, out_dir)}
 </section>
 </div>

@@ -108,6 +108,7 @@ def trial_entry(job: JobRecord, result: TrialResult) -> dict[str, Any]:
             name for name, value in (rewards or {}).items() if not metric_passed(value)
         ),
         "verifier": _dumped(result.verifier),
+        "verifier_inputs": _dumped(result.verifier_inputs),
         "details": read_json_object(paths.details_json),
         "exception_info": _dumped(result.exception_info),
         "budget_exceeded": _dumped(result.budget_exceeded),

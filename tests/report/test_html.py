@@ -2,13 +2,14 @@
 
 import json
 import re
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
 from browser import CHROMIUM, MISSING_REASON, colour_counts, dump_dom, screenshot
-from jobs_builder import USER, Msg, TrialSpec, build_job
+from jobs_builder import SAMPLE_VERIFIER_INPUTS, USER, Msg, TrialSpec, build_job
 from report_samples import HOSTILE
 
 from orchestra.report.html import report_html, write_report_html
@@ -63,6 +64,24 @@ def test_page_is_self_contained_and_escapes_messages(sample_job: Path) -> None:
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
     assert "&lt;script&gt;document.title=&quot;pwned&quot;" in html
     assert "<b>bold?</b>" not in html
+
+
+def test_each_scored_trial_shows_the_hashes_of_what_its_verifier_judged(
+    sample_job: Path,
+) -> None:
+    report = build_report([sample_job])
+    html = report_html(report, sample_job)
+    scored = [trial for trial in report["trials"] if trial["verifier_inputs"] is not None]
+    assert scored and len(scored) < len(report["trials"])
+    assert html.count("<h3>Verifier inputs</h3>") == len(report["trials"])
+    assert html.count("The verifier did not run.") == len(report["trials"]) - len(scored)
+    assert html.count(f"evidence read: <code>{'e' * 64}</code>") == len(scored)
+    for file in SAMPLE_VERIFIER_INPUTS["files"]:
+        row = (
+            f"<tr><td><code>{escape(file['path'])}</code></td><td>{file['source']}</td>"
+            f'<td class="num">{file["size"]}</td><td><code>{file["sha256"]}</code></td></tr>'
+        )
+        assert html.count(row) == len(scored), row
 
 
 def test_links_are_relative_and_point_at_the_trial_files(sample_job: Path) -> None:
