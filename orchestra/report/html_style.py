@@ -22,6 +22,7 @@ h2 { font-size: 17px; margin: 4px 0 10px; }
 h3 { font-size: 15px; margin: 14px 0 8px; }
 .scroll { overflow-x: auto; }
 table.summary td, table.heat td:nth-child(2) { white-space: nowrap; }
+table.inputs code, p.digest code { overflow-wrap: anywhere; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px;
         margin: 6px 0 10px; }
 table { border-collapse: collapse; width: 100%; }

@@ -102,7 +102,7 @@ def _inputs_table(inputs: dict[str, Any] | None) -> str:
         for file in inputs["files"]
     ]
     return (
-        f"<p>evidence read: <code>{escape(str(evidence or 'none'))}</code></p>"
+        f'<p class="digest">evidence read: <code>{escape(str(evidence or "none"))}</code></p>'
         '<table class="inputs"><tr><th>file</th><th>from</th><th class="num">bytes</th>'
         f"<th>SHA-256</th></tr>{''.join(rows)}</table>"
     )
