@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 from docker_support import BuiltImages
+from tamper_support import tamper_dataset, tamper_problems, tamper_solutions
 
 from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.paths import PROJECT_ROOT, StatePaths
@@ -49,6 +51,12 @@ open("/logs/verifier/network-probe.txt", "w").write(outcome)
 PY
 """
 JOB_TIMEOUT_SECONDS = 600
+#: trial.log's lines naming the agents' container (disconnected after the agents stopped) and
+#: the verifier's (§9.2).
+AGENTS_CONTAINER = re.compile(r"container (?P<name>bo-\S+) disconnected from ")
+VERIFIER_CONTAINER = re.compile(
+    r"verifier container (?P<name>\S+) \((?P<id>[0-9a-f]{12})\) from (?P<image>\S+): no network"
+)
 CONTAINER_WAIT_SECONDS = 120
 
 
@@ -148,6 +156,13 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
     assert config["environment"] == "docker"
     assert config["stack"]["agent_relay_url"] == "ws://host.docker.internal:3600"
 
+    for trial_log in (tmp_path / "jobs" / job).glob("*/trial.log"):
+        text = trial_log.read_text()
+        agents, verifier = AGENTS_CONTAINER.search(text), VERIFIER_CONTAINER.search(text)
+        assert agents and verifier, text
+        assert verifier["name"] != agents["name"], text
+        assert "-agent:" not in verifier["image"], text  # the task's image, no agent layer
+
     probe_files = list(
         (tmp_path / "jobs" / job).glob("reply-to-thread__*/verifier/network-probe.txt")
     )
@@ -155,6 +170,30 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
     probe = probe_files[0].read_text()
     # the relay was reachable from this container while its agents ran (the trial scored)
     assert probe.startswith("refused: "), probe
+    assert _job_containers(job) == []
+
+
+def test_tamper_solutions_get_exactly_what_their_evidence_earns(
+    state_dir: Path, environ: dict[str, str], tmp_path: Path
+) -> None:
+    """The tamper suite (tests/tamper_support.py) in the docker env: as root in the agents'
+    container they replace python3 and sh, edit /tests, plant start-up hooks and reward files,
+    leave a rewriter running; the verifier, in a container of its own, sees none of it."""
+    job = f"docker-tamper-{uuid.uuid4().hex[:8]}"
+    tasks = tamper_dataset(tmp_path / "tasks")
+    argv = _benchmark_argv(tasks, state_dir, tmp_path / "jobs", job)
+    run = subprocess.run(
+        argv, env=environ, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    results = _results(tmp_path / "jobs" / job)
+    problems = {}
+    for solution in tamper_solutions():
+        result = results[solution.task]
+        trial_log = (tmp_path / "jobs" / job / result["trial_name"] / "trial.log").read_text()
+        if found := tamper_problems(solution, result, trial_log, "docker"):
+            problems[solution.name] = [*found, trial_log]
+    assert problems == {}
     assert _job_containers(job) == []
 
 

@@ -378,4 +378,4 @@ def outside_areas(changes: Sequence[str], areas: Sequence[PurePosixPath]) -> lis
         if not any(path == area or area in path.parents or path in area.parents for area in areas)
     ]
     parents = {parent for path in inside for parent in path.parents}
-    return [str(path) for path in inside if path not in parents]
+    return sorted(str(path) for path in inside if path not in parents)
