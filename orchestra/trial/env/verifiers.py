@@ -10,6 +10,7 @@ the path-mapped script on the host (the local env).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 
 from orchestra.paths import TrialPaths
 from orchestra.trial.env.container import remove_container
@@ -21,28 +22,19 @@ from orchestra.verify.outcome import NETWORK_NONE, VerifierRun, conclude_verifie
 Log = Callable[[str], None]
 
 
+@dataclass(frozen=True)
 class ContainerVerifier:
     """§9.2: a fresh container of the task's image per trial, offline, inputs copied in before
     it starts, removed afterwards unless `keep` (`--keep-containers`)."""
 
-    def __init__(
-        self,
-        trial: TrialPaths,
-        *,
-        image: str,
-        job_name: str,
-        trial_id: str,
-        cpus: float,
-        memory_mb: int,
-        keep: bool,
-    ) -> None:
-        self.trial = trial
-        self.image = image
-        self.job_name = job_name
-        self.trial_id = trial_id
-        self.cpus = cpus
-        self.memory_mb = memory_mb
-        self.keep = keep
+    trial: TrialPaths
+    _: KW_ONLY
+    image: str
+    job_name: str
+    trial_id: str
+    cpus: float
+    memory_mb: int
+    keep: bool
 
     async def run(self, inputs: VerifierInputs, timeout_seconds: float, log: Log) -> VerifierRun:
         trial = self.trial
