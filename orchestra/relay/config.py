@@ -45,7 +45,25 @@ class Limits(BaseModel):
     created_at_lower_limit: int = 3600
     created_at_upper_limit: int = 900
     auth_window_seconds: int = 600
-    max_pending_send_bytes: int = 8 * 1024 * 1024
+    max_pending_send_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    # Limits against hostile load (docs/decisions.md, "Relay under hostile load").
+    max_connections: int = Field(4096, gt=0)
+    max_connections_per_ip: int = Field(1024, gt=0)
+    auth_timeout_seconds: float = Field(60.0, gt=0)
+    max_events_per_second: int = Field(1000, gt=0)  # per pubkey; bursts of 5 seconds' worth
+    max_event_bytes_per_second: int = Field(4 * 1024 * 1024, gt=0)  # per pubkey; 4 seconds
+    max_pending_write_bytes: int = Field(1024 * 1024, gt=0)  # per connection
+    max_queued_write_bytes: int = Field(64 * 1024 * 1024, gt=0)  # whole relay
+    max_pending_reqs: int = Field(16, gt=0)  # per connection, waiting for stored results
+    max_filter_values_per_connection: int = Field(100_000, gt=0)  # over all its subscriptions
+
+    @property
+    def events_burst(self) -> int:
+        return 5 * self.max_events_per_second
+
+    @property
+    def event_bytes_burst(self) -> int:
+        return 4 * self.max_event_bytes_per_second
 
 
 class RelayConfig(BaseModel):
@@ -104,6 +122,35 @@ def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+# Limit overrides: variable -> (field, minimum). Unset variables keep the `Limits` defaults.
+LIMIT_VARIABLES = {
+    "BUZZ_RELAY_MAX_MESSAGE_BYTES": ("max_message_bytes", 1),
+    "BUZZ_RELAY_MAX_EVENT_BYTES": ("max_event_bytes", 1),
+    "BUZZ_RELAY_MAX_SUBSCRIPTIONS": ("max_subscriptions", 1),
+    "BUZZ_RELAY_MAX_LIMIT": ("max_limit", 0),
+    "BUZZ_RELAY_MAX_CONNECTIONS": ("max_connections", 1),
+    "BUZZ_RELAY_MAX_CONNECTIONS_PER_IP": ("max_connections_per_ip", 1),
+    "BUZZ_RELAY_MAX_EVENTS_PER_SECOND": ("max_events_per_second", 1),
+    "BUZZ_RELAY_MAX_EVENT_BYTES_PER_SECOND": ("max_event_bytes_per_second", 1),
+    "BUZZ_RELAY_MAX_PENDING_SEND_BYTES": ("max_pending_send_bytes", 1),
+    "BUZZ_RELAY_MAX_PENDING_WRITE_BYTES": ("max_pending_write_bytes", 1),
+    "BUZZ_RELAY_MAX_QUEUED_WRITE_BYTES": ("max_queued_write_bytes", 1),
+    "BUZZ_RELAY_MAX_PENDING_REQS": ("max_pending_reqs", 1),
+    "BUZZ_RELAY_MAX_FILTER_VALUES_PER_CONNECTION": ("max_filter_values_per_connection", 1),
+}
+
+
+def load_limits(env: Mapping[str, str]) -> Limits:
+    overrides: dict[str, object] = {
+        field: _int_env(env, name, 0, minimum)
+        for name, (field, minimum) in LIMIT_VARIABLES.items()
+        if env.get(name)
+    }
+    if env.get("BUZZ_RELAY_AUTH_TIMEOUT_SECS"):
+        overrides["auth_timeout_seconds"] = _float_env(env, "BUZZ_RELAY_AUTH_TIMEOUT_SECS", 0)
+    return Limits(**overrides)
+
+
 def load_config(
     env: Mapping[str, str] | None = None,
     *,
@@ -128,12 +175,7 @@ def load_config(
         except ValueError:
             # Never echo the value: it is a secret.
             raise ConfigError("BUZZ_RELAY_PRIVATE_KEY: not a 64-hex or nsec secret key") from None
-    limits = Limits(
-        max_message_bytes=_int_env(env, "BUZZ_RELAY_MAX_MESSAGE_BYTES", 262_144),
-        max_event_bytes=_int_env(env, "BUZZ_RELAY_MAX_EVENT_BYTES", 131_072),
-        max_subscriptions=_int_env(env, "BUZZ_RELAY_MAX_SUBSCRIPTIONS", 1024),
-        max_limit=_int_env(env, "BUZZ_RELAY_MAX_LIMIT", 500, minimum=0),
-    )
+    limits = load_limits(env)
     return RelayConfig(
         host=host,
         port=port,

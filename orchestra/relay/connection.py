@@ -1,13 +1,17 @@
-"""One WebSocket connection: frame parsing, dispatch, authentication, subscriptions and a
-policed send queue (protocol.md §3, §5, §7, §14)."""
+"""One WebSocket connection: frame parsing, dispatch, authentication, subscriptions and the
+per-connection limits (protocol.md §3, §5, §7, §13, §14).
+
+Reading stops (backpressure) while the connection's unacknowledged writes or queued REQs are
+at their limit; rates answer `rate-limited:`; outbound frames go through the bounded outbox.
+"""
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
-import socket
-from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from websockets.asyncio.server import ServerConnection
@@ -15,13 +19,17 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
 from orchestra.nostr.event import kind_class
-from orchestra.nostr.filters import FilterError, parse_filter
+from orchestra.nostr.filters import Filter, FilterError, parse_filter
 from orchestra.nostr.nip42 import AuthError, check_auth_event
 from orchestra.relay import channel_rules
-from orchestra.relay.fanout import Subscription, event_frame
+from orchestra.relay.fanout import Subscription
+from orchestra.relay.outbox import Outbox
 from orchestra.relay.outcome import AUTH_FIRST, INTERNAL_ERROR, NOT_A_MEMBER, Rejected, WriteResult
 from orchestra.relay.pipeline import validate_event
-from orchestra.relay.storage.queries import query_events
+from orchestra.relay.quotas import PubkeyQuota
+from orchestra.relay.storage.writes import write_charge
+from orchestra.relay.stored import send_stored
+from orchestra.relay.throttle import Budget, LimitLog, TimeSlice
 from orchestra.relay.wire import dumps
 
 if TYPE_CHECKING:
@@ -31,6 +39,11 @@ log = logging.getLogger("buzz.relay.connection")
 
 
 _UNPARSEABLE = object()
+T = TypeVar("T")
+
+
+class _Closed(Exception):
+    """The connection closed while its reading was paused."""
 
 
 def _reject_constant(name: str) -> None:
@@ -56,34 +69,41 @@ def _readable_id(obj: object) -> str | None:
     return None
 
 
+def filter_values(f: Filter) -> int:
+    lists = (f.ids, f.authors, f.kinds, *f.tags.values())
+    return max(1, sum(len(values) for values in lists if values is not None))
+
+
+def describe_peer(websocket: ServerConnection) -> str:
+    peer = websocket.remote_address
+    if not peer:
+        return "unknown peer"
+    host = str(peer[0])
+    return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+
+
 class Connection:
     def __init__(self, relay: "Relay", websocket: ServerConnection) -> None:
         self.relay = relay
+        self.limits = relay.config.limits
         self.websocket = websocket
+        self.limit_log = LimitLog(f"connection {describe_peer(websocket)}")
+        self.outbox = Outbox(websocket, self.limits.max_pending_send_bytes, self.limit_log)
         self.challenge = secrets.token_hex(32)
         self.pubkey: str | None = None
+        self.quota: PubkeyQuota | None = None
         self.subscriptions: dict[str, Subscription] = {}
-        self._outbox: deque[str] = deque()
-        self._pending_bytes = 0
-        self._wake = asyncio.Event()
-        self._closing = False
-        self._close_task: asyncio.Task[None] | None = None
+        self._filter_values = 0
+        self._writes = Budget(self.limits.max_pending_write_bytes)
+        self._stored_queue: asyncio.Queue[Subscription] = asyncio.Queue(
+            self.limits.max_pending_reqs
+        )
+        self._closed: asyncio.Future[None] | None = None
 
     # ---- outbound -------------------------------------------------------------------------
 
     def send(self, frame: str) -> None:
-        if self._closing:
-            return
-        self._outbox.append(frame)
-        self._pending_bytes += len(frame)
-        if self._pending_bytes > self.relay.config.limits.max_pending_send_bytes:
-            self._closing = True
-            self._outbox.clear()
-            log.warning("closing slow consumer %s", self.websocket.remote_address)
-            self._close_task = asyncio.create_task(
-                self.websocket.close(CloseCode.POLICY_VIOLATION, "slow consumer")
-            )
-        self._wake.set()
+        self.outbox.put(frame)
 
     def notice(self, message: str) -> None:
         self.send(dumps(["NOTICE", message]))
@@ -94,56 +114,60 @@ class Connection:
     def closed(self, subid: str, message: str) -> None:
         self.send(dumps(["CLOSED", subid, message]))
 
-    async def _sender(self) -> None:
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
-                # Several queued frames (e.g. the OKs of one group commit): let the kernel
-                # coalesce them into few segments instead of one per frame.
-                corked = len(self._outbox) > 1 and self._set_cork(True)
-                while self._outbox:
-                    frame = self._outbox.popleft()
-                    self._pending_bytes -= len(frame)
-                    await self.websocket.send(frame)
-                if corked:
-                    self._set_cork(False)
-        except ConnectionClosed:
-            self._closing = True
-
-    def _set_cork(self, on: bool) -> bool:
-        sock = self.websocket.transport.get_extra_info("socket")
-        if sock is None or not hasattr(socket, "TCP_CORK"):
-            return False
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1 if on else 0)
-        except OSError:
-            return False
-        return True
-
     # ---- lifecycle ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        sender = asyncio.create_task(self._sender())
+        self._closed = asyncio.ensure_future(self.websocket.wait_closed())
+        sender = asyncio.create_task(self.outbox.run())
+        answerer = asyncio.create_task(self._answer_reqs())
+        deadline = asyncio.get_running_loop().call_later(
+            self.limits.auth_timeout_seconds, self._auth_deadline_passed
+        )
         self.send(dumps(["AUTH", self.challenge]))
+        turn = TimeSlice()
         try:
             async for message in self.websocket:
-                if self._closing:
+                if self.outbox.closing:
                     break
                 await self.handle_frame(message)
-        except ConnectionClosed:
+                await turn.pause_if_due()
+        except (ConnectionClosed, _Closed):
             pass
         finally:
-            self._closing = True  # replies still due (pending writes) are dropped
+            self.outbox.closing = True  # replies still due (pending writes) are dropped
+            self._closed.cancel()
+            deadline.cancel()
             for sub in self.subscriptions.values():
-                self.relay.index.remove(sub)
+                self.relay.fanout.unsubscribe(sub)
             self.subscriptions.clear()
+            answerer.cancel()
             sender.cancel()
+            if self.pubkey is not None:
+                self.relay.quotas.detach(self.pubkey)
+
+    async def _paused(self, wait: Awaitable[T]) -> T:
+        """Await `wait` (reading is paused meanwhile) unless the connection closes first."""
+        assert self._closed is not None
+        waiting = asyncio.ensure_future(wait)
+        await asyncio.wait((waiting, self._closed), return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done():
+            return waiting.result()
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        raise _Closed
+
+    def _auth_deadline_passed(self) -> None:
+        if self.pubkey is not None:
+            return
+        seconds = f"{self.limits.auth_timeout_seconds:g}"
+        self.limit_log.hit("auth_timeout_seconds", f"no AUTH within {seconds} s; closing 1008")
+        self.outbox.close(CloseCode.POLICY_VIOLATION, f"auth-required: no AUTH within {seconds} s")
 
     # ---- inbound --------------------------------------------------------------------------
 
     async def handle_frame(self, message: str | bytes) -> None:
-        limits = self.relay.config.limits
+        limits = self.limits
         if isinstance(message, bytes):
             self.notice("invalid: binary frames are not supported")
             return
@@ -162,15 +186,16 @@ class Connection:
             self.notice("invalid: message must be a JSON array starting with a string")
             return
         try:
-            await self._dispatch(frame)
+            await self._dispatch(frame, len(message))
         except Exception:
-            log.exception("unexpected error while handling a %s frame", frame[0][:16])
+            if self.limit_log.allows("internal error"):
+                log.exception("unexpected error while handling a %s frame", frame[0][:16])
             self._internal_error(frame)
 
-    async def _dispatch(self, frame: list[Any]) -> None:
+    async def _dispatch(self, frame: list[Any], size: int) -> None:
         kind = frame[0]
         if kind == "EVENT":
-            self.on_event(frame)
+            await self.on_event(frame, size)
         elif kind == "REQ":
             await self.on_req(frame)
         elif kind == "CLOSE":
@@ -191,30 +216,56 @@ class Connection:
         else:
             self.notice(INTERNAL_ERROR)
 
-    def on_event(self, frame: list[Any]) -> None:
+    async def on_event(self, frame: list[Any], size: int) -> None:
         obj = frame[1] if len(frame) >= 2 else None
         event_id = _readable_id(obj)
         if len(frame) != 2 or not isinstance(obj, dict):
             self._refuse_event(event_id, "invalid: EVENT needs exactly one event object")
             return
-        if self.pubkey is None:
+        if self.pubkey is None or self.quota is None:
             self._refuse_event(event_id, AUTH_FIRST)
             return
+        over_rate = self.quota.charge(size)
+        if over_rate is not None:
+            self.limit_log.hit("event rate", over_rate)
+            self._refuse_event(event_id, over_rate)
+            return
         try:
-            event = validate_event(obj, self.pubkey, self.relay.config.limits, self.relay.now())
-            if kind_class(event.kind) == "ephemeral":
-                if channel_rules.is_channel_scoped(event):
-                    channel_rules.plan(event, self.relay.cache, self.relay.now())
-                self.relay.index.publish(event)
-                self.ok(event.id, True, "")
-                return
+            event = validate_event(obj, self.pubkey, self.limits, self.relay.now())
+            if kind_class(event.kind) == "ephemeral" and channel_rules.is_channel_scoped(event):
+                channel_rules.plan(event, self.relay.cache, self.relay.now())
         except Rejected as rejected:
             self._refuse_event(event_id, rejected.message)
             return
-        future = self.relay.writer.submit(event)
-        future.add_done_callback(lambda done: self._reply_written(event.id, done))
+        if kind_class(event.kind) == "ephemeral":
+            await self.relay.fanout.publish(event)
+            self.ok(event.id, True, "")
+            return
+        charge = write_charge(event)
+        if self._writes.would_wait(charge):
+            self.limit_log.hit(
+                "max_pending_write_bytes",
+                f"{self._writes.used} bytes of events await the writer; pausing reads",
+            )
+            await self._paused(self._writes.acquire(charge))
+        else:
+            await self._writes.acquire(charge)
+        submit = self.relay.writer.submit(self, event, charge)
+        try:
+            if self.relay.writer.budget.would_wait(charge):
+                self.limit_log.hit(
+                    "max_queued_write_bytes", "the writer's queue is full; pausing reads"
+                )
+                future = await self._paused(submit)
+            else:
+                future = await submit
+        except BaseException:
+            self._writes.release(charge)
+            raise
+        future.add_done_callback(lambda done: self._reply_written(event.id, charge, done))
 
-    def _reply_written(self, event_id: str, done: asyncio.Future[WriteResult]) -> None:
+    def _reply_written(self, event_id: str, charge: int, done: asyncio.Future[WriteResult]) -> None:
+        self._writes.release(charge)
         result = done.result() if not done.cancelled() else WriteResult(False, INTERNAL_ERROR)
         self.ok(event_id, result.accepted, result.message)
 
@@ -225,7 +276,7 @@ class Connection:
             self.ok(event_id, False, message)
 
     async def on_req(self, frame: list[Any]) -> None:
-        limits = self.relay.config.limits
+        limits = self.limits
         subid = frame[1] if len(frame) >= 2 else None
         if not isinstance(subid, str):
             self.notice("invalid: REQ needs a subscription id string")
@@ -253,10 +304,19 @@ class Connection:
         except FilterError as error:
             self.closed(subid, str(error))
             return
-        if subid not in self.subscriptions and len(self.subscriptions) >= limits.max_subscriptions:
+        replaced = self.subscriptions.get(subid)
+        if replaced is None and len(self.subscriptions) >= limits.max_subscriptions:
+            self.limit_log.hit("max_subscriptions", f"{limits.max_subscriptions} subscriptions")
             self.closed(
                 subid, f"restricted: too many subscriptions (max {limits.max_subscriptions})"
             )
+            return
+        values = sum(filter_values(f) for f in filters)
+        held = self._filter_values - (self._values_of(replaced) if replaced else 0)
+        if held + values > limits.max_filter_values_per_connection:
+            cap = limits.max_filter_values_per_connection
+            self.limit_log.hit("max_filter_values_per_connection", f"{cap} filter values")
+            self.closed(subid, f"restricted: too many filter values on this connection (max {cap})")
             return
         for f in filters:
             for channel_id in f.tags.get("h", ()):
@@ -264,32 +324,57 @@ class Connection:
                     self.closed(subid, NOT_A_MEMBER)
                     return
         self._unsubscribe(subid)
-        sub = Subscription(subid, filters, self.pubkey, self.send)
+        sub = Subscription(subid, filters, self.pubkey, self.outbox)
         self.subscriptions[subid] = sub
-        self.relay.index.add(sub)
-        try:
-            rows = await query_events(self.relay.pool, filters, self.pubkey)
-        except Exception:
-            log.exception("query for subscription failed")
-            self._unsubscribe(subid)
-            self.closed(subid, INTERNAL_ERROR)
-            return
-        if self.subscriptions.get(subid) is not sub:
-            return  # closed or replaced while the query ran
-        sent = set()
-        for raw, event_id, _ in rows:
-            sent.add(event_id)
-            self.send(event_frame(subid, raw))
-        self.send(dumps(["EOSE", subid]))
-        pending, sub.pending = sub.pending or [], None
-        for event_id, raw in pending:
-            if event_id not in sent:
-                self.send(event_frame(subid, raw))
+        self._filter_values += values
+        self.relay.fanout.subscribe(sub)
+        if self._stored_queue.full():
+            self.limit_log.hit(
+                "max_pending_reqs", f"{limits.max_pending_reqs} REQs await results; pausing reads"
+            )
+            await self._paused(self._stored_queue.put(sub))
+        else:
+            self._stored_queue.put_nowait(sub)
+
+    @staticmethod
+    def _values_of(sub: Subscription) -> int:
+        return sum(filter_values(f) for f in sub.filters)
+
+    async def _answer_reqs(self) -> None:
+        """Send stored results, one REQ at a time in arrival order, then EOSE and the live
+        matches held back meanwhile (no gap, no duplicate: §5.3)."""
+        while True:
+            sub = await self._stored_queue.get()
+            if self.subscriptions.get(sub.subid) is not sub:
+                continue
+            try:
+                sent = await send_stored(
+                    self.relay.pool,
+                    sub.filters,
+                    self.pubkey,
+                    self.outbox,
+                    sub.frame_prefix,
+                    lambda sub=sub: self.subscriptions.get(sub.subid) is sub,
+                )
+            except Exception as error:
+                if self.limit_log.allows("query failed"):
+                    log.warning("stored results for a subscription failed: %s", error)
+                if self.subscriptions.get(sub.subid) is sub:
+                    self._unsubscribe(sub.subid)
+                    self.closed(sub.subid, INTERNAL_ERROR)
+                continue
+            if sent is None:
+                continue  # closed or replaced meanwhile
+            self.send(dumps(["EOSE", sub.subid]))
+            for event_id, raw in sub.take_pending():
+                if event_id not in sent:
+                    self.send(sub.frame_prefix + raw + "]")
 
     def _unsubscribe(self, subid: str) -> None:
         sub = self.subscriptions.pop(subid, None)
         if sub is not None:
-            self.relay.index.remove(sub)
+            self._filter_values -= self._values_of(sub)
+            self.relay.fanout.unsubscribe(sub)
 
     def on_close(self, frame: list[Any]) -> None:
         if len(frame) >= 2 and isinstance(frame[1], str):
@@ -317,5 +402,7 @@ class Connection:
                 event.id, False, "restricted: connection is already authenticated as another pubkey"
             )
             return
-        self.pubkey = event.pubkey
+        if self.pubkey is None:
+            self.pubkey = event.pubkey
+            self.quota = self.relay.quotas.attach(event.pubkey)
         self.ok(event.id, True, "")

@@ -55,6 +55,15 @@ def relay_information(relay: "Relay") -> dict[str, Any]:
             "max_filters_per_req": limits.max_filters_per_req,
             "max_filter_values": limits.max_filter_values,
             "auth_window_seconds": limits.auth_window_seconds,
+            "auth_timeout_seconds": limits.auth_timeout_seconds,
+            "max_connections": relay.admission.max_total,
+            "max_connections_per_ip": limits.max_connections_per_ip,
+            "max_events_per_second": limits.max_events_per_second,
+            "max_event_bytes_per_second": limits.max_event_bytes_per_second,
+            "max_pending_send_bytes": limits.max_pending_send_bytes,
+            "max_pending_write_bytes": limits.max_pending_write_bytes,
+            "max_pending_reqs": limits.max_pending_reqs,
+            "max_filter_values_per_connection": limits.max_filter_values_per_connection,
             "channel_kinds": [9, 9000, 9001, 9002, 9007, 9021, 9022],
             "state_kinds": list(STATE_KINDS),
             "memory_kind": 30174,
@@ -78,7 +87,7 @@ def _json(status: int, reason: str, payload: dict[str, Any]) -> Response:
 async def readiness(relay: "Relay") -> Response:
     try:
         async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
-            await relay.pool.fetchval("SELECT 1")
+            await relay.write_pool.fetchval("SELECT 1")
     except Exception as error:  # any failure means "not ready"; the reason is reported
         reason = str(error) or type(error).__name__
         return _json(503, "Service Unavailable", {"status": "unavailable", "error": reason})

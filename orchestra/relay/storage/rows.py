@@ -49,7 +49,7 @@ def db_text(value: str) -> str:
     return value.replace("\x00", "\ufffd") if "\x00" in value else value
 
 
-def _is_indexed_tag(tag: Sequence[str]) -> bool:
+def is_indexed_tag(tag: Sequence[str]) -> bool:
     return len(tag) >= 2 and len(tag[0]) == 1 and tag[0].isascii() and tag[0].isalpha()
 
 
@@ -81,7 +81,7 @@ async def insert_events(
         for column, value in zip(columns, row, strict=True):
             column.append(value)
         for tag in event.tags:
-            if _is_indexed_tag(tag):
+            if is_indexed_tag(tag):
                 for column, value in zip(
                     tag_columns,
                     (event.id, tag[0], db_text(tag[1]), event.kind, event.created_at),
