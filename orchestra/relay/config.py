@@ -46,6 +46,7 @@ class Limits(BaseModel):
     created_at_upper_limit: int = 900
     auth_window_seconds: int = 600
     max_pending_send_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    max_pending_send_bytes_total: int = Field(128 * 1024 * 1024, gt=0)  # all connections
     # Limits against hostile load (docs/decisions.md, "Relay under hostile load").
     max_connections: int = Field(4096, gt=0)
     max_connections_per_ip: int = Field(1024, gt=0)
@@ -133,6 +134,7 @@ LIMIT_VARIABLES = {
     "BUZZ_RELAY_MAX_EVENTS_PER_SECOND": ("max_events_per_second", 1),
     "BUZZ_RELAY_MAX_EVENT_BYTES_PER_SECOND": ("max_event_bytes_per_second", 1),
     "BUZZ_RELAY_MAX_PENDING_SEND_BYTES": ("max_pending_send_bytes", 1),
+    "BUZZ_RELAY_MAX_PENDING_SEND_BYTES_TOTAL": ("max_pending_send_bytes_total", 1),
     "BUZZ_RELAY_MAX_PENDING_WRITE_BYTES": ("max_pending_write_bytes", 1),
     "BUZZ_RELAY_MAX_QUEUED_WRITE_BYTES": ("max_queued_write_bytes", 1),
     "BUZZ_RELAY_MAX_PENDING_REQS": ("max_pending_reqs", 1),

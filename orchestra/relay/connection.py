@@ -88,7 +88,9 @@ class Connection:
         self.limits = relay.config.limits
         self.websocket = websocket
         self.limit_log = LimitLog(f"connection {describe_peer(websocket)}")
-        self.outbox = Outbox(websocket, self.limits.max_pending_send_bytes, self.limit_log)
+        self.outbox = Outbox(
+            websocket, self.limits.max_pending_send_bytes, relay.send_total, self.limit_log
+        )
         self.challenge = secrets.token_hex(32)
         self.pubkey: str | None = None
         self.quota: PubkeyQuota | None = None
@@ -134,7 +136,7 @@ class Connection:
         except (ConnectionClosed, _Closed):
             pass
         finally:
-            self.outbox.closing = True  # replies still due (pending writes) are dropped
+            self.outbox.finish()  # replies still due (pending writes) are dropped
             self._closed.cancel()
             deadline.cancel()
             for sub in self.subscriptions.values():
@@ -187,6 +189,8 @@ class Connection:
             return
         try:
             await self._dispatch(frame, len(message))
+        except _Closed:
+            raise
         except Exception:
             if self.limit_log.allows("internal error"):
                 log.exception("unexpected error while handling a %s frame", frame[0][:16])
@@ -368,7 +372,7 @@ class Connection:
             self.send(dumps(["EOSE", sub.subid]))
             for event_id, raw in sub.take_pending():
                 if event_id not in sent:
-                    self.send(sub.frame_prefix + raw + "]")
+                    self.outbox.put_event(sub.frame_prefix, raw)
 
     def _unsubscribe(self, subid: str) -> None:
         sub = self.subscriptions.pop(subid, None)

@@ -25,10 +25,6 @@ log = logging.getLogger("buzz.relay.fanout")
 MAX_QUEUED_EVENTS = 10_000
 
 
-def event_frame(subid: str, raw: str) -> str:
-    return '["EVENT",' + dumps(subid) + "," + raw + "]"
-
-
 @dataclass(eq=False)
 class Subscription:
     """One REQ of one connection. While `pending` is a list, live matches are held there (the
@@ -48,7 +44,7 @@ class Subscription:
 
     def deliver(self, event: Event) -> None:
         if self.pending is None:
-            self.outbox.put(self.frame_prefix + event.raw + "]")
+            self.outbox.put_event(self.frame_prefix, event.raw)
         elif self.outbox.hold(len(event.raw)):
             self.pending.append((event.id, event.raw))
             self.pending_bytes += len(event.raw)

@@ -61,6 +61,7 @@ def relay_information(relay: "Relay") -> dict[str, Any]:
             "max_events_per_second": limits.max_events_per_second,
             "max_event_bytes_per_second": limits.max_event_bytes_per_second,
             "max_pending_send_bytes": limits.max_pending_send_bytes,
+            "max_pending_send_bytes_total": limits.max_pending_send_bytes_total,
             "max_pending_write_bytes": limits.max_pending_write_bytes,
             "max_pending_reqs": limits.max_pending_reqs,
             "max_filter_values_per_connection": limits.max_filter_values_per_connection,

@@ -26,6 +26,7 @@ CLOCK_SLACK_SECONDS = 5
 EXPIRY_SLACK_SECONDS = 300
 
 Key = tuple[Hashable, ...]
+_REMOVED = Filter()  # what a removed entry keeps, so a pending move pins nothing of its owner
 
 
 @dataclass(eq=False, slots=True)
@@ -36,6 +37,7 @@ class Entry:
     filter: Filter
     keys: tuple[Key, ...] | None  # None: filed under no value (tested against every event)
     home: "_KeyIndex | None" = None
+    scheduled: bool = False  # a move between indexes is pending for it
 
 
 def filter_keys(f: Filter) -> tuple[Key, ...] | None:
@@ -55,9 +57,15 @@ def filter_keys(f: Filter) -> tuple[Key, ...] | None:
     return None
 
 
+# Dictionaries never shrink by themselves: one that has lost this share of its keys since its
+# peak is copied, so the memory of a flood of subscriptions goes back.
+SHRINK_BELOW = 4
+
+
 class _KeyIndex:
     def __init__(self) -> None:
         self._by_key: dict[Key, list[Entry]] = {}
+        self._peak = 0
         self._unkeyed: list[Entry] = []
         self._letters: dict[str, int] = {}  # tag letters in use -> number of keys
 
@@ -77,6 +85,7 @@ class _KeyIndex:
                     self._letters[key[0]] = self._letters.get(key[0], 0) + 1
             else:
                 entries.append(entry)
+        self._peak = max(self._peak, len(self._by_key))
 
     def remove(self, entry: Entry) -> None:
         entry.home = None
@@ -92,6 +101,9 @@ class _KeyIndex:
                     self._letters[key[0]] -= 1
                     if not self._letters[key[0]]:
                         del self._letters[key[0]]
+        if self._peak > 1024 and len(self._by_key) * SHRINK_BELOW < self._peak:
+            self._by_key = dict(self._by_key)
+            self._peak = len(self._by_key)
 
     def candidates(self, event: Event) -> Iterator[list[Entry]]:
         """Lists of entries that may match `event` (a list can come up more than once)."""
@@ -129,6 +141,7 @@ class SubscriptionIndex:
         # The age beyond which no event is accepted: past entries older than that are dropped.
         self._lower_limit = lower_limit_seconds
         self._moves: list[tuple[int, int, Entry]] = []  # (when, tie-break, entry)
+        self._dead_moves = 0  # moves of entries removed since (skipped when due)
         self._sequence = itertools.count()
         self._now = 0
 
@@ -145,7 +158,17 @@ class SubscriptionIndex:
 
     def remove(self, entry: Entry) -> None:
         if entry.home is not None:
-            entry.home.remove(entry)  # its pending moves are skipped once it has no home
+            entry.home.remove(entry)  # its pending move is skipped once it has no home
+        entry.owner, entry.filter, entry.keys = None, _REMOVED, None
+        if entry.scheduled:
+            entry.scheduled = False
+            self._dead_moves += 1
+            # Compact once half are dead: removed entries would otherwise linger (and keep
+            # the memory pages they sit on) until their time comes, maybe years ahead.
+            if self._dead_moves * 2 > len(self._moves):
+                self._moves = [move for move in self._moves if move[2].scheduled]
+                heapq.heapify(self._moves)
+                self._dead_moves = 0
 
     def _place(self, entry: Entry) -> bool:
         f, now = entry.filter, self._now
@@ -165,6 +188,7 @@ class SubscriptionIndex:
         return True
 
     def _schedule(self, when: int, entry: Entry) -> None:
+        entry.scheduled = True
         heapq.heappush(self._moves, (when, next(self._sequence), entry))
 
     def advance(self, now: int) -> None:
@@ -173,8 +197,11 @@ class SubscriptionIndex:
         moves = self._moves
         while moves and moves[0][0] <= self._now:
             _, _, entry = heapq.heappop(moves)
-            if entry.home is None:
+            if not entry.scheduled:
+                self._dead_moves -= 1
                 continue  # removed meanwhile
+            entry.scheduled = False
+            assert entry.home is not None
             entry.home.remove(entry)
             self._place(entry)
 

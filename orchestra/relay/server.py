@@ -18,6 +18,7 @@ from orchestra.relay.connection import Connection
 from orchestra.relay.fanout import Fanout
 from orchestra.relay.http import make_process_request
 from orchestra.relay.memory import release_free_memory
+from orchestra.relay.outbox import SendTotal
 from orchestra.relay.quotas import Quotas
 from orchestra.relay.storage.migrate import migrate
 from orchestra.relay.storage.writes import Writer
@@ -30,7 +31,7 @@ TRANSPORT_MAX_FRAME_BYTES = 1024 * 1024
 QUERY_POOL_SIZE = 4
 WRITE_POOL_SIZE = 2
 CONNECT_RETRY_SECONDS = 60.0
-HOUSEKEEPING_SECONDS = 10.0
+HOUSEKEEPING_SECONDS = 5.0
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -85,6 +86,7 @@ class Relay:
         self.cache = ChannelCache()
         self.fanout = Fanout(self.cache, self.now, config.limits.created_at_lower_limit)
         self.quotas = Quotas(config.limits)
+        self.send_total = SendTotal(config.limits.max_pending_send_bytes_total)
         self.admission = Admission(
             effective_max_connections(config.limits.max_connections),
             config.limits.max_connections_per_ip,

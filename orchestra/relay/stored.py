@@ -59,6 +59,6 @@ async def send_stored(
         for row in page:
             raw = row.raw if row.raw is not None else fetched.get(row.id)
             if raw is not None:  # None: replaced by a newer version since the query
-                outbox.put(frame_prefix + raw + "]")
+                outbox.put_event(frame_prefix, raw)
                 sent.add(row.id)
     return sent

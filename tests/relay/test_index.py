@@ -135,3 +135,15 @@ def test_time_bounds_move_filters_between_indexes():
     oldest = sign_event(author, 1, "", created_at=NOW + 100 + EXPIRY_SLACK_SECONDS)
     assert [e.owner for e in index.candidates(oldest)] == ["later"]
     assert index.add("dead", parse_filter({"until": NOW}), NOW + 2 * 86_400) is None
+
+
+def test_removed_filters_leave_nothing_behind():
+    index = SubscriptionIndex(LOWER_LIMIT)
+    entries = []
+    for n in range(3000):
+        entries.append(index.add(n, parse_filter({"since": NOW + 10**7, "kinds": [n]}), NOW))
+        entries.append(index.add(n, parse_filter({"authors": [os.urandom(32).hex()]}), NOW))
+    for entry in entries:
+        index.remove(entry)
+    assert len(index) == 0
+    assert index._moves == []  # the schedule of dormant filters is compacted too

@@ -13,6 +13,7 @@ import websockets
 from websockets.asyncio.client import connect as ws_connect
 
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.nip42 import make_auth_event
 from orchestra.relay import stored
 
 
@@ -114,6 +115,26 @@ async def test_pending_writes_stop_reading_the_connection(relay_with, connect, m
     assert sorted(frames[2:]) == sorted([oks[2], ["EOSE", "after"]])
 
 
+async def test_a_paused_connection_ends_when_its_client_leaves(
+    relay_with, connect, monkeypatch, caplog
+):
+    relay = await relay_with(max_pending_write_bytes=1)
+    client = await connect(relay.url)
+    paused = watch_limit(connection_of(relay, client), "max_pending_write_bytes")
+    entered, release = hold_writer(relay, monkeypatch)
+    for n in range(2):
+        await client.send(["EVENT", client.sign(1, f"queued {n}").to_dict()])
+    await entered.wait()
+    await paused.wait()
+    await client.close()
+    # Its handler returns although the writer has not moved: the server can close at once.
+    relay._server.close(close_connections=True)
+    await asyncio.wait_for(relay._server.wait_closed(), 10)
+    release.set()
+    assert not relay.connections
+    assert "unexpected error" not in caplog.text
+
+
 async def test_full_write_queue_stops_reading_every_writer(relay_with, connect, monkeypatch):
     relay = await relay_with(max_queued_write_bytes=1)
     first, second = await connect(relay.url), await connect(relay.url)
@@ -178,6 +199,48 @@ async def test_filter_values_per_connection(relay_with, connect):
     assert (await client.req("a", {"kinds": [1, 2, 3, 4, 5], "limit": 0}))[1] == ["EOSE", "a"]
     await client.send(["CLOSE", "a"])
     assert (await client.req("b", {"kinds": [1, 2, 3], "limit": 0}))[1] == ["EOSE", "b"]
+
+
+async def slow_reader(url: str) -> websockets.ClientConnection:
+    """Authenticated, subscribed to ephemeral kind 20001, and never reading again."""
+    ws = await ws_connect(url, max_queue=1, max_size=None)
+    challenge = orjson.loads(await ws.recv())[1]
+    await ws.send(
+        orjson.dumps(["AUTH", make_auth_event(Keys.generate(), url, challenge).to_dict()]).decode()
+    )
+    assert orjson.loads(await ws.recv())[2] is True
+    await ws.send('["REQ","flood",{"kinds":[20001],"limit":0}]')
+    assert orjson.loads(await ws.recv())[0] == "EOSE"
+    return ws
+
+
+async def test_slow_readers_together_are_bounded(relay_with, connect, caplog):
+    caplog.set_level(logging.WARNING, "buzz.relay.limits")
+    # Alone, each reader could hold 16 MiB; together they may hold 2 MiB.
+    relay = await relay_with(
+        max_pending_send_bytes=16 * 2**20, max_pending_send_bytes_total=2 * 2**20
+    )
+    readers = [await slow_reader(relay.url) for _ in range(2)]
+    healthy = await connect(relay.url)
+    await healthy.req("live", {"kinds": [20001], "limit": 0})
+    publisher = await connect(relay.url)
+    big = "x" * 90_000
+    for n in range(180):  # within the publisher's byte rate
+        await publisher.send(["EVENT", publisher.sign(20001, f"{n}{big}").to_dict()])
+        await healthy.next_event("live")
+        if all(r.protocol.close_rcvd is not None or r.close_code for r in readers):
+            break
+    for reader in readers:
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            async with asyncio.timeout(20):
+                while True:
+                    await reader.recv()
+        assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1008, "slow consumer")
+    assert len(limit_hits(caplog, "max_pending_send_bytes")) == 2
+    assert all(
+        "while all connections have" in hit for hit in limit_hits(caplog, "max_pending_send_bytes")
+    )
+    assert relay.send_total.bytes < 2 * 2**20
 
 
 async def refused(url: str, **kwargs) -> tuple[int, str]:

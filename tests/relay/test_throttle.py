@@ -83,24 +83,34 @@ def test_limit_log_reports_once_a_minute(caplog):
     ]
 
 
-def test_fair_queue_serves_occasional_sources_first_then_takes_turns():
-    queue: FairQueue[str] = FairQueue()
-    for n in range(4):
-        queue.put("flood", f"f{n}")
-    assert queue.take(2, 100, lambda job: 1) == ["f0", "f1"]
-    for n in range(4, 6):
-        queue.put("flood", f"f{n}")
-    queue.put("other flood", "o0")
-    queue.put("other flood", "o1")
-    queue.put("probe", "p0")
-    # The sources that just became active go first; the busy ones take turns.
-    assert queue.take(5, 100, lambda job: 1) == ["o0", "p0", "f2", "o1", "f3"]
-    assert queue.take(10, 100, lambda job: 1) == ["f4", "f5"]
+def test_fair_queue_serves_occasional_sources_first():
+    queue: FairQueue[tuple[str, int]] = FairQueue(quantum=10)
+    for n in range(10):
+        queue.put("flood", (f"f{n}", 4))
+
+    def cost(job: tuple[str, int]) -> int:
+        return job[1]
+
+    def names(batch: list[tuple[str, int]]) -> list[str]:
+        return [name for name, _ in batch]
+
+    assert names(queue.take(100, 12, cost)) == ["f0", "f1", "f2"]
+    queue.put("probe", ("p0", 1))
+    assert names(queue.take(100, 12, cost)) == ["p0", "f3", "f4"]
+
+
+def test_fair_queue_shares_by_cost_not_by_count():
+    queue: FairQueue[tuple[str, int]] = FairQueue(quantum=10)
+    queue.put("big", ("b0", 25))  # more than one quantum: it waits for its share to build up
+    for n in range(3):
+        queue.put("small", (f"s{n}", 1))
+    batch = queue.take(100, 30, lambda job: job[1])
+    assert [name for name, _ in batch] == ["s0", "s1", "s2", "b0"]
     assert len(queue) == 0
 
 
 def test_fair_queue_batches_are_bounded_by_cost_but_never_empty():
-    queue: FairQueue[int] = FairQueue()
+    queue: FairQueue[int] = FairQueue(quantum=500)
     for cost in (2500, 10, 10):
         queue.put("a", cost)
     assert queue.take(100, 2000, lambda cost: cost) == [2500]  # alone over the bound

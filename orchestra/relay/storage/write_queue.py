@@ -1,9 +1,11 @@
 """The writer's queue: jobs per source (a connection), taken in fair, cost-bounded batches.
 
-A source whose queue was empty when its job arrived (a client sending now and then) is
-served before the sources that keep their queues full (a client pipelining a flood), and
-those take turns one job at a time. Together with the cost bound of a batch this keeps an
-occasional writer's wait to about two batches whatever the others send.
+Deficit round robin over the sources' estimated database work: each turn a source may spend
+`quantum` units, so a source sending large events gets no more of the writer than one sending
+small ones. A source whose queue was empty when its job arrived (a client sending now and
+then) is served before the sources that keep their queues full (a client pipelining a flood).
+Together with the cost bound of a batch this keeps an occasional writer's wait to about two
+batches whatever the others send.
 """
 
 import asyncio
@@ -15,8 +17,10 @@ Job = TypeVar("Job")
 
 
 class FairQueue(Generic[Job]):
-    def __init__(self) -> None:
+    def __init__(self, quantum: int) -> None:
+        self.quantum = quantum
         self._jobs: dict[Hashable, deque[Job]] = {}
+        self._credit: dict[Hashable, int] = {}
         self._fresh: deque[Hashable] = deque()
         self._busy: deque[Hashable] = deque()
         self._ready = asyncio.Event()
@@ -28,6 +32,7 @@ class FairQueue(Generic[Job]):
         jobs = self._jobs.get(source)
         if jobs is None:
             jobs = self._jobs[source] = deque()
+            self._credit[source] = self.quantum
             self._fresh.append(source)
         jobs.append(job)
         self._ready.set()
@@ -49,15 +54,20 @@ class FairQueue(Generic[Job]):
             source = turns[0]
             jobs = self._jobs[source]
             job_cost = cost(jobs[0])
+            if self._credit[source] < job_cost:
+                # Its share of this round is spent: next turn, with one more quantum.
+                turns.popleft()
+                self._credit[source] += self.quantum
+                self._busy.append(source)
+                continue
             if batch and spent + job_cost > max_cost:
                 break
-            turns.popleft()
             batch.append(jobs.popleft())
             spent += job_cost
-            if jobs:
-                self._busy.append(source)
-            else:
-                del self._jobs[source]
+            self._credit[source] -= job_cost
+            if not jobs:
+                turns.popleft()
+                del self._jobs[source], self._credit[source]
         if not self._jobs:
             self._ready.clear()
         return batch

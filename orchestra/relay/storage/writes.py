@@ -44,6 +44,8 @@ log = logging.getLogger("buzz.relay.writer")
 # ~20 ms each, however large the events queued ahead of it are (docs/performance.md).
 MAX_BATCH_JOBS = 256
 MAX_BATCH_COST = 2000
+# Work a connection may have done per turn while others wait (deficit round robin).
+WRITE_QUANTUM = 500
 EVENT_COST = 5
 CHANNEL_OPERATION_COST = 400
 # Memory an event holds while queued, for the write budgets (its tags are separate objects).
@@ -138,7 +140,7 @@ class Writer:
         self._fanout = fanout
         self._relay_keys = relay_keys
         self._clock = clock
-        self._queue: FairQueue[_Job | _Sweep] = FairQueue()
+        self._queue: FairQueue[_Job | _Sweep] = FairQueue(WRITE_QUANTUM)
         self.budget = Budget(max_queued_bytes)
         self._stopping = False
 
