@@ -12,6 +12,7 @@ import asyncpg
 
 from orchestra.relay.config import ConfigError, RelayConfig, ignored_variables_set, load_config
 from orchestra.relay.embedded_db import EmbeddedPostgres
+from orchestra.relay.memory import manual_full_collections
 from orchestra.relay.server import DatabaseUnavailable, Relay, connect_pool
 from orchestra.relay.storage.migrate import migrate
 
@@ -78,6 +79,7 @@ async def _serve(config: RelayConfig, url: str) -> int:
     _raise_open_file_limit()
     relay = Relay(config, url)
     await relay.start()
+    manual_full_collections()  # the process is the relay's alone
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

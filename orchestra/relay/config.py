@@ -53,7 +53,7 @@ class Limits(BaseModel):
     auth_timeout_seconds: float = Field(60.0, gt=0)
     max_events_per_second: int = Field(1000, gt=0)  # per pubkey; bursts of 5 seconds' worth
     max_event_bytes_per_second: int = Field(4 * 1024 * 1024, gt=0)  # per pubkey; 4 seconds
-    max_pending_write_bytes: int = Field(1024 * 1024, gt=0)  # per connection
+    max_pending_write_bytes: int = Field(64 * 1024, gt=0)  # per connection
     max_queued_write_bytes: int = Field(64 * 1024 * 1024, gt=0)  # whole relay
     max_pending_reqs: int = Field(16, gt=0)  # per connection, waiting for stored results
     max_filter_values_per_connection: int = Field(100_000, gt=0)  # over all its subscriptions

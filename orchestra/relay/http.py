@@ -105,6 +105,7 @@ def make_process_request(relay: "Relay"):
         if path != "/":
             return _response(404, "Not Found", "text/plain", b"Not found\n")
         if "websocket" in request.headers.get("Upgrade", "").lower():
+            await relay.handshakes.wait_turn()
             return None
         if "application/nostr+json" in request.headers.get("Accept", ""):
             return _response(

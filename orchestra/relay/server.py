@@ -11,13 +11,18 @@ import asyncpg
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from orchestra.nostr.keys import Keys
-from orchestra.relay.admission import Admission, LoopErrorFilter, effective_max_connections
+from orchestra.relay.admission import (
+    Admission,
+    HandshakePacer,
+    LoopErrorFilter,
+    effective_max_connections,
+)
 from orchestra.relay.channels import ChannelCache
 from orchestra.relay.config import RelayConfig
 from orchestra.relay.connection import Connection
 from orchestra.relay.fanout import Fanout
 from orchestra.relay.http import make_process_request
-from orchestra.relay.memory import release_free_memory
+from orchestra.relay.memory import FullCollections, release_free_memory
 from orchestra.relay.outbox import SendTotal
 from orchestra.relay.quotas import Quotas
 from orchestra.relay.storage.migrate import migrate
@@ -32,6 +37,9 @@ QUERY_POOL_SIZE = 4
 WRITE_POOL_SIZE = 2
 CONNECT_RETRY_SECONDS = 60.0
 HOUSEKEEPING_SECONDS = 5.0
+# New WebSocket connections beyond a burst are spread out (admission.py, HandshakePacer).
+HANDSHAKES_PER_SECOND = 500
+HANDSHAKE_BURST = 100
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -91,6 +99,7 @@ class Relay:
             effective_max_connections(config.limits.max_connections),
             config.limits.max_connections_per_ip,
         )
+        self.handshakes = HandshakePacer(HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
         self.connections: set[Connection] = set()
         self.pool: asyncpg.Pool  # stored-result queries
         self.write_pool: asyncpg.Pool  # the writer and /_readiness
@@ -162,11 +171,17 @@ class Relay:
             await self.writer.sweep_ttl()
 
     async def _housekeeping(self) -> None:
-        """Forget idle pubkey quotas, and return memory freed since the last round (after a
-        flood) to the operating system while the relay is quiet."""
+        """Forget idle pubkey quotas; collect cyclic garbage when that is cheap (memory.py);
+        return memory freed since the last round (after a flood) to the operating system while
+        the relay is quiet."""
+        collections = FullCollections()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             self.quotas.prune()
+            if collections.due(
+                len(self.fanout.index), self.admission.total, self.writer.budget.used
+            ):
+                collections.collect()
             if self.writer.budget.used == 0:
                 release_free_memory()
 

@@ -12,7 +12,7 @@ log = logging.getLogger("buzz.relay.limits")
 LIMIT_LOG_INTERVAL_SECONDS = 60.0
 # How long one connection (or the writer, or fan-out) may keep the event loop before it lets
 # the others run: frames already buffered are otherwise handled back to back.
-TIME_SLICE_SECONDS = 0.002
+TIME_SLICE_SECONDS = 0.001
 
 
 class TimeSlice:

@@ -20,7 +20,7 @@ HOSTILE_LOAD_LIMITS = {
     "max_event_bytes_per_second": 4 * 1024 * 1024,
     "max_pending_send_bytes": 8 * 1024 * 1024,
     "max_pending_send_bytes_total": 128 * 1024 * 1024,
-    "max_pending_write_bytes": 1024 * 1024,
+    "max_pending_write_bytes": 64 * 1024,
     "max_pending_reqs": 16,
     "max_filter_values_per_connection": 100_000,
 }

@@ -3,6 +3,7 @@
 connection is closed at its deadline, each limit is logged once per connection per minute."""
 
 import asyncio
+import gc
 import logging
 import math
 import time
@@ -11,10 +12,16 @@ import orjson
 import pytest
 import websockets
 from websockets.asyncio.client import connect as ws_connect
+from websockets.server import ServerProtocol
 
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.nip42 import make_auth_event
 from orchestra.relay import stored
+
+UPGRADE = (
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+)
 
 
 def connection_of(relay, client):
@@ -281,6 +288,29 @@ async def test_connections_per_ip(relay_with, connect, caplog):
         await gone.wait()
     assert relay.admission.per_ip == {"127.0.0.1": 1}
     await (await connect(relay.url)).ok(1, "room again")
+
+
+async def test_a_closed_connection_is_freed_without_the_garbage_collector(relay_with):
+    relay = await relay_with()
+    gone = released(relay)
+    gc.collect()
+    gc.disable()  # what is freed now is freed by reference counting alone
+    try:
+        for _ in range(5):
+            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
+            writer.write(UPGRADE)
+            assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 101")
+            writer.close()  # no closing handshake: websockets' parser ends on an error
+            await writer.wait_closed()
+            gone.clear()
+            await gone.wait()
+        handlers = set(relay._server.handler_tasks)
+        if handlers:
+            await asyncio.wait(handlers)  # the handlers' own clean-up
+        alive = [o for o in gc.get_objects() if isinstance(o, ServerProtocol)]
+        assert alive == []
+    finally:
+        gc.enable()
 
 
 async def test_connections_in_total(relay_with, connect):

@@ -1,12 +1,15 @@
 """The primitives behind the relay's limits: token bucket, budget, limit log, the writer's fair
-queue and the listener's error filter (relay/throttle.py, storage/write_queue.py,
-admission.py)."""
+queue, the handshake pacer, the listener's error filter and the full-collection policy
+(relay/throttle.py, storage/write_queue.py, admission.py, memory.py)."""
 
 import asyncio
 import errno
 import logging
 
-from orchestra.relay.admission import LoopErrorFilter
+import pytest
+
+from orchestra.relay.admission import HandshakePacer, LoopErrorFilter
+from orchestra.relay.memory import FullCollections
 from orchestra.relay.storage.write_queue import FairQueue
 from orchestra.relay.throttle import Budget, LimitLog, TokenBucket
 
@@ -138,3 +141,28 @@ def test_running_out_of_descriptors_is_one_line_a_minute(caplog):
     )
     assert records[0].exc_info is None
     assert records[1].getMessage() == "something else"  # other errors keep the default handling
+
+
+def test_handshakes_beyond_a_burst_are_spread_out():
+    clock = Clock()
+    pacer = HandshakePacer(rate=10, burst=3, clock=clock)
+    delays = [pacer.delay() for _ in range(6)]
+    assert delays == pytest.approx([0, 0, 0, 0, 0.1, 0.2])
+    clock.now += 60
+    assert pacer.delay() == 0
+
+
+def test_full_collections_only_while_cheap_and_spaced_by_their_cost():
+    clock = Clock()
+    collections = FullCollections(clock=clock)
+    assert not collections.due(filters=200_000, connections=0, queued_write_bytes=0)
+    assert not collections.due(filters=0, connections=1000, queued_write_bytes=0)
+    assert collections.due(filters=100, connections=10, queued_write_bytes=0)
+    ticks = iter([clock.now, clock.now + 0.5])  # a collection that took half a second
+    collections._clock = lambda: next(ticks)
+    collections.collect()
+    collections._clock = clock
+    clock.now += 0.5 + 60
+    assert not collections.due(filters=100, connections=10, queued_write_bytes=0)
+    clock.now += 100
+    assert collections.due(filters=100, connections=10, queued_write_bytes=0)
