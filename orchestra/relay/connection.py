@@ -7,19 +7,18 @@ at their limit; rates answer `rate-limited:`; outbound frames go through the bou
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import orjson
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
+from orchestra.nostr import wire
 from orchestra.nostr.event import kind_class
-from orchestra.nostr.filters import Filter, FilterError, parse_filter
+from orchestra.nostr.filters import Filter
 from orchestra.nostr.nip42 import AuthError, check_auth_event
 from orchestra.relay import channel_rules
 from orchestra.relay.fanout import Subscription
@@ -30,7 +29,6 @@ from orchestra.relay.quotas import PubkeyQuota
 from orchestra.relay.storage.writes import write_charge
 from orchestra.relay.stored import send_stored
 from orchestra.relay.throttle import Budget, LimitLog, TimeSlice
-from orchestra.relay.wire import dumps
 
 if TYPE_CHECKING:
     from orchestra.relay.server import Relay
@@ -38,35 +36,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("buzz.relay.connection")
 
 
-_UNPARSEABLE = object()
 T = TypeVar("T")
 
 
 class _Closed(Exception):
     """The connection closed while its reading was paused."""
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_frame(message: str) -> Any:
-    """orjson first; the stdlib parser only for what orjson refuses but JSON allows (lone
-    surrogate escapes, integers beyond 64 bits), so those get the precise `invalid:` replies."""
-    try:
-        return orjson.loads(message)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(message, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return _UNPARSEABLE
-
-
-def _readable_id(obj: object) -> str | None:
-    if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-        return obj["id"]
-    return None
 
 
 def filter_values(f: Filter) -> int:
@@ -107,14 +81,11 @@ class Connection:
     def send(self, frame: str) -> None:
         self.outbox.put(frame)
 
-    def notice(self, message: str) -> None:
-        self.send(dumps(["NOTICE", message]))
-
     def ok(self, event_id: str, accepted: bool, message: str) -> None:
-        self.send(dumps(["OK", event_id, accepted, message]))
+        self.send(wire.relay_ok(event_id, accepted, message))
 
     def closed(self, subid: str, message: str) -> None:
-        self.send(dumps(["CLOSED", subid, message]))
+        self.send(wire.relay_closed(subid, message))
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -125,7 +96,7 @@ class Connection:
         deadline = asyncio.get_running_loop().call_later(
             self.limits.auth_timeout_seconds, self._auth_deadline_passed
         )
-        self.send(dumps(["AUTH", self.challenge]))
+        self.send(wire.relay_auth(self.challenge))
         turn = TimeSlice()
         try:
             async for message in self.websocket:
@@ -168,64 +139,53 @@ class Connection:
 
     # ---- inbound --------------------------------------------------------------------------
 
-    async def handle_frame(self, message: str | bytes) -> None:
-        limits = self.limits
-        if isinstance(message, bytes):
-            self.notice("invalid: binary frames are not supported")
-            return
-        if len(message) * 4 > limits.max_message_bytes:
-            size = len(message.encode("utf-8", "surrogatepass"))
-            if size > limits.max_message_bytes:
-                self.notice(
-                    f"invalid: message too large ({size} bytes > {limits.max_message_bytes})"
-                )
-                return
-        frame = parse_frame(message)
-        if frame is _UNPARSEABLE:
-            self.notice("invalid: could not parse message as JSON")
-            return
-        if not isinstance(frame, list) or not frame or not isinstance(frame[0], str):
-            self.notice("invalid: message must be a JSON array starting with a string")
+    async def handle_frame(self, frame: str | bytes) -> None:
+        try:
+            message = wire.parse_client_message(
+                frame,
+                max_message_bytes=self.limits.max_message_bytes,
+                max_subid_length=self.limits.max_subid_length,
+            )
+        except wire.FrameError as refusal:
+            self.send(refusal.reply())
             return
         try:
-            await self._dispatch(frame, len(message))
+            await self._dispatch(message, len(frame))
         except _Closed:
             raise
         except Exception:
             if self.limit_log.allows("internal error"):
-                log.exception("unexpected error while handling a %s frame", frame[0][:16])
-            self._internal_error(frame)
+                kind = type(message).__name__.removeprefix("Client").upper()
+                log.exception("unexpected error while handling a %s frame", kind)
+            self._internal_error(message)
 
-    async def _dispatch(self, frame: list[Any], size: int) -> None:
-        kind = frame[0]
-        if kind == "EVENT":
-            await self.on_event(frame, size)
-        elif kind == "REQ":
-            await self.on_req(frame)
-        elif kind == "CLOSE":
-            self.on_close(frame)
-        elif kind == "AUTH":
-            self.on_auth(frame)
-        else:
-            self.notice(f"invalid: unknown message type: {kind}")
+    async def _dispatch(self, message: wire.ClientMessage, size: int) -> None:
+        match message:
+            case wire.ClientEvent():
+                await self.on_event(message, size)
+            case wire.ClientReq():
+                await self.on_req(message)
+            case wire.ClientClose(subid=subid):
+                self._unsubscribe(subid)
+            case wire.ClientAuth():
+                self.on_auth(message)
 
-    def _internal_error(self, frame: list[Any]) -> None:
+    def _internal_error(self, message: wire.ClientMessage) -> None:
         """Answer an unexpected failure in the form the message expects (§14)."""
-        target = frame[1] if len(frame) >= 2 else None
-        if frame[0] in ("EVENT", "AUTH") and _readable_id(target) is not None:
-            self.ok(_readable_id(target), False, INTERNAL_ERROR)  # type: ignore[arg-type]
-        elif frame[0] == "REQ" and isinstance(target, str):
-            self._unsubscribe(target)
-            self.closed(target, INTERNAL_ERROR)
-        else:
-            self.notice(INTERNAL_ERROR)
+        match message:
+            case (
+                wire.ClientEvent(readable_id=str(event_id))
+                | wire.ClientAuth(readable_id=str(event_id))
+            ):
+                self.ok(event_id, False, INTERNAL_ERROR)
+            case wire.ClientReq(subid=subid):
+                self._unsubscribe(subid)
+                self.closed(subid, INTERNAL_ERROR)
+            case _:
+                self.send(wire.relay_notice(INTERNAL_ERROR))
 
-    async def on_event(self, frame: list[Any], size: int) -> None:
-        obj = frame[1] if len(frame) >= 2 else None
-        event_id = _readable_id(obj)
-        if len(frame) != 2 or not isinstance(obj, dict):
-            self._refuse_event(event_id, "invalid: EVENT needs exactly one event object")
-            return
+    async def on_event(self, message: wire.ClientEvent, size: int) -> None:
+        event_id = message.readable_id
         if self.pubkey is None or self.quota is None:
             self._refuse_event(event_id, AUTH_FIRST)
             return
@@ -235,7 +195,7 @@ class Connection:
             self._refuse_event(event_id, over_rate)
             return
         try:
-            event = validate_event(obj, self.pubkey, self.limits, self.relay.now())
+            event = validate_event(message.event, self.pubkey, self.limits, self.relay.now())
             if kind_class(event.kind) == "ephemeral" and channel_rules.is_channel_scoped(event):
                 channel_rules.plan(event, self.relay.cache, self.relay.now())
         except Rejected as rejected:
@@ -274,39 +234,22 @@ class Connection:
         self.ok(event_id, result.accepted, result.message)
 
     def _refuse_event(self, event_id: str | None, message: str) -> None:
-        if event_id is None:
-            self.notice(message)
-        else:
-            self.ok(event_id, False, message)
+        self.send(wire.relay_refusal(message, event_id=event_id))
 
-    async def on_req(self, frame: list[Any]) -> None:
+    async def on_req(self, message: wire.ClientReq) -> None:
         limits = self.limits
-        subid = frame[1] if len(frame) >= 2 else None
-        if not isinstance(subid, str):
-            self.notice("invalid: REQ needs a subscription id string")
-            return
-        if not 1 <= len(subid) <= limits.max_subid_length:
-            self.closed(
-                subid, f"invalid: subscription id must be 1-{limits.max_subid_length} characters"
-            )
-            return
+        subid = message.subid
         if self.pubkey is None:
             self.closed(subid, AUTH_FIRST)
             return
-        raw_filters = frame[2:]
-        if not raw_filters:
-            self.closed(subid, "invalid: REQ needs at least one filter")
-            return
-        if len(raw_filters) > limits.max_filters_per_req:
-            self.closed(subid, f"invalid: too many filters (max {limits.max_filters_per_req})")
-            return
         try:
-            filters = [
-                parse_filter(obj, max_values=limits.max_filter_values, max_limit=limits.max_limit)
-                for obj in raw_filters
-            ]
-        except FilterError as error:
-            self.closed(subid, str(error))
+            filters = message.parse_filters(
+                max_filters=limits.max_filters_per_req,
+                max_values=limits.max_filter_values,
+                max_limit=limits.max_limit,
+            )
+        except wire.FrameError as refusal:
+            self.send(refusal.reply())
             return
         replaced = self.subscriptions.get(subid)
         if replaced is None and len(self.subscriptions) >= limits.max_subscriptions:
@@ -369,7 +312,7 @@ class Connection:
                 continue
             if sent is None:
                 continue  # closed or replaced meanwhile
-            self.send(dumps(["EOSE", sub.subid]))
+            self.send(wire.relay_eose(sub.subid))
             for event_id, raw in sub.take_pending():
                 if event_id not in sent:
                     self.outbox.put_event(sub.frame_prefix, raw)
@@ -380,18 +323,11 @@ class Connection:
             self._filter_values -= self._values_of(sub)
             self.relay.fanout.unsubscribe(sub)
 
-    def on_close(self, frame: list[Any]) -> None:
-        if len(frame) >= 2 and isinstance(frame[1], str):
-            self._unsubscribe(frame[1])
-        else:
-            self.notice("invalid: CLOSE needs a subscription id string")
-
-    def on_auth(self, frame: list[Any]) -> None:
-        obj = frame[1] if len(frame) >= 2 else None
-        event_id = _readable_id(obj) or ""
+    def on_auth(self, message: wire.ClientAuth) -> None:
+        event_id = message.readable_id or ""
         try:
             event = check_auth_event(
-                obj,
+                message.event,
                 challenge=self.challenge,
                 accepted_urls=list(self.relay.config.public_urls)
                 if self.relay.config.public_urls

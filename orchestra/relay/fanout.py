@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from orchestra.nostr import wire
 from orchestra.nostr.event import Event
 from orchestra.nostr.filters import Filter
 from orchestra.relay.access import can_read, event_channel_id
@@ -18,7 +19,6 @@ from orchestra.relay.channels import ChannelCache
 from orchestra.relay.index import Entry, SubscriptionIndex
 from orchestra.relay.outbox import Outbox
 from orchestra.relay.throttle import TimeSlice
-from orchestra.relay.wire import dumps
 
 log = logging.getLogger("buzz.relay.fanout")
 
@@ -40,7 +40,7 @@ class Subscription:
     frame_prefix: str = ""
 
     def __post_init__(self) -> None:
-        self.frame_prefix = '["EVENT",' + dumps(self.subid) + ","
+        self.frame_prefix = wire.relay_event_prefix(self.subid)
 
     def deliver(self, event: Event) -> None:
         if self.pending is None:

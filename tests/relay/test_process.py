@@ -12,6 +12,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import connect as ws_connect
 
+from orchestra.nostr import wire
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.nip42 import make_auth_event
 from orchestra.relay import connection as connection_module
@@ -164,7 +165,7 @@ async def test_unexpected_errors_answer_in_the_message_form(relay_with, connect,
     relay = await relay_with()
     client = await connect(relay.url)
     monkeypatch.setattr(connection_module, "validate_event", explode)
-    monkeypatch.setattr(connection_module, "parse_filter", explode)
+    monkeypatch.setattr(wire, "parse_filter", explode)
     event = client.sign(1, "boom")
     assert await client.publish(event) == [
         "OK",
