@@ -12,10 +12,9 @@ import asyncpg
 
 from orchestra.nostr.event import Event, sign_event
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.kinds import CHANNEL_STATE_KINDS, Kind
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-STATE_KINDS = (39000, 39001, 39002)
-METADATA_KIND, ADMINS_KIND, MEMBERS_KIND = STATE_KINDS
 ROLE_ORDER = {"owner": 0, "admin": 1, "member": 2, "bot": 3}
 
 
@@ -96,7 +95,7 @@ class ChannelCache:
         state_rows = await connection.fetch(
             "SELECT kind, d_tag, created_at FROM events WHERE pubkey = $1 AND kind = ANY($2::int[])",
             relay_pubkey,
-            list(STATE_KINDS),
+            list(CHANNEL_STATE_KINDS),
         )
         self.state_created_at = {(r["kind"], r["d_tag"]): r["created_at"] for r in state_rows}
 
@@ -131,7 +130,11 @@ def members_tags(channel: Channel) -> list[list[str]]:
     return [["d", channel.channel_id], *(["p", pubkey, role] for pubkey, role in ordered)]
 
 
-_TAG_BUILDERS = {METADATA_KIND: metadata_tags, ADMINS_KIND: admins_tags, MEMBERS_KIND: members_tags}
+_TAG_BUILDERS = {
+    Kind.CHANNEL_METADATA: metadata_tags,
+    Kind.CHANNEL_ADMINS: admins_tags,
+    Kind.CHANNEL_MEMBERS: members_tags,
+}
 
 
 def build_state_events(

@@ -9,7 +9,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from orchestra.relay.channels import STATE_KINDS
+from orchestra.nostr.kinds import CHANNEL_KINDS, CHANNEL_STATE_KINDS, Kind
 
 if TYPE_CHECKING:
     from orchestra.relay.server import Relay
@@ -65,9 +65,9 @@ def relay_information(relay: "Relay") -> dict[str, Any]:
             "max_pending_write_bytes": limits.max_pending_write_bytes,
             "max_pending_reqs": limits.max_pending_reqs,
             "max_filter_values_per_connection": limits.max_filter_values_per_connection,
-            "channel_kinds": [9, 9000, 9001, 9002, 9007, 9021, 9022],
-            "state_kinds": list(STATE_KINDS),
-            "memory_kind": 30174,
+            "channel_kinds": list(CHANNEL_KINDS),
+            "state_kinds": list(CHANNEL_STATE_KINDS),
+            "memory_kind": Kind.MEMORY,
         },
     }
 

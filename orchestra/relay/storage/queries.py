@@ -12,7 +12,7 @@ from typing import NamedTuple
 import asyncpg
 
 from orchestra.nostr.filters import Filter
-from orchestra.relay.access import MEMORY_KIND
+from orchestra.nostr.kinds import Kind
 from orchestra.relay.channels import UUID_RE
 from orchestra.relay.storage.rows import db_text
 
@@ -76,7 +76,7 @@ def build_query(f: Filter, reader: str | None, inline_bytes: int = 0) -> tuple[s
     if f.until is not None:
         where.append(f"e.created_at <= {param(f.until)}")
     where.append("(e.channel_id IS NULL OR c.visibility = 'open' OR m.pubkey IS NOT NULL)")
-    where.append(f"(e.kind <> {MEMORY_KIND} OR e.pubkey = $1)")
+    where.append(f"(e.kind <> {int(Kind.MEMORY)} OR e.pubkey = $1)")
     sql = (
         "SELECT CASE WHEN octet_length(e.raw) <= $2 THEN e.raw END AS raw,"
         " e.id, e.created_at, octet_length(e.raw) AS size FROM events e"

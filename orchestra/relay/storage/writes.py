@@ -21,8 +21,9 @@ import asyncpg
 
 from orchestra.nostr.event import Event, kind_class
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.kinds import Kind
 from orchestra.relay import channel_rules
-from orchestra.relay.channel_rules import MESSAGE, STATE_CHANGING_KINDS, ChannelPlan
+from orchestra.relay.channel_rules import STATE_CHANGING_KINDS, ChannelPlan
 from orchestra.relay.channels import Channel, ChannelCache, build_state_events, note_state_events
 from orchestra.relay.fanout import Fanout
 from orchestra.relay.outcome import (
@@ -224,7 +225,7 @@ class Writer:
                     await self._commit_channel_operation(connection, job, plan)
                     continue
                 segment.jobs.append(job)
-                if plan is not None and event.kind == MESSAGE:
+                if plan is not None and event.kind == Kind.MESSAGE:
                     previous = segment.activity.get(plan.channel_id, 0)
                     segment.activity[plan.channel_id] = max(previous, event.created_at)
             await self._flush(connection, segment)
@@ -364,7 +365,7 @@ class Writer:
             try:
                 async with connection.transaction():
                     state_events = await self._store_state(
-                        connection, archived, (channel_rules.METADATA_KIND,), channel.creator
+                        connection, archived, (Kind.CHANNEL_METADATA,), channel.creator
                     )
             except Exception:
                 log.exception("archiving channel %s by ttl failed", channel.channel_id)
