@@ -19,7 +19,6 @@ from orchestra.relay.storage.migrate import migrate
 log = logging.getLogger("buzz.relay")
 
 EXIT_USAGE = 2
-EXIT_DATABASE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -116,7 +115,10 @@ def main() -> None:
             public_urls=getattr(args, "public_urls", None),
             embedded_db_dir=getattr(args, "embedded_db", None),
         )
-    except (ConfigError, ValueError) as error:
+    except ConfigError as error:
+        print(f"buzz-relay: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+    except ValueError as error:  # a value the configuration model refuses
         print(f"buzz-relay: {error}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     _setup_logging(config.log_level)
@@ -130,7 +132,7 @@ def main() -> None:
         code = asyncio.run(_with_database(config, work))
     except DatabaseUnavailable as error:
         print(f"buzz-relay: {error}", file=sys.stderr)
-        sys.exit(EXIT_DATABASE)
+        sys.exit(error.exit_code)
     except (OSError, asyncpg.PostgresError, RuntimeError) as error:
         print(f"buzz-relay: {error}", file=sys.stderr)
         sys.exit(1)

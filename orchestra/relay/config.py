@@ -2,11 +2,22 @@
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestra.nostr.keys import Keys
+from orchestra.settings import (
+    InvalidValue,
+    Setting,
+    SettingError,
+    comma_list,
+    integer,
+    positive_number,
+    present,
+    text,
+)
 
 log = logging.getLogger("buzz.relay")
 
@@ -28,8 +39,11 @@ IGNORED_VARIABLES = (
 IGNORED_PREFIXES = ("BUZZ_S3_", "BUZZ_MEDIA_", "BUZZ_GIT_", "BUZZ_RATE_LIMIT_")
 
 
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; the message names the variable and value."""
+class ConfigError(SettingError):
+    """A configuration value that cannot be used; the message names the variable and value
+    (never a secret). `buzz-relay` exits 2 (protocol.md §1.2)."""
+
+    exit_code = 2
 
 
 class Limits(BaseModel):
@@ -84,73 +98,79 @@ class RelayConfig(BaseModel):
     limits: Limits = Limits()
 
 
-def parse_bind(value: str, source: str) -> tuple[str, int]:
+def host_port(value: str) -> tuple[str, int]:
     host, sep, port_text = value.rpartition(":")
     if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"{source}: expected host:port, got {value!r}")
+        raise InvalidValue(f"expected host:port, got {value!r}")
     return host.strip("[]"), int(port_text)
 
 
-def parse_public_urls(value: str | None) -> tuple[str, ...] | None:
-    if value is None or value.strip() in ("", "*"):
+def public_url_list(value: str) -> tuple[str, ...] | None:
+    """None (any well-formed URL) for an empty list or `*`."""
+    if value.strip() in ("", "*"):
         return None
-    return tuple(url.strip() for url in value.split(",") if url.strip())
+    return comma_list(value)
 
 
-def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
-    text = env.get(name)
-    if text is None or text == "":
-        return default
+def secret_key(value: str) -> str:
     try:
-        value = int(text)
+        Keys.parse(value)
     except ValueError:
-        raise ConfigError(f"{name}: expected an integer, got {text!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{name}: must be at least {minimum}, got {text!r}")
+        # Never echo the value: it is a secret.
+        raise InvalidValue("not a 64-hex or nsec secret key") from None
     return value
 
 
-def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
-    text = env.get(name)
-    if text is None or text == "":
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{name}: expected a number, got {text!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{name}: must be positive, got {text!r}")
-    return value
+def _setting(
+    variable: str, parse: Callable[[str], Any], default: str | None = None, **options: Any
+) -> Setting[Any]:
+    """A relay setting: an empty value is unset, errors exit 2."""
+    return Setting(variable, parse, default, empty_is_unset=True, error=ConfigError, **options)
 
 
-# Limit overrides: variable -> (field, minimum). Unset variables keep the `Limits` defaults.
-LIMIT_VARIABLES = {
-    "BUZZ_RELAY_MAX_MESSAGE_BYTES": ("max_message_bytes", 1),
-    "BUZZ_RELAY_MAX_EVENT_BYTES": ("max_event_bytes", 1),
-    "BUZZ_RELAY_MAX_SUBSCRIPTIONS": ("max_subscriptions", 1),
-    "BUZZ_RELAY_MAX_LIMIT": ("max_limit", 0),
-    "BUZZ_RELAY_MAX_CONNECTIONS": ("max_connections", 1),
-    "BUZZ_RELAY_MAX_CONNECTIONS_PER_IP": ("max_connections_per_ip", 1),
-    "BUZZ_RELAY_MAX_EVENTS_PER_SECOND": ("max_events_per_second", 1),
-    "BUZZ_RELAY_MAX_EVENT_BYTES_PER_SECOND": ("max_event_bytes_per_second", 1),
-    "BUZZ_RELAY_MAX_PENDING_SEND_BYTES": ("max_pending_send_bytes", 1),
-    "BUZZ_RELAY_MAX_PENDING_SEND_BYTES_TOTAL": ("max_pending_send_bytes_total", 1),
-    "BUZZ_RELAY_MAX_PENDING_WRITE_BYTES": ("max_pending_write_bytes", 1),
-    "BUZZ_RELAY_MAX_QUEUED_WRITE_BYTES": ("max_queued_write_bytes", 1),
-    "BUZZ_RELAY_MAX_PENDING_REQS": ("max_pending_reqs", 1),
-    "BUZZ_RELAY_MAX_FILTER_VALUES_PER_CONNECTION": ("max_filter_values_per_connection", 1),
+BIND = _setting("BUZZ_BIND_ADDR", host_port, "0.0.0.0:3000")
+DATABASE_URL = _setting(
+    "BUZZ_DATABASE_URL",
+    text,
+    aliases=("DATABASE_URL",),
+    required="not set (give --database-url, BUZZ_DATABASE_URL or --embedded-db DIR)",
+)
+PUBLIC_URLS = Setting("BUZZ_RELAY_PUBLIC_URLS", public_url_list, error=ConfigError)
+PRIVATE_KEY = _setting("BUZZ_RELAY_PRIVATE_KEY", secret_key)
+NAME = _setting("BUZZ_RELAY_NAME", text, "Buzz testbed relay")
+DESCRIPTION = _setting("BUZZ_RELAY_DESCRIPTION", text, "Buzz-compatible relay for Buzz Orchestra")
+TTL_SWEEP_SECS = _setting("BUZZ_RELAY_TTL_SWEEP_SECS", positive_number, "30")
+LOG_LEVEL = _setting("BUZZ_RELAY_LOG_LEVEL", text, "info", tidy=str.lower)
+AUTH_TIMEOUT_SECS = _setting("BUZZ_RELAY_AUTH_TIMEOUT_SECS", positive_number)
+
+
+def _limit(variable: str, minimum: int = 1) -> Setting[Any]:
+    return _setting(variable, integer(minimum, show_as_written=True))
+
+
+# Limit overrides: `Limits` field -> its setting. Unset ones keep the `Limits` defaults.
+LIMIT_SETTINGS = {
+    "max_message_bytes": _limit("BUZZ_RELAY_MAX_MESSAGE_BYTES"),
+    "max_event_bytes": _limit("BUZZ_RELAY_MAX_EVENT_BYTES"),
+    "max_subscriptions": _limit("BUZZ_RELAY_MAX_SUBSCRIPTIONS"),
+    "max_limit": _limit("BUZZ_RELAY_MAX_LIMIT", minimum=0),
+    "max_connections": _limit("BUZZ_RELAY_MAX_CONNECTIONS"),
+    "max_connections_per_ip": _limit("BUZZ_RELAY_MAX_CONNECTIONS_PER_IP"),
+    "max_events_per_second": _limit("BUZZ_RELAY_MAX_EVENTS_PER_SECOND"),
+    "max_event_bytes_per_second": _limit("BUZZ_RELAY_MAX_EVENT_BYTES_PER_SECOND"),
+    "max_pending_send_bytes": _limit("BUZZ_RELAY_MAX_PENDING_SEND_BYTES"),
+    "max_pending_send_bytes_total": _limit("BUZZ_RELAY_MAX_PENDING_SEND_BYTES_TOTAL"),
+    "max_pending_write_bytes": _limit("BUZZ_RELAY_MAX_PENDING_WRITE_BYTES"),
+    "max_queued_write_bytes": _limit("BUZZ_RELAY_MAX_QUEUED_WRITE_BYTES"),
+    "max_pending_reqs": _limit("BUZZ_RELAY_MAX_PENDING_REQS"),
+    "max_filter_values_per_connection": _limit("BUZZ_RELAY_MAX_FILTER_VALUES_PER_CONNECTION"),
+    "auth_timeout_seconds": AUTH_TIMEOUT_SECS,
 }
 
 
 def load_limits(env: Mapping[str, str]) -> Limits:
-    overrides: dict[str, object] = {
-        field: _int_env(env, name, 0, minimum)
-        for name, (field, minimum) in LIMIT_VARIABLES.items()
-        if env.get(name)
-    }
-    if env.get("BUZZ_RELAY_AUTH_TIMEOUT_SECS"):
-        overrides["auth_timeout_seconds"] = _float_env(env, "BUZZ_RELAY_AUTH_TIMEOUT_SECS", 0)
-    return Limits(**overrides)
+    overrides = {field: setting.get(env) for field, setting in LIMIT_SETTINGS.items()}
+    return Limits(**{field: value for field, value in overrides.items() if value is not None})
 
 
 def load_config(
@@ -163,40 +183,26 @@ def load_config(
 ) -> RelayConfig:
     """Build the configuration; flags (keyword arguments) override environment variables."""
     env = os.environ if env is None else env
-    bind_source = "--bind" if bind is not None else "BUZZ_BIND_ADDR"
-    host, port = parse_bind(bind or env.get("BUZZ_BIND_ADDR") or "0.0.0.0:3000", bind_source)
-    url = database_url or env.get("BUZZ_DATABASE_URL") or env.get("DATABASE_URL") or None
+    host, port = BIND.parse_text(bind, "--bind") if bind else BIND.value(env)
+    url = database_url or DATABASE_URL.get(env)
     if url is None and embedded_db_dir is None:
-        raise ConfigError(
-            "BUZZ_DATABASE_URL: not set (give --database-url, BUZZ_DATABASE_URL or --embedded-db DIR)"
-        )
-    private_key = env.get("BUZZ_RELAY_PRIVATE_KEY") or None
-    if private_key is not None:
-        try:
-            Keys.parse(private_key)
-        except ValueError:
-            # Never echo the value: it is a secret.
-            raise ConfigError("BUZZ_RELAY_PRIVATE_KEY: not a 64-hex or nsec secret key") from None
-    limits = load_limits(env)
+        DATABASE_URL.value(env)  # raises: not set
     return RelayConfig(
         host=host,
         port=port,
         database_url=None if embedded_db_dir else url,
         embedded_db_dir=embedded_db_dir,
-        public_urls=parse_public_urls(
-            public_urls if public_urls is not None else env.get("BUZZ_RELAY_PUBLIC_URLS")
-        ),
-        private_key=private_key,
-        name=env.get("BUZZ_RELAY_NAME") or "Buzz testbed relay",
-        description=env.get("BUZZ_RELAY_DESCRIPTION") or "Buzz-compatible relay for Buzz Orchestra",
-        ttl_sweep_secs=_float_env(env, "BUZZ_RELAY_TTL_SWEEP_SECS", 30.0),
-        log_level=(env.get("BUZZ_RELAY_LOG_LEVEL") or "info").lower(),
-        limits=limits,
+        public_urls=PUBLIC_URLS.parse_text(public_urls, "--public-urls")
+        if public_urls is not None
+        else PUBLIC_URLS.get(env),
+        private_key=PRIVATE_KEY.get(env),
+        name=NAME.value(env),
+        description=DESCRIPTION.value(env),
+        ttl_sweep_secs=TTL_SWEEP_SECS.value(env),
+        log_level=LOG_LEVEL.value(env),
+        limits=load_limits(env),
     )
 
 
 def ignored_variables_set(env: Mapping[str, str] | None = None) -> list[str]:
-    env = os.environ if env is None else env
-    return sorted(
-        name for name in env if name in IGNORED_VARIABLES or name.startswith(IGNORED_PREFIXES)
-    )
+    return sorted(present(os.environ if env is None else env, IGNORED_VARIABLES, IGNORED_PREFIXES))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import asyncpg
 from websockets.asyncio.server import Server, ServerConnection, serve
 
+from orchestra.errors import OrchestraError
 from orchestra.nostr.keys import Keys
 from orchestra.relay.admission import (
     Admission,
@@ -42,8 +43,10 @@ HANDSHAKES_PER_SECOND = 500
 HANDSHAKE_BURST = 100
 
 
-class DatabaseUnavailable(RuntimeError):
-    pass
+class DatabaseUnavailable(OrchestraError):
+    """PostgreSQL stayed unreachable for the whole start-up window (protocol.md §1.2: exit 2)."""
+
+    exit_code = 2
 
 
 async def connect_pool(
