@@ -13,7 +13,7 @@ from orchestra.nostr.kinds import (
     UNSUPPORTED_CHANNEL_OPERATIONS,
     Kind,
 )
-from orchestra.relay.channels import UUID_RE, Channel, ChannelCache
+from orchestra.relay.channels import UUID_RE, Channel, ChannelCache, ChannelChanges
 from orchestra.relay.outcome import NOT_A_MEMBER, Rejected
 
 STATE_CHANGING_KINDS = frozenset(CHANNEL_OPERATION_KINDS)
@@ -28,7 +28,7 @@ class ChannelPlan:
 
     channel_id: str
     new_channel: Channel | None = None
-    state_kinds: tuple[int, ...] = ()
+    state_kinds: tuple[Kind, ...] = ()
     thread_refs: tuple[tuple[str, str], ...] = field(default=())  # (marker, event id)
 
 
@@ -228,13 +228,12 @@ def _plan_remove(event: Event, channel: Channel, role: str, target: str) -> Chan
 
 
 def _plan_edit(event: Event, channel: Channel, role: str, now: int) -> ChannelPlan:
-    present = {name: _tag(event, name) for name in METADATA_FIELDS}
-    present = {name: value for name, value in present.items() if value is not None}
+    present = {name: value for name in METADATA_FIELDS if (value := _tag(event, name)) is not None}
     if not present:
         raise Rejected("invalid: no metadata fields to change")
     if role not in ("owner", "admin"):
         raise Rejected("restricted: only the owner or an admin can edit channel metadata")
-    changes: dict[str, object] = {}
+    changes: ChannelChanges = {}
     if "name" in present:
         changes["name"] = _valid_name(present["name"])
     if "about" in present:
@@ -254,10 +253,10 @@ def _plan_edit(event: Event, channel: Channel, role: str, now: int) -> ChannelPl
             changes["archived_at"] = now if archive else None
             if not archive:
                 changes["last_activity_at"] = now
-    changed = {k: v for k, v in changes.items() if getattr(channel, k) != v}
-    if not changed:
+    edited = channel.replace(**changes)
+    if edited == channel:
         return ChannelPlan(channel.channel_id)
-    return ChannelPlan(channel.channel_id, channel.replace(**changed), (Kind.CHANNEL_METADATA,))
+    return ChannelPlan(channel.channel_id, edited, (Kind.CHANNEL_METADATA,))
 
 
 def archive_for_ttl(channel: Channel, now: int) -> Channel | None:

@@ -7,6 +7,7 @@ import logging
 import resource
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
@@ -55,7 +56,7 @@ def _setup_logging(level: str) -> None:
         logging.getLogger("websockets").setLevel(logging.WARNING)
 
 
-async def _with_database(config: RelayConfig, work) -> int:
+async def _with_database(config: RelayConfig, work: Callable[[str], Awaitable[int]]) -> int:
     embedded = EmbeddedPostgres(config.embedded_db_dir) if config.embedded_db_dir else None
     try:
         url = await embedded.start() if embedded else config.database_url
@@ -127,7 +128,9 @@ def main() -> None:
         log.info("ignoring settings with no meaning for this relay: %s", ", ".join(ignored))
     if command == "serve" and config.public_urls is None:
         log.warning("BUZZ_RELAY_PUBLIC_URLS is unset: AUTH accepts any ws:// or wss:// relay URL")
-    work = (lambda url: _serve(config, url)) if command == "serve" else _migrate
+    work: Callable[[str], Awaitable[int]] = (
+        (lambda url: _serve(config, url)) if command == "serve" else _migrate
+    )
     try:
         code = asyncio.run(_with_database(config, work))
     except DatabaseUnavailable as error:

@@ -3,7 +3,7 @@
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,8 @@ from orchestra.settings import (
 )
 
 log = logging.getLogger("buzz.relay")
+
+T = TypeVar("T")
 
 # Upstream relay settings that mean nothing here; named in one log line when set (§1.1).
 IGNORED_VARIABLES = (
@@ -122,10 +124,25 @@ def secret_key(value: str) -> str:
 
 
 def _setting(
-    variable: str, parse: Callable[[str], Any], default: str | None = None, **options: Any
-) -> Setting[Any]:
+    variable: str,
+    parse: Callable[[str], T],
+    default: str | None = None,
+    *,
+    aliases: tuple[str, ...] = (),
+    required: str = "not set",
+    tidy: Callable[[str], str] | None = None,
+) -> Setting[T]:
     """A relay setting: an empty value is unset, errors exit 2."""
-    return Setting(variable, parse, default, empty_is_unset=True, error=ConfigError, **options)
+    return Setting(
+        variable,
+        parse,
+        default,
+        aliases=aliases,
+        tidy=tidy,
+        empty_is_unset=True,
+        required=required,
+        error=ConfigError,
+    )
 
 
 BIND = _setting("BUZZ_BIND_ADDR", host_port, "0.0.0.0:3000")
@@ -144,12 +161,12 @@ LOG_LEVEL = _setting("BUZZ_RELAY_LOG_LEVEL", text, "info", tidy=str.lower)
 AUTH_TIMEOUT_SECS = _setting("BUZZ_RELAY_AUTH_TIMEOUT_SECS", positive_number)
 
 
-def _limit(variable: str, minimum: int = 1) -> Setting[Any]:
+def _limit(variable: str, minimum: int = 1) -> Setting[int]:
     return _setting(variable, integer(minimum, show_as_written=True))
 
 
 # Limit overrides: `Limits` field -> its setting. Unset ones keep the `Limits` defaults.
-LIMIT_SETTINGS = {
+LIMIT_SETTINGS: dict[str, Setting[int] | Setting[float]] = {
     "max_message_bytes": _limit("BUZZ_RELAY_MAX_MESSAGE_BYTES"),
     "max_event_bytes": _limit("BUZZ_RELAY_MAX_EVENT_BYTES"),
     "max_subscriptions": _limit("BUZZ_RELAY_MAX_SUBSCRIPTIONS"),
@@ -170,7 +187,9 @@ LIMIT_SETTINGS = {
 
 def load_limits(env: Mapping[str, str]) -> Limits:
     overrides = {field: setting.get(env) for field, setting in LIMIT_SETTINGS.items()}
-    return Limits(**{field: value for field, value in overrides.items() if value is not None})
+    return Limits.model_validate(
+        {field: value for field, value in overrides.items() if value is not None}
+    )
 
 
 def load_config(

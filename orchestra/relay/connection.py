@@ -7,6 +7,7 @@ at their limit; rates answer `rate-limited:`; outbound frames go through the bou
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 from collections.abc import Awaitable
@@ -292,7 +293,7 @@ class Connection:
         matches held back meanwhile (no gap, no duplicate: §5.3)."""
         while True:
             sub = await self._stored_queue.get()
-            if self.subscriptions.get(sub.subid) is not sub:
+            if not self._is_current(sub):
                 continue
             try:
                 sent = await send_stored(
@@ -301,12 +302,12 @@ class Connection:
                     self.pubkey,
                     self.outbox,
                     sub.frame_prefix,
-                    lambda sub=sub: self.subscriptions.get(sub.subid) is sub,
+                    functools.partial(self._is_current, sub),
                 )
             except Exception as error:
                 if self.limit_log.allows("query failed"):
                     log.warning("stored results for a subscription failed: %s", error)
-                if self.subscriptions.get(sub.subid) is sub:
+                if self._is_current(sub):
                     self._unsubscribe(sub.subid)
                     self.closed(sub.subid, INTERNAL_ERROR)
                 continue
@@ -316,6 +317,10 @@ class Connection:
             for event_id, raw in sub.take_pending():
                 if event_id not in sent:
                     self.outbox.put_event(sub.frame_prefix, raw)
+
+    def _is_current(self, sub: Subscription) -> bool:
+        """Whether `sub` is still open (not closed, nor replaced by a REQ with its id)."""
+        return self.subscriptions.get(sub.subid) is sub
 
     def _unsubscribe(self, subid: str) -> None:
         sub = self.subscriptions.pop(subid, None)

@@ -34,7 +34,7 @@ class Subscription:
     filters: list[Filter]
     reader: str | None
     outbox: Outbox
-    entries: list[Entry] = field(default_factory=list)
+    entries: list[Entry["Subscription"]] = field(default_factory=list)
     pending: list[tuple[str, str]] | None = field(default_factory=list)
     pending_bytes: int = 0
     frame_prefix: str = ""
@@ -63,7 +63,7 @@ class Fanout:
     ) -> None:
         self._cache = cache
         self._clock = clock
-        self.index = SubscriptionIndex(lower_limit_seconds)
+        self.index: SubscriptionIndex[Subscription] = SubscriptionIndex(lower_limit_seconds)
         self._queue: asyncio.Queue[Event] = asyncio.Queue(MAX_QUEUED_EVENTS)
 
     def subscribe(self, sub: Subscription) -> None:
@@ -97,8 +97,8 @@ class Fanout:
         channel_id = event_channel_id(event)
         done: set[Subscription] = set()
         for entry in self.index.candidates(event):
-            sub: Subscription = entry.owner  # type: ignore[assignment]
-            if sub in done or not entry.filter.matches(event):
+            sub = entry.owner
+            if sub is None or sub in done or not entry.filter.matches(event):
                 continue
             done.add(sub)
             try:

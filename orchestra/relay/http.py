@@ -1,6 +1,7 @@
 """Plain HTTP on the relay port (protocol.md §1.3-§1.4): NIP-11, health checks, 404."""
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -95,7 +96,9 @@ async def readiness(relay: "Relay") -> Response:
     return _json(200, "OK", {"status": "ready"})
 
 
-def make_process_request(relay: "Relay"):
+def make_process_request(
+    relay: "Relay",
+) -> Callable[[ServerConnection, Request], Awaitable[Response | None]]:
     async def process_request(connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         if path == "/_readiness":

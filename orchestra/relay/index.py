@@ -10,8 +10,9 @@ So the cost per event does not depend on subscriptions that cannot match it.
 
 import heapq
 import itertools
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from orchestra.nostr.event import Event
 from orchestra.nostr.filters import Filter
@@ -25,23 +26,25 @@ CLOCK_SLACK_SECONDS = 5
 # margin for events validated a while before they are fanned out.
 EXPIRY_SLACK_SECONDS = 300
 
-Key = tuple[Hashable, ...]
+# (field, value) or (field, value, kind): the field is "ids", "authors", "kinds" or a tag letter.
+Key = tuple[str, str | int] | tuple[str, str, int]
 _REMOVED = Filter()  # what a removed entry keeps, so a pending move pins nothing of its owner
+Owner = TypeVar("Owner")  # what an entry belongs to and `candidates` leads back to
 
 
 @dataclass(eq=False, slots=True)
-class Entry:
+class Entry(Generic[Owner]):
     """One filter of one subscription. `owner` is what `candidates` yields (the subscription)."""
 
-    owner: object
+    owner: Owner | None  # None once removed
     filter: Filter
     keys: tuple[Key, ...] | None  # None: filed under no value (tested against every event)
-    home: "_KeyIndex | None" = None
+    home: "_KeyIndex[Owner] | None" = None
     scheduled: bool = False  # a move between indexes is pending for it
 
 
 def filter_keys(f: Filter) -> tuple[Key, ...] | None:
-    choices: list[tuple[str, frozenset]] = []
+    choices: list[tuple[str, frozenset[str]]] = []
     if f.ids is not None:
         choices.append(("ids", f.ids))
     if f.authors is not None:
@@ -62,17 +65,17 @@ def filter_keys(f: Filter) -> tuple[Key, ...] | None:
 SHRINK_BELOW = 4
 
 
-class _KeyIndex:
+class _KeyIndex(Generic[Owner]):
     def __init__(self) -> None:
-        self._by_key: dict[Key, list[Entry]] = {}
+        self._by_key: dict[Key, list[Entry[Owner]]] = {}
         self._peak = 0
-        self._unkeyed: list[Entry] = []
+        self._unkeyed: list[Entry[Owner]] = []
         self._letters: dict[str, int] = {}  # tag letters in use -> number of keys
 
     def __len__(self) -> int:
         return len(self._unkeyed) + sum(len(entries) for entries in self._by_key.values())
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: Entry[Owner]) -> None:
         entry.home = self
         if entry.keys is None:
             self._unkeyed.append(entry)
@@ -87,7 +90,7 @@ class _KeyIndex:
                 entries.append(entry)
         self._peak = max(self._peak, len(self._by_key))
 
-    def remove(self, entry: Entry) -> None:
+    def remove(self, entry: Entry[Owner]) -> None:
         entry.home = None
         if entry.keys is None:
             self._unkeyed.remove(entry)
@@ -105,7 +108,7 @@ class _KeyIndex:
             self._by_key = dict(self._by_key)
             self._peak = len(self._by_key)
 
-    def candidates(self, event: Event) -> Iterator[list[Entry]]:
+    def candidates(self, event: Event) -> Iterator[list[Entry[Owner]]]:
         """Lists of entries that may match `event` (a list can come up more than once)."""
         if self._unkeyed:
             yield self._unkeyed
@@ -129,18 +132,18 @@ class _KeyIndex:
             yield entries
 
 
-class SubscriptionIndex:
+class SubscriptionIndex(Generic[Owner]):
     """Entries in three indexes by time: current (may match an event dated now), future
     (`since` ahead of the clock) and past (`until` behind it). Call `advance(now)` before
     `candidates` so entries move as the clock passes their bounds."""
 
     def __init__(self, lower_limit_seconds: int) -> None:
-        self._current = _KeyIndex()
-        self._future = _KeyIndex()
-        self._past = _KeyIndex()
+        self._current: _KeyIndex[Owner] = _KeyIndex()
+        self._future: _KeyIndex[Owner] = _KeyIndex()
+        self._past: _KeyIndex[Owner] = _KeyIndex()
         # The age beyond which no event is accepted: past entries older than that are dropped.
         self._lower_limit = lower_limit_seconds
-        self._moves: list[tuple[int, int, Entry]] = []  # (when, tie-break, entry)
+        self._moves: list[tuple[int, int, Entry[Owner]]] = []  # (when, tie-break, entry)
         self._dead_moves = 0  # moves of entries removed since (skipped when due)
         self._sequence = itertools.count()
         self._now = 0
@@ -148,7 +151,7 @@ class SubscriptionIndex:
     def __len__(self) -> int:
         return len(self._current) + len(self._future) + len(self._past)
 
-    def add(self, owner: object, f: Filter, now: int) -> Entry | None:
+    def add(self, owner: Owner, f: Filter, now: int) -> Entry[Owner] | None:
         """File a filter; None when it can never match a live event."""
         self._now = max(self._now, now)
         entry = Entry(owner, f, filter_keys(f))
@@ -156,7 +159,7 @@ class SubscriptionIndex:
             return None
         return entry
 
-    def remove(self, entry: Entry) -> None:
+    def remove(self, entry: Entry[Owner]) -> None:
         if entry.home is not None:
             entry.home.remove(entry)  # its pending move is skipped once it has no home
         entry.owner, entry.filter, entry.keys = None, _REMOVED, None
@@ -170,7 +173,7 @@ class SubscriptionIndex:
                 heapq.heapify(self._moves)
                 self._dead_moves = 0
 
-    def _place(self, entry: Entry) -> bool:
+    def _place(self, entry: Entry[Owner]) -> bool:
         f, now = entry.filter, self._now
         if f.since is not None and f.since > now + CLOCK_SLACK_SECONDS:
             self._future.add(entry)
@@ -187,7 +190,7 @@ class SubscriptionIndex:
                 self._schedule(f.until + CLOCK_SLACK_SECONDS + 1, entry)
         return True
 
-    def _schedule(self, when: int, entry: Entry) -> None:
+    def _schedule(self, when: int, entry: Entry[Owner]) -> None:
         entry.scheduled = True
         heapq.heappush(self._moves, (when, next(self._sequence), entry))
 
@@ -205,7 +208,7 @@ class SubscriptionIndex:
             entry.home.remove(entry)
             self._place(entry)
 
-    def candidates(self, event: Event) -> Iterator[Entry]:
+    def candidates(self, event: Event) -> Iterator[Entry[Owner]]:
         """Entries that may match `event`, each at most once."""
         indexes = [self._current]
         if event.created_at < self._now - CLOCK_SLACK_SECONDS:

@@ -12,7 +12,7 @@ from orchestra.relay.config import Limits
 from orchestra.relay.outcome import Rejected
 
 
-def validate_event(obj: dict, author: str, limits: Limits, now: int) -> Event:
+def validate_event(obj: object, author: str, limits: Limits, now: int) -> Event:
     """Return the verified event, or raise `Rejected` with the exact `OK false` message."""
     try:
         event = parse_event(obj, verify=False, max_event_bytes=limits.max_event_bytes)

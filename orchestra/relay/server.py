@@ -117,7 +117,8 @@ class Relay:
     @property
     def port(self) -> int:
         assert self._server is not None
-        return self._server.sockets[0].getsockname()[1]
+        bound_port: int = self._server.sockets[0].getsockname()[1]
+        return bound_port
 
     @property
     def url(self) -> str:

@@ -46,7 +46,7 @@ def build_query(f: Filter, reader: str | None, inline_bytes: int = 0) -> tuple[s
         params.append(value)
         return f"${len(params)}"
 
-    def member_of(column: str, values: list, sql_type: str) -> str:
+    def member_of(column: str, values: Sequence[object], sql_type: str) -> str:
         # `=` for a single value lets PostgreSQL walk an index in ORDER BY order and stop at
         # LIMIT; `= ANY(array)` cannot.
         if len(values) == 1:

@@ -34,6 +34,7 @@ from orchestra.relay.outcome import (
     Rejected,
     WriteResult,
 )
+from orchestra.relay.storage import DbConnection
 from orchestra.relay.storage.rows import insert_events, is_indexed_tag, replace_event
 from orchestra.relay.storage.write_queue import FairQueue
 from orchestra.relay.throttle import Budget
@@ -244,7 +245,7 @@ class Writer:
                 raise Rejected("invalid: thread reference is in another channel")
         return plan
 
-    async def _flush(self, connection: asyncpg.Connection, segment: _Segment) -> None:
+    async def _flush(self, connection: DbConnection, segment: _Segment) -> None:
         if not segment.jobs:
             return
         results: dict[_Job, WriteResult] = {}
@@ -286,7 +287,7 @@ class Writer:
                 await self._fanout.publish(job.event)
 
     async def _commit_channel_operation(
-        self, connection: asyncpg.Connection, job: _Job, plan: ChannelPlan
+        self, connection: DbConnection, job: _Job, plan: ChannelPlan
     ) -> None:
         event = job.event
         try:
@@ -306,9 +307,9 @@ class Writer:
 
     async def _store_state(
         self,
-        connection: asyncpg.Connection,
+        connection: DbConnection,
         channel: Channel | None,
-        kinds: tuple[int, ...],
+        kinds: tuple[Kind, ...],
         actor: str,
     ) -> list[Event]:
         """Write the channel row, member changes and new state events (inside a transaction)."""
@@ -355,7 +356,7 @@ class Writer:
             self._cache.put(channel)
         note_state_events(self._cache, state_events)
 
-    async def _sweep(self, connection: asyncpg.Connection) -> None:
+    async def _sweep(self, connection: DbConnection) -> None:
         """Archive every idle TTL channel (§9.10), one transaction per channel."""
         now = self._now()
         for channel in list(self._cache.channels.values()):
