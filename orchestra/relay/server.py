@@ -194,12 +194,14 @@ class Relay:
         if self._server is not None:
             self._server.close(close_connections=True)
             await self._server.wait_closed()
+        writer, fanout, *timers = self._tasks
+        for task in timers:  # no sweep is queued after the writer's last batch
+            task.cancel()
         # The writer finishes what is queued while fan-out still drains its queue.
         self.writer.stop()
-        writer, *others = self._tasks
         await writer
-        for task in others:
-            task.cancel()
+        fanout.cancel()
+        for task in (*timers, fanout):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.pool.close()

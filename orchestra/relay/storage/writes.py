@@ -171,7 +171,10 @@ class Writer:
 
     async def run(self) -> None:
         while True:
-            await self._queue.wait()
+            # Once stopping, never wait: the batch that takes the last jobs also consumes the
+            # wake-up `stop` gave, so waiting then would wait forever.
+            if not self._stopping:
+                await self._queue.wait()
             batch = self._queue.take(MAX_BATCH_JOBS, MAX_BATCH_COST, lambda job: job.cost)
             if not batch:
                 if self._stopping:
