@@ -87,6 +87,6 @@ def run_orchestra_job(
         args, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, env=env
     )
     wall = time.monotonic() - started
-    job_dir = scratch / "jobs" / job_name
+    job_dir = scratch / "jobs" / job_name / job_name  # `-k 1`: the run holds one job, its namesake
     results = trial_results(job_dir) if job_dir.is_dir() else {}
     return JobRun(process.returncode, process.stdout, process.stderr, wall, job_dir, results)
