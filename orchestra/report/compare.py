@@ -129,10 +129,10 @@ def compare_metric(
     b_rate, c_rate = b_pass / b_n, c_pass / c_n
     change = REGRESSION if c_rate < b_rate else IMPROVEMENT if c_rate > b_rate else UNCHANGED
     result = MetricChange(metric, (b_pass, b_n), (c_pass, c_n), change)
-    single = b_n == 1 and c_n == 1
-    if not single:
-        result.baseline_interval = wilson_interval(b_pass, b_n)
-        result.candidate_interval = wilson_interval(c_pass, c_n)
+    intervals = None
+    if not (b_n == 1 and c_n == 1):
+        intervals = wilson_interval(b_pass, b_n), wilson_interval(c_pass, c_n)
+        result.baseline_interval, result.candidate_interval = intervals
     if change == UNCHANGED:
         return result
     test = fisher_exact_less if change == REGRESSION else fisher_exact_greater
@@ -141,13 +141,10 @@ def compare_metric(
     result.significant = change == REGRESSION and held
     verdict = f"significant at α={alpha:g}" if held else f"not significant at α={alpha:g}"
     result.note = f"Fisher one-sided p={result.p_value:.3f} ({verdict})"
-    if single:
-        result.note += "; a single attempt on each side can never be significant"
+    if intervals is None:
+        result.note += "; a single attempt on each side: p is never below 0.5"
     else:
-        result.note += (
-            f"; Wilson 95% {_fmt_interval(result.baseline_interval)} → "
-            f"{_fmt_interval(result.candidate_interval)}"
-        )
+        result.note += f"; Wilson 95% {_fmt_interval(intervals[0])} → {_fmt_interval(intervals[1])}"
     return result
 
 

@@ -74,7 +74,10 @@ def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     assert changes["user_p_tagged"]["baseline"] == (1, 1)
     assert changes["user_p_tagged"]["candidate"] == (0, 1)
     assert changes["reward"]["p_value"] == pytest.approx(0.5)
-    assert "p=0.500 (not significant at α=0.05); a single attempt" in changes["reward"]["note"]
+    assert changes["reward"]["note"] == (
+        "Fisher one-sided p=0.500 (not significant at α=0.05); "
+        "a single attempt on each side: p is never below 0.5"
+    )
     text = format_text(comparison)
     assert "REGRESSION   buzz-native/user-mention (regression)" in text
     assert "user_p_tagged: 1/1 → 0/1" in text
