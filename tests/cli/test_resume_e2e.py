@@ -18,7 +18,7 @@ import pytest
 from agent_trees import SILENT_ACP, fake_agent_tree
 from pty_session import run_in_pty
 
-from orchestra.paths import PROJECT_ROOT
+from orchestra.paths import PROJECT_ROOT, StatePaths
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -164,3 +164,32 @@ def test_resume_takes_another_agent_tree_timeout_multiplier_and_report(
     assert config["timeouts"] == {"agent_seconds": 1.5, "verifier_seconds": 30.0}
     html = (tmp_path / "jobs" / "opts" / "report.html").read_text()
     assert result["trial_name"] in html and failed["trial_name"] not in html
+
+
+def test_ctrl_c_while_the_embedded_stack_starts_stops_the_run_with_the_resume_command(
+    tmp_path: Path, free_port: int
+) -> None:
+    """Ctrl-C signals the terminal's whole foreground process group, so the pg_ctl that the
+    embedded stack waits on died of it: a pgserver traceback, exit 1 and no resume command. Now the stack comes up, no trial starts and the run stops as any interrupted run."""
+    state = tmp_path / "state"
+    jobs = tmp_path / "jobs"
+    command = [
+        str(ORCHESTRA), "benchmark", "--path", str(USER_MENTION), "--run-name", "early",
+        "--stack", "embedded", "--env", "local", "--relay-port", str(free_port),
+        "--jobs-dir", str(jobs), "--state-dir", str(state),
+    ]  # fmt: skip
+
+    def pg_ctl_waiting() -> bool:  # pgserver's `pg_ctl -w -l log start` opened its log
+        return (StatePaths(state).embedded_pg / "log").exists()
+
+    stopped = run_in_pty(command, cwd=PROJECT_ROOT, env=os.environ, interrupt_when=pg_ctl_waiting)
+    assert stopped.exit_code == 130, stopped.output
+    assert "Traceback" not in stopped.output and "Failed" not in stopped.output, stopped.output
+    assert "trials: 0/1 done (0 scored, 0 errors), 0 cancelled, 0 running, 1 not started" in (
+        stopped.lines
+    )
+    assert stopped.lines[-2:] == [
+        "the plan is not finished; to resume it:",
+        shlex.join([str(ORCHESTRA), "resume", str(jobs / "early")]),
+    ], stopped.output
+    assert not trial_results(jobs / "early" / "early")
