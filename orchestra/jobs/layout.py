@@ -129,7 +129,7 @@ def load_job_config(paths: JobPaths) -> JobConfig:
         raise DocumentError(
             display_path(paths.config_json),
             "",
-            "missing or not a JSON object (not a job directory?)",
+            "missing or not a JSON object (not a run or job directory?)",
         )
     return config
 

@@ -76,7 +76,7 @@ class TaskComparison:
 
 
 def load_side(path: Path) -> Side:
-    """A job directory (the report is built from it) or a saved report.json."""
+    """A run or job directory (the report is built from it) or a saved report.json."""
     if path.is_file():
         report = read_json_object(path)
         if report is None or not isinstance(report.get("conditions"), list):
@@ -86,7 +86,7 @@ def load_side(path: Path) -> Side:
         report = build_report([path])
         label = ", ".join(job["name"] for job in report["jobs"])
     else:
-        raise CompareInputError(f"{path}: no such job directory or report file")
+        raise CompareInputError(f"{path}: no such run or job directory or report file")
     try:
         conditions = report["conditions"]
         if len(conditions) != 1:

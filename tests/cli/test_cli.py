@@ -166,9 +166,9 @@ def test_jobs_dir_with_shell_metacharacters_is_refused(tmp_path: Path) -> None:
     assert code == 2 and "shell metacharacters" in err
 
 
-def test_summarize_rejects_a_non_job_directory(tmp_path: Path) -> None:
+def test_summarize_rejects_what_is_neither_a_run_nor_a_job(tmp_path: Path) -> None:
     code, _, err = invoke("summarize", str(tmp_path))
-    assert code == 1 and "not a job directory" in err
+    assert code == 1 and "not a run or job directory?" in err
 
 
 def test_stack_status_without_state(tmp_path: Path) -> None:

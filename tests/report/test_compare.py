@@ -208,7 +208,7 @@ def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
     assert missing.exit_code == 1
     assert (
         missing.stderr.strip()
-        == f"error: {tmp_path / 'nope'}: no such job directory or report file"
+        == f"error: {tmp_path / 'nope'}: no such run or job directory or report file"
     )
     bad = runner.invoke(cli(), ["compare", str(baseline), str(candidate), "--format", "yaml"])
     assert bad.exit_code == 2

@@ -31,7 +31,7 @@ def test_a_missing_baseline_stops_nightly_before_anything_runs(
 ) -> None:
     run = nightly(tmp_path, tmp_path / "nope", free_port)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert f"error: {tmp_path / 'nope'}: no such job directory or report file" in run.stderr
+    assert f"error: {tmp_path / 'nope'}: no such run or job directory or report file" in run.stderr
     assert not (tmp_path / "jobs").exists() and not (tmp_path / "state").exists()
 
 
