@@ -43,6 +43,26 @@ def trial(
     )
 
 
+def job_record(
+    name: str,
+    attempts: int,
+    tasks: list[PlannedTask],
+    trials: list[TrialResult] | None = None,
+    **flags: bool,
+) -> JobRecord:
+    """A job of condition `c` in `jobs/j/<name>` (`flags`: `oracle`, `started`)."""
+    return JobRecord(
+        name=name,
+        path=f"jobs/j/{name}",
+        condition="c",
+        manifest_sha256=SHA,
+        attempts=attempts,
+        tasks=tasks,
+        trials=trials or [],
+        **flags,
+    )
+
+
 def test_pass_at_k_estimator() -> None:
     assert abs(pass_at_k(3, 1, 1) - 1 / 3) < 1e-12
     assert pass_at_k(3, 0, 3) == 0.0
@@ -95,24 +115,14 @@ def test_errors_are_excluded_from_the_pass_rate() -> None:
 
 
 def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> None:
-    regression = JobRecord(
-        name="j-regression",
-        path="p1",
-        condition="c",
-        manifest_sha256=SHA,
-        attempts=1,
-        tasks=[PlannedTask("buzz-native/r", "regression")],
-        trials=[trial("buzz-native/r", "scored", 1.0, layer="regression")],
+    regression = job_record(
+        "j-regression",
+        1,
+        [PlannedTask("buzz-native/r", "regression")],
+        [trial("buzz-native/r", "scored", 1.0, layer="regression")],
         oracle=True,
     )
-    workflow = JobRecord(
-        name="j-workflow",
-        path="p2",
-        condition="c",
-        manifest_sha256=SHA,
-        attempts=3,
-        tasks=[PlannedTask("buzz-native/w", "workflow")],
-    )
+    workflow = job_record("j-workflow", 3, [PlannedTask("buzz-native/w", "workflow")])
     document = aggregate([regression, workflow]).model_dump()
     assert len(document["conditions"]) == 1
     condition = document["conditions"][0]
@@ -130,14 +140,8 @@ def interrupted_workflow_job() -> JobRecord:
         )
         for attempt, status in ((2, "cancelled"), (3, "cancelled"), (4, "running"))
     ]
-    return JobRecord(
-        name="j-workflow",
-        path="jobs/j/j-workflow",
-        condition="c",
-        manifest_sha256=SHA,
-        attempts=3,
-        tasks=[PlannedTask(f"buzz-native/w{n}", "workflow") for n in range(1, 5)],
-        trials=trials,
+    return job_record(
+        "j-workflow", 3, [PlannedTask(f"buzz-native/w{n}", "workflow") for n in range(1, 5)], trials
     )
 
 
@@ -153,23 +157,14 @@ def test_counts_add_up_after_an_interrupt() -> None:
 
 
 def test_summary_shows_both_pass_rates_not_started_and_one_pass_at_k_notation() -> None:
-    regression = JobRecord(
-        name="j-regression",
-        path="jobs/j/j-regression",
-        condition="c",
-        manifest_sha256=SHA,
-        attempts=1,
-        tasks=[PlannedTask("buzz-native/r", "regression")],
-        trials=[trial("buzz-native/r", "scored", 1.0, layer="regression")],
+    regression = job_record(
+        "j-regression",
+        1,
+        [PlannedTask("buzz-native/r", "regression")],
+        [trial("buzz-native/r", "scored", 1.0, layer="regression")],
     )
-    not_started = JobRecord(
-        name="j-later",
-        path="jobs/j/j-later",
-        condition="c",
-        manifest_sha256=SHA,
-        attempts=3,
-        tasks=[PlannedTask("buzz-native/x", "workflow")],
-        started=False,
+    not_started = job_record(
+        "j-later", 3, [PlannedTask("buzz-native/x", "workflow")], started=False
     )
     console = Console(width=200, record=True)
     render_summary(aggregate([regression, interrupted_workflow_job(), not_started]), console)
