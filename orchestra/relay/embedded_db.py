@@ -7,6 +7,7 @@ embedded stack. pgserver listens on a Unix-domain socket only; when run as root 
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
 import signal
@@ -104,7 +105,17 @@ class EmbeddedPostgres:
         self._server = None
 
     async def start(self) -> str:
-        return await asyncio.to_thread(_shielded_from_ctrl_c, self.start_sync)
+        """Start in a worker thread. A thread cannot be stopped halfway: when the caller is
+        cancelled meanwhile (Ctrl-C under `asyncio.run`), wait for it and stop what it started,
+        so that no server outlives the command that was interrupted."""
+        starting = asyncio.ensure_future(asyncio.to_thread(_shielded_from_ctrl_c, self.start_sync))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await self.stop()
+            raise
 
     async def stop(self) -> None:
         await asyncio.to_thread(_shielded_from_ctrl_c, self.stop_sync)

@@ -167,11 +167,11 @@ def test_resume_takes_another_agent_tree_timeout_multiplier_and_report(
 
 
 def test_ctrl_c_while_the_embedded_stack_starts_stops_the_run_with_the_resume_command(
-    tmp_path: Path, free_port: int
+    tmp_path: Path, free_port: int, pg_dir: Path
 ) -> None:
     """Ctrl-C signals the terminal's whole foreground process group, so the pg_ctl that the
     embedded stack waits on died of it: a pgserver traceback, exit 1 and no resume command. Now the stack comes up, no trial starts and the run stops as any interrupted run."""
-    state = tmp_path / "state"
+    state = pg_dir / "state"  # the embedded PostgreSQL's, outside pytest's temp tree
     jobs = tmp_path / "jobs"
     command = [
         str(ORCHESTRA), "benchmark", "--path", str(USER_MENTION), "--run-name", "early",

@@ -17,11 +17,14 @@ pytestmark = pytest.mark.skipif(
 USER_MENTION_PASS = {"reward": 1.0, "answer_correct": 1.0, "user_p_tagged": 1.0}
 
 
-def nightly(tmp_path: Path, baseline: Path, relay_port: int) -> subprocess.CompletedProcess[str]:
+def nightly(
+    tmp_path: Path, baseline: Path, relay_port: int, state_dir: Path
+) -> subprocess.CompletedProcess[str]:
+    """`state_dir` holds the embedded PostgreSQL: outside pytest's temp tree (`pg_dir`)."""
     return subprocess.run(
         [str(JUST), "nightly", "--baseline", str(baseline), "--jobs-dir", str(tmp_path / "jobs"),
          "-p", "tasks/buzz-native/user-mention", "--stack", "embedded", "--env", "local",
-         "--relay-port", str(relay_port), "--state-dir", str(tmp_path / "state"), "-q"],
+         "--relay-port", str(relay_port), "--state-dir", str(state_dir), "-q"],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 
@@ -29,7 +32,7 @@ def nightly(tmp_path: Path, baseline: Path, relay_port: int) -> subprocess.Compl
 def test_a_missing_baseline_stops_nightly_before_anything_runs(
     tmp_path: Path, free_port: int
 ) -> None:
-    run = nightly(tmp_path, tmp_path / "nope", free_port)
+    run = nightly(tmp_path, tmp_path / "nope", free_port, tmp_path / "state")
     assert run.returncode == 1, run.stdout + run.stderr
     assert f"error: {tmp_path / 'nope'}: no such run or job directory or report file" in run.stderr
     assert not (tmp_path / "jobs").exists() and not (tmp_path / "state").exists()
@@ -37,11 +40,13 @@ def test_a_missing_baseline_stops_nightly_before_anything_runs(
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_nightly_writes_the_comparison_into_its_run(tmp_path: Path, free_port: int) -> None:
+def test_nightly_writes_the_comparison_into_its_run(
+    tmp_path: Path, free_port: int, pg_dir: Path
+) -> None:
     baseline = build_job(
         tmp_path / "baseline", "base", [TrialSpec("user-mention", rewards=USER_MENTION_PASS)]
     )
-    run = nightly(tmp_path, baseline, free_port)
+    run = nightly(tmp_path, baseline, free_port, pg_dir / "state")
     assert run.returncode == 0, run.stdout + run.stderr
     (run_dir,) = (tmp_path / "jobs").iterdir()
     assert run_dir.name.startswith("nightly-")
