@@ -21,7 +21,7 @@ from orchestra.plural import plural
 
 #: The table's natural width: a summary is read, not glanced at, so it is never squeezed
 #: below this (a narrower terminal wraps the lines instead).
-SUMMARY_WIDTH = 200
+SUMMARY_WIDTH = 220
 ORACLE_NOTE = (
     "oracle condition: these scores replay the tasks' reference solutions through the agent "
     "stack; they measure the pipeline, not a model"
