@@ -38,6 +38,11 @@ class JobRun:
     def output(self) -> str:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
+    @property
+    def run_dir(self) -> Path:
+        """The run holding the job, where `--report` writes the run's reports."""
+        return self.job_dir.parent
+
 
 def dataset_task_names() -> list[str]:
     return sorted(p.name for p in DATASET.iterdir() if (p / "task.toml").is_file())
