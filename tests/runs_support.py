@@ -36,6 +36,7 @@ def run_request(
         n_concurrent=2,
         timeout_multiplier=1.0,
         keep_channels=False,
+        keep_containers=False,
         buzz_bin_dir=None,
         report=False,
     )

@@ -190,11 +190,12 @@ def test_tamper_solutions_get_exactly_what_their_evidence_earns(
         argv, env=environ, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, check=False
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    results = _results(tmp_path / "jobs" / job)
+    job_dir = _job_dir(tmp_path / "jobs", job)
+    results = _results(job_dir)
     problems = {}
     for solution in tamper_solutions():
         result = results[solution.task]
-        trial_log = (tmp_path / "jobs" / job / result["trial_name"] / "trial.log").read_text()
+        trial_log = (job_dir / result["trial_name"] / "trial.log").read_text()
         if found := tamper_problems(solution, result, trial_log, "docker"):
             problems[solution.name] = [*found, trial_log]
     assert problems == {}
