@@ -150,9 +150,34 @@ def make_trial_name(short_name: str, suffix: str | None = None) -> str:
     return f"{short_name[:TRIAL_SHORT_NAME_CHARS]}__{suffix}"
 
 
+RUN_RECORD_NAME = "run.json"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """`<jobs-dir>/<run name>/`: the run record and the run's job directories."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, jobs_dir: Path, run_name: str) -> RunPaths:
+        return cls(jobs_dir / run_name)
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_RECORD_NAME
+
+    def job(self, job_name: str) -> JobPaths:
+        return JobPaths(self.root / job_name)
+
+
 @dataclass(frozen=True)
 class JobPaths:
-    """`<jobs-dir>/<job name>/`."""
+    """`<jobs-dir>/<run name>/<job name>/` (or `<jobs-dir>/<job name>/` from before runs)."""
 
     root: Path
 

@@ -58,18 +58,15 @@ def scan_trials(paths: JobPaths) -> list[ExistingTrial]:
     return trials
 
 
-def take_inventory(
-    paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
+def plan_inventory(
+    trials: list[ExistingTrial], slots: list[tuple[int, str]], *, keep_errors: bool
 ) -> Inventory:
-    """Keep scored trials (and errors with `keep_errors`); move everything else aside.
-
-    A superseded trial directory is moved to `.superseded/`, never deleted. Every trial is
-    read before anything moves, so a malformed one stops the resume with nothing changed.
-    """
+    """Which trials a resume keeps (scored, and errors with `keep_errors`; one per slot), which
+    it supersedes and which slots it still owes; reads nothing, moves nothing (§2.5)."""
     inventory = Inventory()
     wanted = {(task, attempt) for attempt, task in slots}
     kept_statuses = {TrialStatus.SCORED} | ({TrialStatus.ERROR} if keep_errors else set())
-    for trial in scan_trials(paths):
+    for trial in trials:
         result = trial.result
         if (
             result is not None
@@ -78,12 +75,26 @@ def take_inventory(
             and result.slot not in inventory.kept
         ):
             inventory.kept[result.slot] = result
-            continue
-        target = paths.superseded(trial.name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(trial.path), str(target))
-        inventory.superseded.append(trial.name)
+        else:
+            inventory.superseded.append(trial.name)
     inventory.owed = [(a, t) for a, t in slots if (t, a) not in inventory.kept]
+    return inventory
+
+
+def take_inventory(
+    paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
+) -> Inventory:
+    """`plan_inventory` of the job's trials, then every superseded trial directory moved to
+    `.superseded/`, never deleted. Every trial is read before anything moves, so a malformed
+    one stops the resume with nothing changed."""
+    trials = scan_trials(paths)
+    inventory = plan_inventory(trials, slots, keep_errors=keep_errors)
+    superseded = set(inventory.superseded)
+    for trial in trials:
+        if trial.name in superseded:
+            target = paths.superseded(trial.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(trial.path), str(target))
     return inventory
 
 
@@ -118,7 +129,7 @@ def load_job_config(paths: JobPaths) -> JobConfig:
         raise DocumentError(
             display_path(paths.config_json),
             "",
-            "missing or not a JSON object (not a job directory?)",
+            "missing or not a JSON object (not a run or job directory?)",
         )
     return config
 

@@ -10,12 +10,7 @@ from typing import Any, Protocol
 
 from orchestra.config.condition import Condition
 from orchestra.documents.enums import EnvKind, TrialStatus
-from orchestra.documents.job import (
-    EndpointRecord,
-    JobConfig,
-    JobOptions,
-    ManifestRecord,
-)
+from orchestra.documents.job import JobConfig, JobOptions, ManifestRecord, endpoint_records
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.identity import replay_components, replay_record
 from orchestra.jobs.layout import open_job, orchestrator_version
@@ -130,10 +125,7 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
             condition=condition.name,
             normalized=condition.manifest.normalized(),
         ),
-        endpoints={
-            name: EndpointRecord.model_validate(ep.summary())
-            for name, ep in condition.used_endpoints().items()
-        },
+        endpoints=endpoint_records(condition.used_endpoints()),
         stack=settings.stack.config_record(),
         environment=EnvKind(settings.environment),
         options=JobOptions(

@@ -7,12 +7,15 @@ embedded stack. pgserver listens on a Unix-domain socket only; when run as root 
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
+import signal
 import subprocess
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg
 
@@ -22,6 +25,23 @@ if TYPE_CHECKING:  # at run time pgserver is imported in start_sync, its import 
 log = logging.getLogger("buzz.relay.embedded_db")
 
 DEFAULT_DATABASE = "buzz"
+
+T = TypeVar("T")
+
+
+def _shielded_from_ctrl_c(function: Callable[[], T]) -> T:
+    """Run `function` in this worker thread with SIGINT blocked.
+
+    The programs it starts (initdb, pg_ctl, psql) inherit the mask, so a Ctrl-C on the
+    terminal, which signals the whole foreground process group, no longer kills one of them
+    halfway (a traceback, a half-started server); the orchestrator's own handler sees the
+    interrupt in the main thread and stops the run once the server is up or down.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return function()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _quote_ident(name: str) -> str:
@@ -89,10 +109,20 @@ class EmbeddedPostgres:
         self._server = None
 
     async def start(self) -> str:
-        return await asyncio.to_thread(self.start_sync)
+        """Start in a worker thread. A thread cannot be stopped halfway: when the caller is
+        cancelled meanwhile (Ctrl-C under `asyncio.run`), wait for it and stop what it started,
+        so that no server outlives the command that was interrupted."""
+        starting = asyncio.ensure_future(asyncio.to_thread(_shielded_from_ctrl_c, self.start_sync))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await self.stop()
+            raise
 
     async def stop(self) -> None:
-        await asyncio.to_thread(self.stop_sync)
+        await asyncio.to_thread(_shielded_from_ctrl_c, self.stop_sync)
 
     def _psql(self, sql: str) -> str:
         from pgserver._commands import POSTGRES_BIN_PATH

@@ -10,7 +10,16 @@ from rich.text import Text
 
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.trial import TrialResult
+from orchestra.plural import plural
+from orchestra.report.render import counts_text
 
+#: In `counts_text`'s argument order.
+COUNTED_STATUSES = (
+    TrialStatus.SCORED,
+    TrialStatus.ERROR,
+    TrialStatus.CANCELLED,
+    TrialStatus.RUNNING,
+)
 STATUS_STYLE = {
     TrialStatus.SCORED: "green",
     TrialStatus.ERROR: "red",
@@ -38,7 +47,7 @@ class Progress:
         self._status = {r.trial_name: r.status for r in kept}
         self._started = time.monotonic()
         if kept and not self.quiet:
-            self.console.print(f"{name}: resuming, {len(kept)} trial(s) kept")
+            self.console.print(f"{name}: resuming, {plural(len(kept), 'trial')} kept")
         self._live = Live(self._line(), console=self.console, refresh_per_second=4, transient=True)
         self._live.start()
 
@@ -63,14 +72,11 @@ class Progress:
 
     def _line(self) -> Text:
         statuses = list(self._status.values())
-        done = sum(1 for s in statuses if s in STATUS_STYLE)
-        errors = statuses.count(TrialStatus.ERROR)
-        running = statuses.count(TrialStatus.RUNNING)
-        elapsed = int(time.monotonic() - self._started)
-        return Text(
-            f"{self._job}: {done}/{self._planned} done, {running} running, {errors} errors, "
-            f"elapsed {elapsed // 60}:{elapsed % 60:02d}"
+        counts = counts_text(
+            self._planned, *(statuses.count(status) for status in COUNTED_STATUSES)
         )
+        elapsed = int(time.monotonic() - self._started)
+        return Text(f"{self._job}: {counts}, elapsed {elapsed // 60}:{elapsed % 60:02d}")
 
     def end_job(self) -> None:
         if self._live is not None:
