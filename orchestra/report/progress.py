@@ -11,6 +11,7 @@ from rich.text import Text
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.trial import TrialResult
 
+MESSAGE_CHARS = 240
 STATUS_STYLE = {
     TrialStatus.SCORED: "green",
     TrialStatus.ERROR: "red",
@@ -50,14 +51,19 @@ class Progress:
             reward = result.reward
             detail = f" reward={reward:.2f}" if reward is not None else ""
             info = result.exception_info
+            explained: list[str] = []
             if status is not TrialStatus.SCORED and info is not None:
-                detail = f" {info.exception_type}: {info.exception_message[:120]}"
+                # a multi-line message (a verifier's output) goes below its first line
+                first, *explained = info.exception_message.splitlines() or [""]
+                detail = f" {info.exception_type}: {first[:MESSAGE_CHARS]}"
             self.console.print(
                 Text.assemble(
                     (f"{status:9}", STATUS_STYLE[status]),
                     f" {result.task_name} #{result.attempt} ({name}){detail}",
                 )
             )
+            for line in explained:
+                self.console.print(Text(f"          {line}", style="dim"))
         if self._live is not None:
             self._live.update(self._line())
 

@@ -17,6 +17,7 @@ from orchestra.trial.context import JobContext
 from orchestra.trial.errors import uncancel
 from orchestra.trial.finalize import finalize
 from orchestra.trial.grading import grade
+from orchestra.trial.provider import record_provider_failure
 from orchestra.trial.record import enter_phase, record_failure, result_document, write_trial_config
 from orchestra.trial.setup_phase import set_up
 from orchestra.trial.state import TrialState
@@ -38,6 +39,8 @@ async def run_trial(ctx: JobContext, task: Task, attempt: int) -> TrialResult:
     await uninterruptible(state, stop_and_collect(state, ctx))  # steps 16-17
     if not state.cancelled and not state.failed:
         await work(state, grade(state, ctx))  # steps 18-19
+    if not state.cancelled:
+        record_provider_failure(state, ctx)
     await uninterruptible(state, finalize(state, ctx))  # steps 20-21
     return result_document(state)
 
