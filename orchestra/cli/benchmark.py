@@ -6,7 +6,7 @@ import asyncio
 import os
 import re
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -27,6 +27,9 @@ from orchestra.documents.enums import StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.jobs.aggregate import aggregate
+from orchestra.jobs.controls import RunControls
+from orchestra.jobs.cost_estimate import estimate_cost
+from orchestra.jobs.endpoint_probe import probe_endpoints
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import (
     JobConfigMismatch,
@@ -93,6 +96,9 @@ class BenchmarkOptions:
     keep_errors: bool
     quiet: bool
     report: bool = False
+    #: the live endpoint check: before a real run unless skipped; in a dry run when asked
+    check_endpoints: bool = True
+    controls: RunControls = field(default_factory=RunControls)
 
 
 def _config_errors(error: ConfigError) -> None:
@@ -131,6 +137,18 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
             ),
             end="",
         )
+        _print_cost_estimate(opts.jobs_dir, condition, sum(job.n_trials for job in plan.jobs))
+        if opts.check_endpoints:
+            keys = {
+                ep.api_key_env: value
+                for ep in condition.used_endpoints().values()
+                if ep.api_key_env and (value := resolve_api_key(ep.api_key_env, os.environ))
+            }
+            try:
+                _check_endpoints(condition, keys, Console())
+            except Preflight as error:
+                error_lines(str(error))
+                return EXIT_PREFLIGHT
         return EXIT_OK
     for warning in plan.warnings:
         Console(stderr=True).print(f"warning: {warning}")
@@ -155,6 +173,8 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         quiet=opts.quiet,
         report=opts.report,
         fresh=opts.fresh,
+        check_endpoints=opts.check_endpoints,
+        controls=opts.controls,
     )
 
 
@@ -171,6 +191,8 @@ def run_resume_command(
     relay_port: int | None,
     state_dir: Path | None,
     quiet: bool,
+    check_endpoints: bool = True,
+    controls: RunControls | None = None,
 ) -> int:
     try:
         config = load_job_config(JobPaths(job_dir))
@@ -218,6 +240,8 @@ def run_resume_command(
         n_concurrent=n_concurrent,
         keep_errors=keep_errors,
         quiet=quiet,
+        check_endpoints=check_endpoints,
+        controls=controls or RunControls(),
     )
 
 
@@ -238,6 +262,26 @@ def _api_keys(condition: Condition) -> dict[str, str]:
     if missing:
         raise Preflight("\n".join(missing))
     return keys
+
+
+def _check_endpoints(condition: Condition, api_keys: dict[str, str], console: Console) -> None:
+    """The live check: one minimal authenticated request per endpoint, all at once."""
+    if condition.is_oracle:
+        return
+    results = asyncio.run(probe_endpoints(condition, api_keys))
+    failed = [result for result in results if result.problem is not None]
+    if failed:
+        raise Preflight("\n".join(result.line() for result in failed))
+    names = ", ".join(result.endpoint for result in results)
+    console.print(f"endpoint check: {names} answered", markup=False, highlight=False)
+
+
+def _print_cost_estimate(jobs_dir: Path, condition: Condition, planned: int) -> None:
+    estimate = estimate_cost(jobs_dir, condition.manifest_sha256, planned)
+    if estimate is None:
+        print(f"Cost estimate  none (no earlier job of this condition in {jobs_dir})")
+    else:
+        print(estimate.line())
 
 
 def _check_programs(buzz_bin_dir: Path | None) -> None:
@@ -299,6 +343,8 @@ def _run_plan(
     quiet: bool,
     report: bool = False,
     fresh: bool = False,
+    check_endpoints: bool = True,
+    controls: RunControls | None = None,
 ) -> int:
     try:
         _check_resumable(jobs, condition, modes.env, jobs_dir)
@@ -314,6 +360,12 @@ def _run_plan(
         error_lines(str(error))
         return EXIT_PREFLIGHT
     console = Console()
+    if check_endpoints:
+        try:
+            _check_endpoints(condition, api_keys, console)
+        except Preflight as error:
+            error_lines(str(error))
+            return EXIT_PREFLIGHT
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
@@ -346,6 +398,7 @@ def _run_plan(
                 keep_errors=keep_errors,
                 relay_port=relay_port,
                 endpoint_config_path=condition.endpoint_config.path,
+                controls=controls or RunControls(),
             )
             progress = Progress(console, quiet=quiet)
             try:
@@ -354,6 +407,7 @@ def _run_plan(
                     outcomes.append(outcome)
                     if (
                         outcome.interrupted
+                        or outcome.stop is not None
                         or outcome.count(TrialStatus.SCORED) + outcome.count(TrialStatus.ERROR)
                         < job.n_trials
                     ):
@@ -371,6 +425,14 @@ def _run_plan(
         error_lines(str(error))
         return EXIT_USAGE
     _print_summary(console, outcomes)
+    for outcome in outcomes:
+        if outcome.stop is not None:
+            console.print(
+                f"job {outcome.name} stopped early ({outcome.stop.reason}); "
+                f"resume it with: orchestra resume {outcome.path}",
+                markup=False,
+                highlight=False,
+            )
     if report:
         _write_reports(console, outcomes)
     return _exit_code(outcomes, interrupted, sum(job.n_trials for job in jobs))
@@ -397,6 +459,8 @@ def _write_reports(console: Console, outcomes: list[JobOutcome]) -> None:
 def _exit_code(outcomes: list[JobOutcome], interrupted: bool, planned: int) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
+    if any(outcome.stop is not None for outcome in outcomes):
+        return EXIT_PREFLIGHT  # stopped early: not everything was run (issue 13)
     results = [r for o in outcomes for r in o.results]
     if any(r.status is not TrialStatus.SCORED for r in results) or len(results) < planned:
         return EXIT_TRIAL_ERRORS

@@ -20,7 +20,10 @@ from orchestra.cli.stack import stack_app
 from orchestra.config.task import Layer as TaskLayer
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
+from orchestra.jobs.breaker import DEFAULT_PROVIDER_ERROR_LIMIT
+from orchestra.jobs.controls import RunControls
 from orchestra.jobs.layout import load_job_record
+from orchestra.jobs.retries import DEFAULT_RETRIES
 from orchestra.paths import (
     DEFAULT_ENDPOINT_CONFIG,
     DEFAULT_JOBS_DIR,
@@ -108,10 +111,54 @@ def benchmark(
             "--report", help="Write report.json, junit.xml and report.html into each job directory."
         ),
     ] = False,
+    check_endpoints: Annotated[
+        bool,
+        typer.Option(
+            "--check-endpoints", help="With --dry-run: also send the live endpoint check."
+        ),
+    ] = False,
+    skip_endpoint_check: Annotated[
+        bool,
+        typer.Option(
+            "--skip-endpoint-check",
+            help="Do not send the one live request per endpoint that preflight sends.",
+        ),
+    ] = False,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            min=0,
+            help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
+        ),
+    ] = DEFAULT_RETRIES,
+    provider_error_limit: Annotated[
+        int,
+        typer.Option(
+            "--provider-error-limit",
+            min=0,
+            help="Stop starting trials after N in a row end in provider errors (0: never).",
+        ),
+    ] = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd", help="Start no new trial once the run has cost this many USD."
+        ),
+    ] = None,
+    hard_cost_cap: Annotated[
+        bool,
+        typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight."),
+    ] = False,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline)."""
     if timeout_multiplier <= 0:
         fail(f"--timeout-multiplier must be > 0 (got {timeout_multiplier:g})")
+    if check_endpoints and not dry_run:
+        fail("--check-endpoints goes with --dry-run (a real run checks endpoints by default)")
+    if check_endpoints and skip_endpoint_check:
+        fail("--check-endpoints and --skip-endpoint-check are mutually exclusive")
+    controls = run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap)
     options = BenchmarkOptions(
         path=path,
         dataset=dataset,
@@ -140,8 +187,25 @@ def benchmark(
         keep_errors=keep_errors,
         quiet=quiet,
         report=report,
+        check_endpoints=check_endpoints if dry_run else not skip_endpoint_check,
+        controls=controls,
     )
     raise typer.Exit(run_benchmark_command(options))
+
+
+def run_controls(
+    retries: int, provider_error_limit: int, max_cost_usd: float | None, hard_cost_cap: bool
+) -> RunControls:
+    if max_cost_usd is not None and not max_cost_usd > 0:
+        fail(f"--max-cost-usd must be > 0 (got {max_cost_usd:g})")
+    if hard_cost_cap and max_cost_usd is None:
+        fail("--hard-cost-cap needs --max-cost-usd")
+    return RunControls.of(
+        retries=retries,
+        provider_error_limit=provider_error_limit,
+        max_cost_usd=max_cost_usd,
+        hard_cost_cap=hard_cost_cap,
+    )
 
 
 @app.command()
@@ -157,8 +221,42 @@ def resume(
     relay_port: Annotated[int | None, typer.Option("--relay-port", min=1, max=65535)] = None,
     state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    skip_endpoint_check: Annotated[
+        bool,
+        typer.Option(
+            "--skip-endpoint-check",
+            help="Do not send the one live request per endpoint that preflight sends.",
+        ),
+    ] = False,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            min=0,
+            help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
+        ),
+    ] = DEFAULT_RETRIES,
+    provider_error_limit: Annotated[
+        int,
+        typer.Option(
+            "--provider-error-limit",
+            min=0,
+            help="Stop starting trials after N in a row end in provider errors (0: never).",
+        ),
+    ] = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd", help="Start no new trial once the run has cost this many USD."
+        ),
+    ] = None,
+    hard_cost_cap: Annotated[
+        bool,
+        typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight."),
+    ] = False,
 ) -> None:
     """Re-open a job from its config.json and run the trials it still owes."""
+    controls = run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap)
     raise typer.Exit(
         run_resume_command(
             job_dir,
@@ -172,6 +270,8 @@ def resume(
             relay_port=relay_port,
             state_dir=state_dir,
             quiet=quiet,
+            check_endpoints=not skip_endpoint_check,
+            controls=controls,
         )
     )
 

@@ -53,6 +53,9 @@ class LayerSummary(GroupSummary):
 class JobRef(Part):
     name: str
     path: str
+    stopped: str | None = None  # the job result's `stopped` (issue 13)
+    stop_message: str | None = None
+    spent_usd: float | None = None
 
 
 class ConditionSummary(Part):

@@ -46,6 +46,9 @@ class JobRecord:
     tasks: list[PlannedTask]
     trials: list[TrialResult] = field(default_factory=list)
     oracle: bool = False  # the roster runs the built-in oracle, not a model
+    stopped: str | None = None  # the job result's early stop, if any (issue 13)
+    stop_message: str | None = None
+    spent_usd: float | None = None
 
     @classmethod
     def from_config(cls, config: JobConfig, path: Path) -> JobRecord:
@@ -195,7 +198,16 @@ def aggregate(jobs: Iterable[JobRecord]) -> Summary:
                 condition=condition,
                 manifest_sha256=manifest_sha256,
                 oracle=any(job.oracle for job in records),
-                jobs=[JobRef(name=job.name, path=job.path) for job in records],
+                jobs=[
+                    JobRef(
+                        name=job.name,
+                        path=job.path,
+                        stopped=job.stopped,
+                        stop_message=job.stop_message,
+                        spent_usd=job.spent_usd,
+                    )
+                    for job in records
+                ],
                 layers=layers,
                 totals=_group_summary(all_tasks, all_trials),
                 error_types=_error_types(all_trials),

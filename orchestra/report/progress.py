@@ -78,6 +78,12 @@ class Progress:
             f"elapsed {elapsed // 60}:{elapsed % 60:02d}"
         )
 
+    def stopped(self, reason: str, message: str) -> None:
+        """The run starts no more trials; the ones in flight finish (or are cancelled)."""
+        self.console.print(
+            Text.assemble(("stopped  ", "bold red"), f" {reason}: {message}; no new trials")
+        )
+
     def end_job(self) -> None:
         if self._live is not None:
             self._live.stop()
