@@ -22,6 +22,7 @@ from fake_llm import (
     DEFAULT_MODEL,
     FakeLLM,
     RecordedRequest,
+    Reply,
     anthropic_message,
     chat_text,
     chat_tool_call,
@@ -244,6 +245,34 @@ def test_a_refused_key_and_a_closed_port_stop_the_run_at_preflight(
 # --- during the run ------------------------------------------------------------------------
 
 
+def test_a_refused_key_in_a_trial_is_an_error_not_a_zero(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The issue's wrong-key run with the check skipped: the trial is `error`
+    `ProviderAuthFailed` (never rerun: a refused key does not heal), exit 3, the provider's
+    text in the message with the key it echoed redacted, and `<error>` in junit.xml."""
+    llm.script(error_reply(401, f"Incorrect API key provided: {DEFAULT_KEY}"))
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm),
+        "--skip-endpoint-check", "--report",
+    )  # fmt: skip
+    assert done.returncode == 3, output(done)
+    (result,) = run.results()
+    info = result["exception_info"]
+    assert result["status"] == "error" and info["exception_type"] == "ProviderAuthFailed"
+    assert info["exception_message"] == (
+        f"endpoint {DEFAULT_MODEL} at {llm.base_url}/v1: HTTP 401: agent solo-1 gave up a turn: "
+        "LLM call failed: HTTP 401: Incorrect API key provided: [REDACTED]"
+    )
+    assert result["reward"] is None and result["rewards"] is not None
+    assert result["retried_from"] == [] and not (run.job / ".superseded").exists()
+    assert len(llm_calls(llm)) == 1
+    assert "the model provider failed: errors, not scores of 0" in done.stdout
+    junit = (run.job / "junit.xml").read_text(encoding="utf-8")
+    assert '<error message="ProviderAuthFailed: endpoint' in junit and "<failure" not in junit
+    run.assert_no_key_on_disk()
+
+
 def test_a_provider_that_dies_trips_the_breaker_and_resume_finishes_the_job(
     run: Run, llm: FakeLLM, tmp_path: Path
 ) -> None:
@@ -331,6 +360,28 @@ def test_the_cost_cap_stops_the_job(run: Run, llm: FakeLLM, tmp_path: Path) -> N
         "Cost estimate  $2.2000 for 2 trial(s): $1.1000 per trial, the mean of 1 trial(s) of "
         "job job"
     ) in estimate.stdout
+
+
+def test_a_hard_cost_cap_cancels_the_trial_in_flight(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The first call's $1.10 passes the $0.50 cap while the agent still works (its next call
+    would take a minute): the trial is cancelled and no other trial starts."""
+    llm.script(
+        chat_tool_call("buzz_dev_mcp__shell", {"command": "echo working"}),
+        Reply(body=chat_text("done").body, delay=60),
+    )
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml", price_per_million=10_000),
+        endpoints(tmp_path / "e.json", llm),
+        "-k", "2", "--skip-endpoint-check", "--max-cost-usd", "0.5", "--hard-cost-cap",
+    )  # fmt: skip
+    assert done.returncode == 2, output(done)
+    (result,) = run.results()
+    assert result["status"] == "cancelled", output(done)
+    job = run.job_result()
+    assert job["stopped"] == "cost_cap" and job["spent_usd"] == pytest.approx(1.1)
+    assert job["stats"]["n_cancelled"] == 1 and job["stats"]["n_pending"] == 1
 
 
 def test_retries_rerun_a_provider_error_once_and_supersede_it(
