@@ -67,6 +67,39 @@ class Layer(StrEnum):
         return "regression" if self is Layer.regression else "workflow"
 
 
+# Options of both `benchmark` and `resume`: what may stop or rerun trials (issue 13).
+SkipEndpointCheck = Annotated[
+    bool,
+    typer.Option(
+        "--skip-endpoint-check",
+        help="Do not send the one live request per endpoint that preflight sends.",
+    ),
+]
+Retries = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        min=0,
+        help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
+    ),
+]
+ProviderErrorLimit = Annotated[
+    int,
+    typer.Option(
+        "--provider-error-limit",
+        min=0,
+        help="Stop starting trials after N in a row end in provider errors (0: never).",
+    ),
+]
+MaxCostUsd = Annotated[
+    float | None,
+    typer.Option("--max-cost-usd", help="Start no new trial once the run has cost this many USD."),
+]
+HardCostCap = Annotated[
+    bool, typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight.")
+]
+
+
 @app.command()
 def benchmark(
     path: Annotated[
@@ -117,39 +150,11 @@ def benchmark(
             "--check-endpoints", help="With --dry-run: also send the live endpoint check."
         ),
     ] = False,
-    skip_endpoint_check: Annotated[
-        bool,
-        typer.Option(
-            "--skip-endpoint-check",
-            help="Do not send the one live request per endpoint that preflight sends.",
-        ),
-    ] = False,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries",
-            min=0,
-            help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
-        ),
-    ] = DEFAULT_RETRIES,
-    provider_error_limit: Annotated[
-        int,
-        typer.Option(
-            "--provider-error-limit",
-            min=0,
-            help="Stop starting trials after N in a row end in provider errors (0: never).",
-        ),
-    ] = DEFAULT_PROVIDER_ERROR_LIMIT,
-    max_cost_usd: Annotated[
-        float | None,
-        typer.Option(
-            "--max-cost-usd", help="Start no new trial once the run has cost this many USD."
-        ),
-    ] = None,
-    hard_cost_cap: Annotated[
-        bool,
-        typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight."),
-    ] = False,
+    skip_endpoint_check: SkipEndpointCheck = False,
+    retries: Retries = DEFAULT_RETRIES,
+    provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: MaxCostUsd = None,
+    hard_cost_cap: HardCostCap = False,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline)."""
     if timeout_multiplier <= 0:
@@ -221,39 +226,11 @@ def resume(
     relay_port: Annotated[int | None, typer.Option("--relay-port", min=1, max=65535)] = None,
     state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    skip_endpoint_check: Annotated[
-        bool,
-        typer.Option(
-            "--skip-endpoint-check",
-            help="Do not send the one live request per endpoint that preflight sends.",
-        ),
-    ] = False,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries",
-            min=0,
-            help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
-        ),
-    ] = DEFAULT_RETRIES,
-    provider_error_limit: Annotated[
-        int,
-        typer.Option(
-            "--provider-error-limit",
-            min=0,
-            help="Stop starting trials after N in a row end in provider errors (0: never).",
-        ),
-    ] = DEFAULT_PROVIDER_ERROR_LIMIT,
-    max_cost_usd: Annotated[
-        float | None,
-        typer.Option(
-            "--max-cost-usd", help="Start no new trial once the run has cost this many USD."
-        ),
-    ] = None,
-    hard_cost_cap: Annotated[
-        bool,
-        typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight."),
-    ] = False,
+    skip_endpoint_check: SkipEndpointCheck = False,
+    retries: Retries = DEFAULT_RETRIES,
+    provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: MaxCostUsd = None,
+    hard_cost_cap: HardCostCap = False,
 ) -> None:
     """Re-open a job from its config.json and run the trials it still owes."""
     controls = run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap)
