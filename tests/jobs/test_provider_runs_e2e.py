@@ -29,6 +29,7 @@ from fake_llm import (
     error_reply,
 )
 
+from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -152,6 +153,20 @@ def output(done: subprocess.CompletedProcess[str]) -> str:
     return f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
 
 
+def shell_results(run: Run, result: dict[str, Any]) -> list[str]:
+    """The agent's ATIF trajectory (a valid one): what each shell call gave back."""
+    trajectory = Trajectory.model_validate_json(
+        (run.job / result["trial_name"] / result["trajectories"]["solo-1"]).read_bytes()
+    )
+    return [
+        observed.content
+        for step in trajectory.steps
+        if step.tool_calls and step.observation
+        for call, observed in zip(step.tool_calls, step.observation.results, strict=True)
+        if call.function_name == "buzz_dev_mcp__shell"
+    ]
+
+
 def llm_calls(llm: FakeLLM) -> list[RecordedRequest]:
     """The agents' requests (the preflight probe is the one without tools)."""
     return [r for r in llm.requests if isinstance(r.body, dict) and r.body.get("tools")]
@@ -179,6 +194,8 @@ def test_openai_compatible_happy_path_is_scored_after_the_probe(
     calls = llm_calls(llm)
     assert len(calls) == 2 and calls[1].body["messages"][-1]["role"] == "tool"
     assert "checked" in calls[1].body["messages"][-1]["content"]
+    (shell,) = shell_results(run, result)
+    assert "checked" in shell
     run.assert_no_key_on_disk()
 
 
@@ -201,6 +218,8 @@ def test_anthropic_compatible_happy_path_is_scored(run: Run, llm: FakeLLM, tmp_p
     assert result["status"] == "scored", output(done)
     calls = llm_calls(llm)
     assert calls[1].body["messages"][-1]["content"][0]["type"] == "tool_result"
+    (shell,) = shell_results(run, result)
+    assert "checked" in shell
     run.assert_no_key_on_disk()
 
 
