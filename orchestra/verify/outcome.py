@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestra.documents.enums import VerifierNetwork
+from orchestra.paths import VERIFIER_OUTPUT_NAME
 from orchestra.verify.reward import (
     VerifierFailure,
     VerifierReportedError,
@@ -16,7 +17,6 @@ from orchestra.verify.reward import (
 
 NETWORK_NOT_ISOLATED = VerifierNetwork.NOT_ISOLATED
 NETWORK_NONE = VerifierNetwork.NONE
-OUTPUT_NAME = "test-stdout.txt"
 #: How much of the verifier's output an error message quotes (its end: where errors are).
 OUTPUT_TAIL_LINES = 15
 OUTPUT_LINE_CHARS = 300
@@ -80,11 +80,11 @@ def explanation(verifier_dir: Path, exit_code: int | None) -> str:
     an error shows the verifier's failure rather than the orchestrator's (issue 13)."""
     code = "was killed" if exit_code is None else f"exited {exit_code}"
     try:
-        lines = (verifier_dir / OUTPUT_NAME).read_text(encoding="utf-8", errors="replace")
+        lines = (verifier_dir / VERIFIER_OUTPUT_NAME).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return f"; the verifier {code} and left no {OUTPUT_NAME}"
+        return f"; the verifier {code} and left no {VERIFIER_OUTPUT_NAME}"
     tail = [line[:OUTPUT_LINE_CHARS] for line in lines.rstrip().splitlines()[-OUTPUT_TAIL_LINES:]]
     if not tail:
         return f"; the verifier {code} and printed nothing"
     shown = "\n".join(f"  {line}" for line in tail)
-    return f"; the verifier {code}; the end of verifier/{OUTPUT_NAME}:\n{shown}"
+    return f"; the verifier {code}; the end of verifier/{VERIFIER_OUTPUT_NAME}:\n{shown}"

@@ -311,16 +311,15 @@ async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
 async def test_a_crashed_verifier_is_explained_by_its_own_output(tmp_path: Path) -> None:
     """Issue 13 point 7: the error names the verifier's exit code and ends with its output."""
     trial = TrialPaths(tmp_path / "t")
-    tests = _task_tests(
-        tmp_path,
+    inputs = _inputs(
         """
         print("checking the evidence", flush=True)
         print("solver exploded: missing key 'messages'", file=sys.stderr)
         sys.exit(7)
-        """,
+        """
     )
     with pytest.raises(RewardFileNotFound) as caught:
-        await run_local_verifier(trial, None, tests, 30)
+        await _run(trial, inputs)
     message = str(caught.value)
     first, *rest = message.splitlines()
     assert first.startswith("no reward.json or reward.txt in ")
