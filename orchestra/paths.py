@@ -213,6 +213,10 @@ class JobPaths:
         return TrialPaths(self.root / trial_name)
 
 
+#: The verifier's stdout and stderr, in its verifier directory (§9.3).
+VERIFIER_OUTPUT_NAME = "test-stdout.txt"
+
+
 @dataclass(frozen=True)
 class TrialPaths:
     """`<job>/<trial name>/` and everything under it."""
@@ -309,7 +313,7 @@ class TrialPaths:
 
     @property
     def test_stdout(self) -> Path:
-        return self.verifier_dir / "test-stdout.txt"
+        return self.verifier_dir / VERIFIER_OUTPUT_NAME
 
     @property
     def test_local_sh(self) -> Path:

@@ -8,7 +8,7 @@ import os
 import re
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -36,6 +36,9 @@ from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.documents.run import RunSettings
 from orchestra.jobs.aggregate import aggregate
+from orchestra.jobs.controls import RunControls
+from orchestra.jobs.cost_estimate import estimate_cost
+from orchestra.jobs.endpoint_probe import probe_endpoints
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import JobConfigMismatch, scan_trials
 from orchestra.jobs.plan import (
@@ -111,6 +114,9 @@ class BenchmarkOptions:
     run_name: str | None = None
     new_run: bool = False
     allow_missing_keys: bool = False
+    #: the live endpoint check: before a real run unless skipped; in a dry run when asked
+    check_endpoints: bool = True
+    controls: RunControls = field(default_factory=RunControls)
 
 
 def config_errors(error: ConfigError) -> None:
@@ -178,6 +184,8 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         database_url=opts.database_url,
         endpoint_config=opts.endpoint_config,
         fresh=opts.fresh,
+        check_endpoints=opts.check_endpoints,
+        controls=opts.controls,
     )
     if opts.dry_run:
         return _dry_run(unit, condition, modes, options, invocation, selection, warnings, opts)
@@ -218,7 +226,9 @@ def _dry_run(
 ) -> int:
     """Every check the real run makes before it starts the stack; the plan; nothing written."""
     try:
-        _preflight(unit, condition, modes, options, allow_missing_keys=opts.allow_missing_keys)
+        api_keys = _preflight(
+            unit, condition, modes, options, allow_missing_keys=opts.allow_missing_keys
+        )
         owed = unit.owed(invocation.keep_errors)
     except Refused as error:
         error_lines(str(error))
@@ -238,6 +248,13 @@ def _dry_run(
         run=unit.describe(owed),
     )
     print(text, end="")
+    _print_cost_estimate(unit.jobs_dir, condition, unit.n_planned)
+    if invocation.check_endpoints:  # the live check, asked for with --check-endpoints
+        try:
+            _check_endpoints(condition, api_keys, Console())
+        except Preflight as error:
+            error_lines(str(error))
+            return EXIT_PREFLIGHT
     return EXIT_OK
 
 
@@ -267,6 +284,26 @@ def _api_keys(condition: Condition, *, allow_missing: bool = False) -> dict[str,
     if missing and not allow_missing:
         raise MissingKeys("\n".join(missing))
     return keys
+
+
+def _check_endpoints(condition: Condition, api_keys: dict[str, str], console: Console) -> None:
+    """The live check: one minimal authenticated request per endpoint, all at once."""
+    if condition.is_oracle:
+        return
+    results = asyncio.run(probe_endpoints(condition, api_keys))
+    failed = [result for result in results if result.problem is not None]
+    if failed:
+        raise Preflight("\n".join(result.line() for result in failed))
+    names = ", ".join(result.endpoint for result in results)
+    console.print(f"endpoint check: {names} answered", markup=False, highlight=False)
+
+
+def _print_cost_estimate(jobs_dir: Path, condition: Condition, planned: int) -> None:
+    estimate = estimate_cost(jobs_dir, condition.manifest_sha256, planned)
+    if estimate is None:
+        print(f"Cost estimate  none (no earlier job of this condition in {jobs_dir})")
+    else:
+        print(estimate.line())
 
 
 def _check_programs(buzz_bin_dir: Path | None) -> None:
@@ -355,6 +392,12 @@ def run_plan(
         return EXIT_PREFLIGHT
     console = Console()
     console.print(unit.describe(owed), highlight=False, soft_wrap=True)
+    if invocation.check_endpoints:
+        try:
+            _check_endpoints(condition, api_keys, console)
+        except Preflight as error:
+            error_lines(str(error))
+            return EXIT_PREFLIGHT
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
@@ -388,6 +431,7 @@ def run_plan(
                 keep_errors=invocation.keep_errors,
                 relay_port=invocation.relay_port,
                 endpoint_config_path=condition.endpoint_config.path,
+                controls=invocation.controls,
             )
             progress = Progress(console, quiet=invocation.quiet)
             try:
@@ -396,6 +440,7 @@ def run_plan(
                     outcomes.append(outcome)
                     if (
                         outcome.interrupted
+                        or outcome.stop is not None
                         or outcome.count(TrialStatus.SCORED) + outcome.count(TrialStatus.ERROR)
                         < job.n_trials
                     ):
@@ -415,9 +460,20 @@ def run_plan(
         error_lines(str(error))
         return EXIT_USAGE
     _print_summary(console, unit)
+    for outcome in outcomes:
+        if outcome.stop is not None:
+            console.print(
+                f"job {outcome.name} stopped early ({outcome.stop.reason}): {outcome.stop.message}",
+                markup=False,
+                highlight=False,
+            )
     _write_reports(console, unit, invocation.report)
     code = _exit_code(outcomes, interrupted, unit.n_planned)
-    if interrupted or sum(len(o.results) for o in outcomes) < unit.n_planned:
+    if (
+        interrupted
+        or any(o.stop is not None for o in outcomes)
+        or sum(len(o.results) for o in outcomes) < unit.n_planned
+    ):
         _print_resume(resume)
     return code
 
@@ -447,6 +503,8 @@ def _print_resume(command: str) -> None:
 def _exit_code(outcomes: list[JobOutcome], interrupted: bool, planned: int) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
+    if any(outcome.stop is not None for outcome in outcomes):
+        return EXIT_PREFLIGHT  # stopped early: not everything was run (issue 13)
     results = [r for o in outcomes for r in o.results]
     if any(r.status is not TrialStatus.SCORED for r in results) or len(results) < planned:
         return EXIT_TRIAL_ERRORS

@@ -21,6 +21,9 @@ from orchestra.cli.stack import stack_app
 from orchestra.config.task import Layer as TaskLayer
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
+from orchestra.jobs.breaker import DEFAULT_PROVIDER_ERROR_LIMIT
+from orchestra.jobs.controls import RunControls
+from orchestra.jobs.retries import DEFAULT_RETRIES
 from orchestra.jobs.run import job_records, trial_sandboxes
 from orchestra.paths import (
     DEFAULT_ENDPOINT_CONFIG,
@@ -63,6 +66,39 @@ class Layer(StrEnum):
     @property
     def task_layer(self) -> TaskLayer:
         return "regression" if self is Layer.regression else "workflow"
+
+
+# Options of both `benchmark` and `resume`: what may stop or rerun trials (issue 13).
+SkipEndpointCheck = Annotated[
+    bool,
+    typer.Option(
+        "--skip-endpoint-check",
+        help="Do not send the one live request per endpoint that preflight sends.",
+    ),
+]
+Retries = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        min=0,
+        help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
+    ),
+]
+ProviderErrorLimit = Annotated[
+    int,
+    typer.Option(
+        "--provider-error-limit",
+        min=0,
+        help="Stop starting trials after N in a row end in provider errors (0: never).",
+    ),
+]
+MaxCostUsd = Annotated[
+    float | None,
+    typer.Option("--max-cost-usd", help="Start no new trial once the run has cost this many USD."),
+]
+HardCostCap = Annotated[
+    bool, typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight.")
+]
 
 
 @app.command()
@@ -132,10 +168,26 @@ def benchmark(
             "--report", help="Write report.json, junit.xml and report.html into each job directory."
         ),
     ] = False,
+    check_endpoints: Annotated[
+        bool,
+        typer.Option(
+            "--check-endpoints", help="With --dry-run: also send the live endpoint check."
+        ),
+    ] = False,
+    skip_endpoint_check: SkipEndpointCheck = False,
+    retries: Retries = DEFAULT_RETRIES,
+    provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: MaxCostUsd = None,
+    hard_cost_cap: HardCostCap = False,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline)."""
     if timeout_multiplier <= 0:
         fail(f"--timeout-multiplier must be > 0 (got {timeout_multiplier:g})")
+    if check_endpoints and not dry_run:
+        fail("--check-endpoints goes with --dry-run (a real run checks endpoints by default)")
+    if check_endpoints and skip_endpoint_check:
+        fail("--check-endpoints and --skip-endpoint-check are mutually exclusive")
+    controls = run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap)
     options = BenchmarkOptions(
         path=path,
         dataset=dataset,
@@ -167,8 +219,25 @@ def benchmark(
         run_name=run_name,
         new_run=new_run,
         allow_missing_keys=allow_missing_keys,
+        check_endpoints=check_endpoints if dry_run else not skip_endpoint_check,
+        controls=controls,
     )
     raise typer.Exit(run_benchmark_command(options))
+
+
+def run_controls(
+    retries: int, provider_error_limit: int, max_cost_usd: float | None, hard_cost_cap: bool
+) -> RunControls:
+    if max_cost_usd is not None and not max_cost_usd > 0:
+        fail(f"--max-cost-usd must be > 0 (got {max_cost_usd:g})")
+    if hard_cost_cap and max_cost_usd is None:
+        fail("--hard-cost-cap needs --max-cost-usd")
+    return RunControls.of(
+        retries=retries,
+        provider_error_limit=provider_error_limit,
+        max_cost_usd=max_cost_usd,
+        hard_cost_cap=hard_cost_cap,
+    )
 
 
 @app.command()
@@ -199,6 +268,11 @@ def resume(
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    skip_endpoint_check: SkipEndpointCheck = False,
+    retries: Retries = DEFAULT_RETRIES,
+    provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: MaxCostUsd = None,
+    hard_cost_cap: HardCostCap = False,
 ) -> None:
     """Finish a run (or a job from before runs): every trial and job it still owes."""
     if timeout_multiplier is not None and timeout_multiplier <= 0:
@@ -217,6 +291,8 @@ def resume(
         buzz_bin_dir=buzz_bin_dir,
         report=report,
         quiet=quiet,
+        check_endpoints=not skip_endpoint_check,
+        controls=run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap),
     )
     raise typer.Exit(run_resume_command(path, options))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from orchestra.cli.benchmark import Refused, check_condition, config_errors, run_plan
@@ -12,6 +12,7 @@ from orchestra.config.condition import load_condition
 from orchestra.config.errors import ConfigError
 from orchestra.config.task import load_task
 from orchestra.documents.run import RunRecord
+from orchestra.jobs.controls import RunControls
 from orchestra.jobs.layout import load_job_config
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.run import RunTarget, check_plan_unchanged, run_of
@@ -37,6 +38,8 @@ class ResumeOptions:
     buzz_bin_dir: Path | None = None
     report: bool = False
     quiet: bool = False
+    check_endpoints: bool = True
+    controls: RunControls = field(default_factory=RunControls)
 
 
 def run_resume_command(path: Path, opts: ResumeOptions) -> int:
@@ -80,6 +83,8 @@ def run_resume_command(path: Path, opts: ResumeOptions) -> int:
         relay_url=relay_url,
         database_url=opts.database_url or (stored.database_url if relay_url else None),
         endpoint_config=condition.endpoint_config.path,
+        check_endpoints=opts.check_endpoints,
+        controls=opts.controls,
     )
     return run_plan(unit, condition, modes, options, invocation)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,6 +18,7 @@ from orchestra.documents.enums import StackMode
 from orchestra.documents.job import JobConfig
 from orchestra.documents.run import RunSettings
 from orchestra.jobs.aggregate import JobRecord
+from orchestra.jobs.controls import RunControls
 from orchestra.jobs.layout import load_job_record, plan_inventory, scan_trials
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.run import RunTarget, run_job_records, run_progress
@@ -43,6 +44,9 @@ class Invocation:
     database_url: str | None
     endpoint_config: Path
     fresh: bool = False
+    #: the live endpoint check before the stack starts (issue 13); off for the oracle anyway
+    check_endpoints: bool = True
+    controls: RunControls = field(default_factory=RunControls)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ from orchestra.documents.summary import LayerSummary
 from orchestra.documents.trial import Attempt, Count, Part, TaskRecord, TokenCounts
 
 PlanLayer = Literal["regression", "workflow", "mixed"]
+#: Why a job started no more trials before its plan was done (issue 13): the run's cost cap
+#: was reached, or the circuit breaker saw provider errors in a row.
+JobStopReason = Literal["cost_cap", "circuit_breaker"]
 
 
 # --- config.json -------------------------------------------------------------------------------
@@ -154,3 +157,7 @@ class JobResult(Document):
     stats: JobStats
     aggregates: dict[str, LayerSummary]
     trials: list[JobTrialEntry]
+    stopped: JobStopReason | None = None  # null: the job was not stopped early
+    stopped_at: Timestamp | None = None
+    stop_message: str | None = None
+    spent_usd: float | None = None  # with `cost_cap`: the run's cost (finished + in flight)

@@ -58,6 +58,9 @@ class JobRef(Part):
     name: str
     path: str
     started: bool  # False: a job of the run's plan that was never started (no directory)
+    stopped: str | None = None  # the job result's `stopped` (issue 13)
+    stop_message: str | None = None
+    spent_usd: float | None = None
 
 
 class ConditionSummary(Part):

@@ -214,6 +214,14 @@ class ExceptionInfo(Part):
     phase: Phase
 
 
+class RetriedAttempt(Part):
+    """An earlier attempt at the same slot that ended in a harness error and was rerun in the
+    same job; its directory is `.superseded/<trial_name>` (issue 13)."""
+
+    trial_name: str
+    exception_type: ErrorType
+
+
 class TrialResult(TrialIdentity, Document):
     """The trial's status and outcome, rewritten at every phase change (§10.3).
 
@@ -241,6 +249,7 @@ class TrialResult(TrialIdentity, Document):
     trajectories: dict[str, str] = Field(default_factory=dict)
     secret_scan: SecretScan = Field(default_factory=SecretScan)
     exception_info: ExceptionInfo | None = None
+    retried_from: list[RetriedAttempt] = Field(default_factory=list)
 
     @classmethod
     def starting(cls, identity: TrialIdentity, started_at: str) -> TrialResult:

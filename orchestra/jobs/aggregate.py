@@ -47,6 +47,9 @@ class JobRecord:
     trials: list[TrialResult] = field(default_factory=list)
     oracle: bool = False  # the roster runs the built-in oracle, not a model
     started: bool = True  # False: a job of a run's plan whose directory does not exist yet
+    stopped: str | None = None  # the job result's early stop, if any (issue 13)
+    stop_message: str | None = None
+    spent_usd: float | None = None
 
     @classmethod
     def from_config(cls, config: JobConfig, path: Path) -> JobRecord:
@@ -216,7 +219,17 @@ def aggregate(jobs: Iterable[JobRecord]) -> Summary:
                 condition=condition,
                 manifest_sha256=manifest_sha256,
                 oracle=any(job.oracle for job in records),
-                jobs=[JobRef(name=job.name, path=job.path, started=job.started) for job in records],
+                jobs=[
+                    JobRef(
+                        name=job.name,
+                        path=job.path,
+                        started=job.started,
+                        stopped=job.stopped,
+                        stop_message=job.stop_message,
+                        spent_usd=job.spent_usd,
+                    )
+                    for job in records
+                ],
                 layers=layers,
                 totals=_group_summary(all_tasks, all_trials),
                 error_types=_error_types(all_trials),

@@ -10,7 +10,7 @@ from pathlib import Path
 from orchestra.config.errors import display_path
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.io import DocumentError
-from orchestra.documents.job import JobConfig, ResumeRecord
+from orchestra.documents.job import JobConfig, JobResult, ResumeRecord
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.identity import differing_fields
@@ -58,6 +58,13 @@ def scan_trials(paths: JobPaths) -> list[ExistingTrial]:
     return trials
 
 
+def supersede_directory(paths: JobPaths, trial_name: str) -> None:
+    """Move a trial's directory to `.superseded/<trial name>`: replaced, never deleted."""
+    target = paths.superseded(trial_name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(paths.trial(trial_name).root), str(target))
+
+
 def plan_inventory(
     trials: list[ExistingTrial], slots: list[tuple[int, str]], *, keep_errors: bool
 ) -> Inventory:
@@ -89,12 +96,8 @@ def take_inventory(
     one stops the resume with nothing changed."""
     trials = scan_trials(paths)
     inventory = plan_inventory(trials, slots, keep_errors=keep_errors)
-    superseded = set(inventory.superseded)
-    for trial in trials:
-        if trial.name in superseded:
-            target = paths.superseded(trial.name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(trial.path), str(target))
+    for name in inventory.superseded:
+        supersede_directory(paths, name)
     return inventory
 
 
@@ -140,4 +143,8 @@ def load_job_record(job_dir: Path) -> JobRecord:
     paths = JobPaths(job_dir)
     record = JobRecord.from_config(load_job_config(paths), job_dir)
     record.trials = [t.result for t in scan_trials(paths) if t.result is not None]
+    result = JobResult.load_if_readable(paths.result_json)
+    if result is not None:
+        record.stopped, record.stop_message = result.stopped, result.stop_message
+        record.spent_usd = result.spent_usd
     return record

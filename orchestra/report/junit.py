@@ -57,6 +57,17 @@ def _token_line(tokens: object) -> str:
     return " ".join(f"{key}={tokens.get(key)}" for key in ("input", "cached_input", "output"))
 
 
+def _error_text(trial: dict[str, Any], info: dict[str, Any]) -> str:
+    """What went wrong in the words of whoever failed: a provider's or a verifier's error is
+    its message (their status and output); only a bug (`InternalError`) shows the traceback."""
+    message = str(info.get("exception_message") or "")
+    if trial.get("error_cause") == "internal":
+        return str(info.get("exception_traceback") or message)
+    if trial.get("error_cause") == "provider":
+        message += "\n(the model provider failed: a harness error, not the agent's score)"
+    return message
+
+
 def _summary_text(trial: dict[str, Any]) -> str:
     """Every metric and the facts a CI reader needs, whatever the outcome (the schema has no
     per-testcase properties)."""
@@ -106,7 +117,7 @@ def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
             "error",
             {"message": _clean(f"{kind}: {info.get('exception_message') or ''}"), "type": kind},
         )
-        element.text = _clean(info.get("exception_traceback") or info.get("exception_message"))
+        element.text = _clean(_error_text(trial, info))
     else:
         outcome = "skipped"
         ET.SubElement(case, "skipped", {"message": _clean(f"trial {status}")})

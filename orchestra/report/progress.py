@@ -20,6 +20,7 @@ COUNTED_STATUSES = (
     TrialStatus.CANCELLED,
     TrialStatus.RUNNING,
 )
+MESSAGE_CHARS = 240
 STATUS_STYLE = {
     TrialStatus.SCORED: "green",
     TrialStatus.ERROR: "red",
@@ -59,14 +60,19 @@ class Progress:
             reward = result.reward
             detail = f" reward={reward:.2f}" if reward is not None else ""
             info = result.exception_info
+            explained: list[str] = []
             if status is not TrialStatus.SCORED and info is not None:
-                detail = f" {info.exception_type}: {info.exception_message[:120]}"
+                # a multi-line message (a verifier's output) goes below its first line
+                first, *explained = info.exception_message.splitlines() or [""]
+                detail = f" {info.exception_type}: {first[:MESSAGE_CHARS]}"
             self.console.print(
                 Text.assemble(
                     (f"{status:9}", STATUS_STYLE[status]),
                     f" {result.task_name} #{result.attempt} ({name}){detail}",
                 )
             )
+            for line in explained:
+                self.console.print(Text(f"          {line}", style="dim"))
         if self._live is not None:
             self._live.update(self._line())
 
@@ -77,6 +83,12 @@ class Progress:
         )
         elapsed = int(time.monotonic() - self._started)
         return Text(f"{self._job}: {counts}, elapsed {elapsed // 60}:{elapsed % 60:02d}")
+
+    def stopped(self, reason: str, message: str) -> None:
+        """The run starts no more trials; the ones in flight finish (or are cancelled)."""
+        self.console.print(
+            Text.assemble(("stopped  ", "bold red"), f" {reason}: {message}; no new trials")
+        )
 
     def end_job(self) -> None:
         if self._live is not None:

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
+from orchestra.documents.enums import ErrorType
 from orchestra.documents.summary import (
     LayerSummary,
     Rates,
@@ -168,10 +169,22 @@ def render_summary(document: Summary, console: Console) -> None:
         console.print(table)
         console.print(f"trials: {summary_counts_text(totals)}", highlight=False)
         for kind, names in condition.error_types.items():
-            console.print(f"{kind}: {len(names)} ({', '.join(names)})")
+            note = PROVIDER_NOTE if kind in PROVIDER_ERROR_TYPES else ""
+            console.print(f"{kind}: {len(names)} ({', '.join(names)}){note}")
         for job in condition.jobs:
             started = "" if job.started else " (not started)"
             console.print(f"job directory: {job.path}{started}", highlight=False)
+            if job.stopped is not None:
+                spent = f" (${job.spent_usd:.4f} spent)" if job.spent_usd is not None else ""
+                console.print(
+                    f"stopped: {job.stopped}{spent}: {job.stop_message}",
+                    markup=False,
+                    highlight=False,
+                )
+
+
+PROVIDER_ERROR_TYPES = frozenset(t.value for t in ErrorType if t.cause == "provider")
+PROVIDER_NOTE = " — the model provider failed: errors, not scores of 0"
 
 
 def summary_json(document: Summary) -> str:

@@ -111,6 +111,9 @@ def trial_entry(job: JobRecord, result: TrialResult) -> dict[str, Any]:
         "verifier_inputs": _dumped(result.verifier_inputs),
         "details": read_json_object(paths.details_json),
         "exception_info": _dumped(result.exception_info),
+        "error_cause": (
+            result.exception_info.exception_type.cause if result.exception_info else None
+        ),
         "budget_exceeded": _dumped(result.budget_exceeded),
         "tokens": _dumped(result.tokens),
         "cost_usd": result.cost_usd,

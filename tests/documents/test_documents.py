@@ -14,6 +14,7 @@ from orchestra.documents.trial import PhaseTiming, TrialIdentity, TrialResult
 from orchestra.paths import PROJECT_ROOT
 
 SPEC = PROJECT_ROOT.parent / "shared" / "spec" / "orchestrator.md"
+SPEC_CHANGES = PROJECT_ROOT / "docs" / "spec-changes.md"
 
 
 def spec_section(number: str) -> str:
@@ -22,10 +23,18 @@ def spec_section(number: str) -> str:
     return text[start : text.index("\n## ", start + 1)]
 
 
+def type_names(table_text: str) -> set[str]:
+    first_cells = re.findall(r"^\| ([^|]+) \|", table_text, re.MULTILINE)
+    return {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
+
+
 def test_error_types_are_the_section_12_names() -> None:
-    first_cells = re.findall(r"^\| ([^|]+) \|", spec_section("12"), re.MULTILINE)
-    names = {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
-    assert {str(kind) for kind in ErrorType} == names
+    """§12's table plus the rows docs/spec-changes.md adds to it."""
+    changes = SPEC_CHANGES.read_text(encoding="utf-8")
+    start = changes.index("\n## orchestrator.md §12 Error taxonomy")
+    added = changes[start : changes.index("\nAdded below the table", start)]
+    assert type_names(added) == {"ProviderUnavailable", "ProviderAuthFailed"}
+    assert {str(kind) for kind in ErrorType} == type_names(spec_section("12")) | type_names(added)
 
 
 def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
@@ -65,6 +74,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
         "trajectories": {},
         "secret_scan": {"redactions": 0, "files": []},
         "exception_info": None,
+        "retried_from": [],
     }
 
 
