@@ -248,7 +248,7 @@ def _dry_run(
         run=unit.describe(owed),
     )
     print(text, end="")
-    _print_cost_estimate(unit.jobs_dir, condition, unit.n_planned)
+    _print_cost_estimate(opts.jobs_dir, condition, unit.n_planned)
     if invocation.check_endpoints:  # the live check, asked for with --check-endpoints
         try:
             _check_endpoints(condition, api_keys, Console())

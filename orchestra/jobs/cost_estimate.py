@@ -31,9 +31,11 @@ class CostEstimate:
 
 
 def estimate_cost(jobs_dir: Path, condition_hash: str, planned: int) -> CostEstimate | None:
-    """From the most recently created job of the condition whose trials reported a cost."""
+    """From the most recently created job of the condition whose trials reported a cost: the
+    jobs of every run in the jobs dir, and jobs from before runs."""
     candidates: list[tuple[str, Path]] = []
-    for config_path in sorted(jobs_dir.glob("*/config.json")):
+    configs = [*jobs_dir.glob("*/*/config.json"), *jobs_dir.glob("*/config.json")]
+    for config_path in sorted(configs):
         try:
             config = JobConfig.load_if_readable(config_path)
         except DocumentError:

@@ -120,8 +120,13 @@ class Run:
         )
 
     @property
-    def job(self) -> Path:
+    def run_dir(self) -> Path:
+        """The run `--job-name job` names; it holds one job, its namesake."""
         return self.jobs / "job"
+
+    @property
+    def job(self) -> Path:
+        return self.run_dir / "job"
 
     def results(self) -> list[dict[str, Any]]:
         return [
@@ -287,7 +292,7 @@ def test_a_refused_key_in_a_trial_is_an_error_not_a_zero(
     assert result["retried_from"] == [] and not (run.job / ".superseded").exists()
     assert len(llm_calls(llm)) == 1
     assert "the model provider failed: errors, not scores of 0" in done.stdout
-    junit = (run.job / "junit.xml").read_text(encoding="utf-8")
+    junit = (run.run_dir / "junit.xml").read_text(encoding="utf-8")
     assert '<error message="ProviderAuthFailed: endpoint' in junit and "<failure" not in junit
     run.assert_no_key_on_disk()
 
@@ -320,7 +325,7 @@ def test_a_provider_that_dies_trips_the_breaker_and_resume_finishes_the_job(
     assert job["stopped"] == "circuit_breaker" and job["finished_at"] is None
     assert "2 trials in a row ended in provider errors" in job["stop_message"]
     assert "stopped   circuit_breaker: 2 trials in a row" in done.stdout, output(done)
-    assert f"orchestra resume {run.job}" in done.stdout
+    assert "orchestra resume " in done.stderr and str(run.run_dir.name) in done.stderr
     assert "ProviderUnavailable: 2" in done.stdout
 
     scored_first = results[0]["trial_name"]
@@ -368,7 +373,7 @@ def test_the_cost_cap_stops_the_job(run: Run, llm: FakeLLM, tmp_path: Path) -> N
 
     estimate = subprocess.run(
         orchestra(
-            "benchmark", "--dry-run", "--path", str(run.task), "-k", "2",
+            "benchmark", "--dry-run", "--allow-missing-keys", "--path", str(run.task), "-k", "2",
             "--manifest", str(tmp_path / "m.yaml"), "--endpoint-config", str(tmp_path / "e.json"),
             "--artifact-root", str(PROJECT_ROOT), "--jobs-dir", str(run.jobs),
         ),
