@@ -72,18 +72,19 @@ def _summary_text(trial: dict[str, Any]) -> str:
     )
 
 
+def _testcase_element(suite: ET.Element, classname: str, name: str, seconds: str) -> ET.Element:
+    return ET.SubElement(
+        suite, "testcase", {"classname": _clean(classname), "name": _clean(name), "time": seconds}
+    )
+
+
 def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
     """Append the trial's testcase; return its outcome (passed/failure/error/skipped)."""
-    case = ET.SubElement(
+    case = _testcase_element(
         suite,
-        "testcase",
-        {
-            "classname": _clean(trial["task_name"]),
-            "name": _clean(
-                f"{trial['short_name']} attempt {trial['attempt']} ({trial['trial_name']})"
-            ),
-            "time": _seconds(trial),
-        },
+        trial["task_name"],
+        f"{trial['short_name']} attempt {trial['attempt']} ({trial['trial_name']})",
+        _seconds(trial),
     )
     status = trial["status"]
     if status == "scored" and trial["succeeded"]:
@@ -134,16 +135,11 @@ def junit_xml(report: dict[str, Any]) -> str:
         outcomes = [_testcase(suite, trial) for trial in trials]
         for slot in job["pending"]:
             # A planned trial that never started still shows up, so CI sees the full plan.
-            case = ET.SubElement(
+            case = _testcase_element(
                 suite,
-                "testcase",
-                {
-                    "classname": _clean(slot["task_name"]),
-                    "name": _clean(
-                        f"{slot['task_name'].rpartition('/')[2]} attempt {slot['attempt']} (not run)"
-                    ),
-                    "time": "0.000",
-                },
+                slot["task_name"],
+                f"{slot['task_name'].rpartition('/')[2]} attempt {slot['attempt']} (not run)",
+                "0.000",
             )
             ET.SubElement(
                 case, "skipped", {"message": "not run: the job stopped before this trial started"}
