@@ -115,6 +115,11 @@ def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
     return outcome
 
 
+def _count_attributes(counts: dict[str, float]) -> dict[str, str]:
+    """The tests/failures/errors/skipped/time attributes of a testsuite or testsuites."""
+    return {key: f"{value:.3f}" if key == "time" else str(value) for key, value in counts.items()}
+
+
 def junit_xml(report: dict[str, Any]) -> str:
     root = ET.Element("testsuites", {"name": "buzz-orchestra"})
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
@@ -157,24 +162,12 @@ def junit_xml(report: dict[str, Any]) -> str:
         started = min((str(t["started_at"]) for t in trials if t["started_at"]), default=None)
         suite.attrib.update(
             {
-                "tests": str(counts["tests"]),
-                "failures": str(counts["failures"]),
-                "errors": str(counts["errors"]),
-                "skipped": str(counts["skipped"]),
-                "time": f"{counts['time']:.3f}",
+                **_count_attributes(counts),
                 "hostname": hostname,
                 **({"timestamp": started[:19]} if started else {}),
             }
         )
-    root.attrib.update(
-        {
-            "tests": str(totals["tests"]),
-            "failures": str(totals["failures"]),
-            "errors": str(totals["errors"]),
-            "skipped": str(totals["skipped"]),
-            "time": f"{totals['time']:.3f}",
-        }
-    )
+    root.attrib.update(_count_attributes(totals))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
