@@ -83,18 +83,19 @@ def _summary_text(trial: dict[str, Any]) -> str:
     )
 
 
+def _testcase_element(suite: ET.Element, classname: str, name: str, seconds: str) -> ET.Element:
+    return ET.SubElement(
+        suite, "testcase", {"classname": _clean(classname), "name": _clean(name), "time": seconds}
+    )
+
+
 def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
     """Append the trial's testcase; return its outcome (passed/failure/error/skipped)."""
-    case = ET.SubElement(
+    case = _testcase_element(
         suite,
-        "testcase",
-        {
-            "classname": _clean(trial["task_name"]),
-            "name": _clean(
-                f"{trial['short_name']} attempt {trial['attempt']} ({trial['trial_name']})"
-            ),
-            "time": _seconds(trial),
-        },
+        trial["task_name"],
+        f"{trial['short_name']} attempt {trial['attempt']} ({trial['trial_name']})",
+        _seconds(trial),
     )
     status = trial["status"]
     if status == "scored" and trial["succeeded"]:
@@ -125,6 +126,11 @@ def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
     return outcome
 
 
+def _count_attributes(counts: dict[str, float]) -> dict[str, str]:
+    """The tests/failures/errors/skipped/time attributes of a testsuite or testsuites."""
+    return {key: f"{value:.3f}" if key == "time" else str(value) for key, value in counts.items()}
+
+
 def junit_xml(report: dict[str, Any]) -> str:
     root = ET.Element("testsuites", {"name": "buzz-orchestra"})
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
@@ -145,16 +151,11 @@ def junit_xml(report: dict[str, Any]) -> str:
         outcomes = [_testcase(suite, trial) for trial in trials]
         for slot in job["pending"]:
             # A planned trial that never started still shows up, so CI sees the full plan.
-            case = ET.SubElement(
+            case = _testcase_element(
                 suite,
-                "testcase",
-                {
-                    "classname": _clean(slot["task_name"]),
-                    "name": _clean(
-                        f"{slot['task_name'].rpartition('/')[2]} attempt {slot['attempt']} (not run)"
-                    ),
-                    "time": "0.000",
-                },
+                slot["task_name"],
+                f"{slot['task_name'].rpartition('/')[2]} attempt {slot['attempt']} (not run)",
+                "0.000",
             )
             ET.SubElement(
                 case, "skipped", {"message": "not run: the job stopped before this trial started"}
@@ -172,24 +173,12 @@ def junit_xml(report: dict[str, Any]) -> str:
         started = min((str(t["started_at"]) for t in trials if t["started_at"]), default=None)
         suite.attrib.update(
             {
-                "tests": str(counts["tests"]),
-                "failures": str(counts["failures"]),
-                "errors": str(counts["errors"]),
-                "skipped": str(counts["skipped"]),
-                "time": f"{counts['time']:.3f}",
+                **_count_attributes(counts),
                 "hostname": hostname,
                 **({"timestamp": started[:19]} if started else {}),
             }
         )
-    root.attrib.update(
-        {
-            "tests": str(totals["tests"]),
-            "failures": str(totals["failures"]),
-            "errors": str(totals["errors"]),
-            "skipped": str(totals["skipped"]),
-            "time": f"{totals['time']:.3f}",
-        }
-    )
+    root.attrib.update(_count_attributes(totals))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
