@@ -18,6 +18,7 @@ from orchestra.agents.acp.records import AgentSpawned, Shutdown, Startup
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
 from orchestra.processes import become_subreaper, exit_now
 from orchestra.settings import SettingError
+from orchestra.startup import pause_collector, resume_collector
 
 VERSION = "0.1.0"
 #: §1.10: a configuration error (a setting, or a log file that cannot be opened) exits 1.
@@ -70,10 +71,12 @@ async def serve(config: AcpConfig, events: EventLog, prompts: PromptLog) -> int:
     # Imported here so that `--help` and configuration errors do not pay for the ACP SDK.
     from orchestra.agents.acp.bridge import Bridge
 
+    resume_collector()
     return await Bridge(config, events, prompts).run(started)
 
 
 def main() -> None:
+    pause_collector()  # until the ACP SDK is imported (orchestra/startup.py)
     argv = sys.argv[1:]
     if "--help" in argv or "-h" in argv:
         try:

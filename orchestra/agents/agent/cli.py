@@ -21,6 +21,9 @@ async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
 
     from orchestra.agents.agent.acp_agent import BuzzAgent
     from orchestra.agents.llm.client import LLMClient
+    from orchestra.startup import resume_collector
+
+    resume_collector()
 
     llm = LLMClient(
         config.provider_settings(),
@@ -55,6 +58,9 @@ async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
 
 
 def main() -> None:
+    from orchestra.startup import pause_collector
+
+    pause_collector()  # until the ACP SDK is imported (orchestra/startup.py)
     from orchestra.agents.logs import setup_logging
 
     setup_logging(logging.INFO)
