@@ -16,6 +16,7 @@ from orchestra.agents.acp.proctree import start_agent_process
 from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.acp.records import AgentSpawned, Shutdown, Startup
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
+from orchestra.agents.sdk_imports import field_docstrings_skipped
 from orchestra.processes import become_subreaper, exit_now
 from orchestra.settings import SettingError
 from orchestra.startup import pause_collector, resume_collector
@@ -69,7 +70,8 @@ async def start_agents(config: AcpConfig, events: EventLog) -> list[asyncio.subp
 async def serve(config: AcpConfig, events: EventLog, prompts: PromptLog) -> int:
     started = await start_agents(config, events)
     # Imported here so that `--help` and configuration errors do not pay for the ACP SDK.
-    from orchestra.agents.acp.bridge import Bridge
+    with field_docstrings_skipped():
+        from orchestra.agents.acp.bridge import Bridge
 
     resume_collector()
     return await Bridge(config, events, prompts).run(started)

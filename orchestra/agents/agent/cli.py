@@ -17,9 +17,12 @@ log = logging.getLogger("buzz_agent")
 
 
 async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
-    import acp
+    from orchestra.agents.sdk_imports import field_docstrings_skipped
 
-    from orchestra.agents.agent.acp_agent import BuzzAgent
+    with field_docstrings_skipped():
+        import acp
+
+        from orchestra.agents.agent.acp_agent import BuzzAgent
     from orchestra.agents.llm.client import LLMClient
     from orchestra.startup import resume_collector
 
