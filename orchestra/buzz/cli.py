@@ -12,7 +12,7 @@ from typing import Any, BinaryIO, TextIO
 
 from orchestra.buzz.cli_parser import DEFAULT_RELAY, GLOBAL_DESTS, build_parser
 from orchestra.buzz.errors import BuzzError
-from orchestra.startup import pause_collector
+from orchestra.startup import exit_now, pause_collector
 
 _COMPACT_OPERATIONS = frozenset({"messages_get", "messages_thread"})
 
@@ -114,7 +114,4 @@ def main() -> None:
     # interpreter finalization tears down modules nobody uses again; together about a quarter
     # of a call's CPU, paid 4-5 times per trial (docs/performance.md, "CPU cuts").
     pause_collector()
-    code = run(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr)
-    from orchestra.processes import exit_now
-
-    exit_now(code)
+    exit_now(run(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))

@@ -17,9 +17,9 @@ from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.acp.records import AgentSpawned, Shutdown, Startup
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
 from orchestra.agents.sdk_imports import field_docstrings_skipped
-from orchestra.processes import become_subreaper, exit_now
+from orchestra.processes import become_subreaper
 from orchestra.settings import SettingError
-from orchestra.startup import pause_collector, resume_collector
+from orchestra.startup import exit_now, pause_collector, resume_collector
 
 VERSION = "0.1.0"
 #: §1.10: a configuration error (a setting, or a log file that cannot be opened) exits 1.

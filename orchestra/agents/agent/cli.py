@@ -103,6 +103,6 @@ def main() -> None:
         config.route,
     )
     asyncio.run(_serve(config, trajectory))
-    from orchestra.processes import exit_now
+    from orchestra.startup import exit_now
 
     exit_now(0)

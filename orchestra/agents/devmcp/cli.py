@@ -69,6 +69,6 @@ def main() -> None:
         code = stop
     finally:
         workspace.remove()
-    from orchestra.processes import exit_now
+    from orchestra.startup import exit_now
 
     exit_now(code)
