@@ -17,12 +17,9 @@ log = logging.getLogger("buzz_agent")
 
 
 async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
-    from orchestra.agents.sdk_imports import field_docstrings_skipped
+    import acp
 
-    with field_docstrings_skipped():
-        import acp
-
-        from orchestra.agents.agent.acp_agent import BuzzAgent
+    from orchestra.agents.agent.acp_agent import BuzzAgent
     from orchestra.agents.llm.client import LLMClient
     from orchestra.startup import resume_collector
 
@@ -82,7 +79,10 @@ def main() -> None:
     warn_if_budget_disabled(
         config.effort, config.anthropic_thinking, config.max_output_tokens, config.provider
     )
-    from orchestra.agents.agent.acp_agent import AGENT_NAME, agent_version
+    from orchestra.agents.sdk_imports import field_docstrings_skipped
+
+    with field_docstrings_skipped():  # the first import of the ACP SDK (agents/sdk_imports.py)
+        from orchestra.agents.agent.acp_agent import AGENT_NAME, agent_version
     from orchestra.agents.agent.trajectory import TrajectoryRecorder
 
     try:
