@@ -107,6 +107,7 @@ class BenchmarkOptions:
     timeout_multiplier: float
     keep_channels: bool
     keep_containers: bool
+    settle_ms: int
     fresh: bool
     keep_errors: bool
     quiet: bool
@@ -171,7 +172,11 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
     )
     warnings += run_warnings
     options = RunOptions(
-        opts.timeout_multiplier, opts.keep_channels, opts.buzz_bin_dir, opts.keep_containers
+        opts.timeout_multiplier,
+        opts.keep_channels,
+        opts.buzz_bin_dir,
+        opts.keep_containers,
+        opts.settle_ms,
     )
     invocation = Invocation(
         n_concurrent=opts.n_concurrent,
@@ -209,6 +214,7 @@ def _run_settings(opts: BenchmarkOptions, modes: Modes, condition: Condition) ->
         timeout_multiplier=opts.timeout_multiplier,
         keep_channels=opts.keep_channels,
         keep_containers=opts.keep_containers,
+        settle_ms=opts.settle_ms,
         buzz_bin_dir=opts.buzz_bin_dir.absolute().as_posix() if opts.buzz_bin_dir else None,
         report=opts.report,
     )
