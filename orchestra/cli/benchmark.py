@@ -397,13 +397,13 @@ def run_plan(
         error_lines(str(error))
         return EXIT_PREFLIGHT
     console = Console()
-    console.print(unit.describe(owed), highlight=False, soft_wrap=True)
-    if invocation.check_endpoints:
+    if invocation.check_endpoints:  # before the run is announced: a failure creates nothing
         try:
             _check_endpoints(condition, api_keys, console)
         except Preflight as error:
             error_lines(str(error))
             return EXIT_PREFLIGHT
+    console.print(unit.describe(owed), highlight=False, soft_wrap=True)
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
