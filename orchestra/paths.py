@@ -53,6 +53,8 @@ class RepoPaths:
 
 # --- task directory (dataset.md §2.1) -------------------------------------------------------
 
+TESTS_DIR_NAME = "tests"
+
 
 @dataclass(frozen=True)
 class TaskPaths:
@@ -78,7 +80,7 @@ class TaskPaths:
 
     @property
     def tests_dir(self) -> Path:
-        return self.root / "tests"
+        return self.root / TESTS_DIR_NAME
 
     @property
     def test_sh(self) -> Path:
@@ -148,9 +150,34 @@ def make_trial_name(short_name: str, suffix: str | None = None) -> str:
     return f"{short_name[:TRIAL_SHORT_NAME_CHARS]}__{suffix}"
 
 
+RUN_RECORD_NAME = "run.json"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """`<jobs-dir>/<run name>/`: the run record and the run's job directories."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, jobs_dir: Path, run_name: str) -> RunPaths:
+        return cls(jobs_dir / run_name)
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_RECORD_NAME
+
+    def job(self, job_name: str) -> JobPaths:
+        return JobPaths(self.root / job_name)
+
+
 @dataclass(frozen=True)
 class JobPaths:
-    """`<jobs-dir>/<job name>/`."""
+    """`<jobs-dir>/<run name>/<job name>/` (or `<jobs-dir>/<job name>/` from before runs)."""
 
     root: Path
 
@@ -184,6 +211,10 @@ class JobPaths:
 
     def trial(self, trial_name: str) -> TrialPaths:
         return TrialPaths(self.root / trial_name)
+
+
+#: The verifier's stdout and stderr, in its verifier directory (§9.3).
+VERIFIER_OUTPUT_NAME = "test-stdout.txt"
 
 
 @dataclass(frozen=True)
@@ -282,7 +313,7 @@ class TrialPaths:
 
     @property
     def test_stdout(self) -> Path:
-        return self.verifier_dir / "test-stdout.txt"
+        return self.verifier_dir / VERIFIER_OUTPUT_NAME
 
     @property
     def test_local_sh(self) -> Path:
@@ -297,11 +328,16 @@ class TrialPaths:
     def artifacts_evidence_json(self) -> Path:
         return self.artifacts_dir / EVIDENCE_FILE_NAME
 
-    # local env only
+    # verifier-inputs/ -- the verifier's world, rebuilt from the harness's copies (§9)
     @property
-    def tests_dir(self) -> Path:
-        return self.root / "tests"
+    def verifier_inputs_dir(self) -> Path:
+        return self.root / "verifier-inputs"
 
+    def verifier_input(self, container_path: PurePath | str) -> Path:
+        """Where the verifier input at `container_path` is written on the host."""
+        return self.verifier_inputs_dir / str(container_path).lstrip("/")
+
+    # local env only
     @property
     def sandbox(self) -> Path:
         return self.root / "sandbox"
@@ -311,17 +347,16 @@ class TrialPaths:
         return EnvPaths.local(self, home)
 
     def verifier_path_map(self, home: str | None) -> tuple[tuple[str, Path], ...]:
-        """Container prefix → host path for the local verifier (§9.3), longest prefix first."""
-        env = self.local_env(home)
-        pairs: list[tuple[str, Path]] = [
-            (str(LOGS_ARTIFACTS), self.artifacts_dir),
-            (str(LOGS_VERIFIER), self.verifier_dir),
-            (str(LOGS_AGENT), self.agent_dir),
-            (str(CONTAINER_TESTS), self.tests_dir),
-            (str(CONTAINER_SOLUTION), Path(env.solution)),
-        ]
+        """Container prefix → host path for the local verifier (§9.3), longest prefix first.
+
+        Every input prefix points into `verifier-inputs/` (nothing of the sandbox, whatever
+        the agents left there); `/logs/agent` and `/solution` hold nothing there, as in a
+        docker verifier container."""
+        prefixes = [LOGS_ARTIFACTS, LOGS_AGENT, CONTAINER_TESTS, CONTAINER_SOLUTION]
         if home is not None:
-            pairs.append((home.rstrip("/") or "/", Path(env.home)))
+            prefixes.append(PurePosixPath(home))
+        pairs = [(str(prefix), self.verifier_input(prefix)) for prefix in prefixes]
+        pairs.append((str(LOGS_VERIFIER), self.verifier_dir))
         return tuple(sorted(pairs, key=lambda pair: len(pair[0]), reverse=True))
 
 
@@ -366,7 +401,8 @@ def container_env_file(agent_id: str) -> PurePosixPath:
 
 @dataclass(frozen=True)
 class EnvPaths:
-    """The logical paths agents and verifiers see (§5.8), for one environment kind.
+    """The logical paths agents see (§5.8), for one environment kind. (Verifiers see none of
+    them: their world is `TrialPaths.verifier_inputs_dir`, §9.)
 
     docker env: container paths (`PurePosixPath`); local env: host paths (`Path`).
     `root` is where absolute container paths land (`/`, or the local sandbox); `tmpdir` is
@@ -379,10 +415,7 @@ class EnvPaths:
     tmpdir: PurePath | None
     prompts_dir: PurePath
     runtime_logs_dir: PurePath
-    logs_agent: PurePath
     logs_artifacts: PurePath
-    logs_verifier: PurePath
-    tests: PurePath
     solution: PurePath
 
     @classmethod
@@ -394,10 +427,7 @@ class EnvPaths:
             tmpdir=None,
             prompts_dir=CONTAINER_PROMPTS,
             runtime_logs_dir=CONTAINER_RUNTIME_LOGS,
-            logs_agent=LOGS_AGENT,
             logs_artifacts=LOGS_ARTIFACTS,
-            logs_verifier=LOGS_VERIFIER,
-            tests=CONTAINER_TESTS,
             solution=CONTAINER_SOLUTION,
         )
 
@@ -410,10 +440,7 @@ class EnvPaths:
             tmpdir=trial.sandbox / "tmp",
             prompts_dir=trial.buzz_dir,
             runtime_logs_dir=trial.buzz_dir,
-            logs_agent=trial.agent_dir,
             logs_artifacts=trial.artifacts_dir,
-            logs_verifier=trial.verifier_dir,
-            tests=trial.tests_dir,
             solution=trial.sandbox / "solution",
         )
 
@@ -431,10 +458,6 @@ class EnvPaths:
     @property
     def solve_sh(self) -> PurePath:
         return self.solution / "solve.sh"
-
-    @property
-    def evidence(self) -> PurePath:
-        return self.logs_artifacts / EVIDENCE_FILE_NAME
 
     def solve_state_dir(self, channel_id: str) -> PurePath:
         """`${TMPDIR:-/tmp}/buzz-solve-<channel id>` as the agents see it (§4.5)."""

@@ -20,16 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import logging
 import os
 import shlex
 import signal
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 #: A group leader: our asyncio or `subprocess` child, or the pid of any process.
 Leader = asyncio.subprocess.Process | subprocess.Popen[bytes] | int
@@ -285,22 +282,6 @@ def become_subreaper() -> bool:
         return False
 
 
-def exit_now(code: int) -> NoReturn:
-    """Exit once the process's own shutdown is done, skipping interpreter finalization.
-
-    Tearing down the interpreter (module and object finalization of the SDKs, pydantic, httpx)
-    costs 0.15-0.3 s of CPU per process, paid in series by buzz-dev-mcp, buzz-agent and
-    buzz-acp at every trial's teardown. Everything that must outlive the process is written by
-    then (the event and prompt logs flush every line); the std streams and logging handlers
-    are flushed here. Not for error paths that still have to print a traceback.
-    """
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
 # --- short commands --------------------------------------------------------------------------
 
 
@@ -319,13 +300,15 @@ async def run_command(
     *,
     timeout_seconds: float = COMMAND_TIMEOUT_SECONDS,
     env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
 ) -> CommandResult:
-    """Run a short CLI command (`docker …`), output captured. A command that cannot start or
-    exceeds `timeout` (then killed) is a failed result whose stderr says so; nothing raises."""
+    """Run a short CLI command (`docker …`), output captured, `stdin` (when given) as its
+    input. A command that cannot start or exceeds `timeout` (then killed) is a failed result
+    whose stderr says so; nothing raises."""
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=None if env is None else dict(env),
@@ -333,7 +316,7 @@ async def run_command(
     except OSError as error:
         return CommandResult(FAILED_TO_RUN, "", f"cannot run {argv[0]}: {error}")
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout_seconds)
+        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout_seconds)
     except TimeoutError:
         process.kill()
         await process.wait()

@@ -4,7 +4,8 @@
 # `wheelhouse/` for the task image's interpreter; built with no network (no registry access).
 ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
-# Installing under /opt needs root; agents and the verifier run as root in the container.
+# Installing under /opt needs root; agents run as root in the container (the verifier runs in a
+# container of the task image itself, orchestrator.md §9.2).
 USER root
 COPY wheelhouse /tmp/buzz-wheelhouse
 RUN python3 -m venv /opt/buzz/venv \

@@ -46,7 +46,10 @@ def test_job_and_trial_layout(tmp_path: Path) -> None:
     assert trial.test_stdout == trial.root / "verifier/test-stdout.txt"
     assert trial.test_local_sh == trial.root / "verifier/test.local.sh"
     assert trial.artifacts_evidence_json == trial.root / "artifacts/buzz-evidence.json"
-    assert trial.tests_dir == trial.root / "tests"
+    assert trial.verifier_inputs_dir == trial.root / "verifier-inputs"
+    assert (
+        trial.verifier_input("/tests/verify.py") == trial.root / "verifier-inputs/tests/verify.py"
+    )
     assert trial.sandbox == trial.root / "sandbox"
 
 
@@ -69,7 +72,7 @@ def test_docker_env_paths() -> None:
     assert env.events_log("solo-1") == PurePosixPath("/opt/buzz/logs/solo-1.events.jsonl")
     assert env.solve_sh == PurePosixPath("/solution/solve.sh")
     assert env.solve_state_dir("c1") == PurePosixPath("/tmp/buzz-solve-c1")
-    assert env.evidence == CONTAINER_EVIDENCE == PurePosixPath("/logs/artifacts/buzz-evidence.json")
+    assert CONTAINER_EVIDENCE == PurePosixPath("/logs/artifacts/buzz-evidence.json")
     assert EnvPaths.docker("/home/buzz").fixture_file("/home/buzz/x") == PurePosixPath(
         "/home/buzz/x"
     )
@@ -85,28 +88,29 @@ def test_local_env_maps_every_logical_path_into_the_trial(tmp_path: Path) -> Non
     assert env.tmpdir == trial.sandbox / "tmp"
     assert env.system_prompt("solo-1") == trial.system_prompt("solo-1")
     assert env.events_log("solo-1") == trial.events_log("solo-1")
-    assert env.logs_agent == trial.agent_dir
     assert env.logs_artifacts == trial.artifacts_dir
-    assert env.logs_verifier == trial.verifier_dir
-    assert env.tests == trial.tests_dir
     assert env.solution == trial.sandbox / "solution"
     assert env.solve_state_dir("c1") == trial.sandbox / "tmp/buzz-solve-c1"
     assert env.fixture_file("/home/buzz/.claude/s.md") == trial.sandbox / "home/buzz/.claude/s.md"
 
 
-def test_verifier_path_map_is_longest_prefix_first(tmp_path: Path) -> None:
+def test_verifier_path_map_points_into_the_verifier_inputs_not_the_sandbox(
+    tmp_path: Path,
+) -> None:
     trial = JobPaths(tmp_path / "job").trial("t__abcdefg")
     mapping = trial.verifier_path_map("/home/buzz")
     prefixes = [prefix for prefix, _ in mapping]
     assert prefixes == sorted(prefixes, key=len, reverse=True)
+    inputs = trial.root / "verifier-inputs"
     assert dict(mapping) == {
-        "/logs/artifacts": trial.artifacts_dir,
+        "/logs/artifacts": inputs / "logs/artifacts",
         "/logs/verifier": trial.verifier_dir,
-        "/logs/agent": trial.agent_dir,
-        "/tests": trial.tests_dir,
-        "/solution": trial.sandbox / "solution",
-        "/home/buzz": trial.sandbox / "home/buzz",
+        "/logs/agent": inputs / "logs/agent",
+        "/tests": inputs / "tests",
+        "/solution": inputs / "solution",
+        "/home/buzz": inputs / "home/buzz",
     }
+    assert not any(trial.sandbox in path.parents for _, path in mapping)
     assert "/home/buzz" not in dict(trial.verifier_path_map(None))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from orchestra.jobs.run import trial_sandboxes
 from orchestra.processes import kill_processes_in
 from orchestra.stack.select import docker_engine_problem
 from orchestra.trial.env.container import DockerEnvError, cleanup_containers
@@ -31,10 +32,7 @@ def _remove_containers(job: str | None) -> str | None:
 
 def run_cleanup(job: str | None, jobs_dir: Path) -> None:
     not_checked = _remove_containers(job)
-    roots = [jobs_dir / job] if job else sorted(p for p in jobs_dir.glob("*") if p.is_dir())
-    killed = sum(
-        len(kill_processes_in(sandbox)) for root in roots for sandbox in root.glob("*/sandbox")
-    )
+    killed = sum(len(kill_processes_in(sandbox)) for sandbox in trial_sandboxes(jobs_dir, job))
     typer.echo(f"killed {killed} leftover process(es)")
     if not_checked is not None:
         typer.echo(f"note: containers not checked: {not_checked}", err=True)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer >= 0.26
 
-from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command, run_resume_command
+from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command
 from orchestra.cli.cleanup import run_cleanup
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.help import (
@@ -26,23 +26,33 @@ from orchestra.cli.options import (
     DatabaseUrl,
     Env,
     EnvMode,
+    HardCostCap,
     JobsDir,
     KeepErrors,
     Layer,
+    MaxCostUsd,
     NConcurrent,
+    ProviderErrorLimit,
     Quiet,
     RelayPort,
     RelayUrl,
+    Retries,
+    SkipEndpointCheck,
     Stack,
     StackMode,
     StateDir,
+    run_controls,
 )
 from orchestra.cli.report_commands import register as register_report_commands
+from orchestra.cli.resume import ResumeOptions, run_resume_command
 from orchestra.cli.stack import stack_app
 from orchestra.cli.terminal import output_console, print_summary
 from orchestra.documents.io import DocumentError
+from orchestra.documents.job import DEFAULT_SETTLE_MS, MAX_SETTLE_MS
 from orchestra.jobs.aggregate import aggregate
-from orchestra.jobs.layout import load_job_record
+from orchestra.jobs.breaker import DEFAULT_PROVIDER_ERROR_LIMIT
+from orchestra.jobs.retries import DEFAULT_RETRIES
+from orchestra.jobs.run import job_records
 from orchestra.paths import (
     DEFAULT_ENDPOINT_CONFIG,
     DEFAULT_JOBS_DIR,
@@ -65,7 +75,7 @@ app = typer.Typer(
         (
             ("orchestra benchmark", "the whole dataset under the oracle (offline, no API key)"),
             ("orchestra benchmark --dry-run", "print the plan and start nothing"),
-            ("orchestra summarize jobs/<job>", "the pass rates of a finished job"),
+            ("orchestra summarize jobs/<run>", "the pass rates of a finished run"),
             ("orchestra COMMAND --help", "every option of a command, with examples"),
         ),
         (
@@ -210,14 +220,39 @@ def benchmark(
         typer.Option(
             "--job-name",
             metavar="NAME",
-            help="Job directory name; an existing job of the same configuration is resumed.  "
-            "[default: <condition>-<UTC stamp>]",
+            help="Job directory name inside the run: the name itself for a one-job plan, the "
+            "base of <name>-regression / <name>-workflow for two.  [default: the run name]",
         ),
     ] = None,
+    run_name: Annotated[
+        str | None,
+        typer.Option(
+            "--run-name",
+            metavar="NAME",
+            help="Run directory name under --jobs-dir; an existing run of that name and plan is "
+            "resumed.  [default: --job-name, else <condition>-<UTC stamp>]",
+        ),
+    ] = None,
+    new_run: Annotated[
+        bool,
+        typer.Option(
+            "--new-run",
+            help="Start a new run even when an unfinished run of the same plan exists "
+            "(default: resume the most recent one).",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option(
-            "--dry-run", help="Validate the inputs, print the plan and start nothing (exit 0)."
+            "--dry-run",
+            help="Make every check that needs no stack, print the run and plan, start nothing.",
+        ),
+    ] = False,
+    allow_missing_keys: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing-keys",
+            help="With --dry-run: report missing API keys as warnings, not errors.",
         ),
     ] = False,
     stack: Stack = StackMode.auto,
@@ -256,6 +291,23 @@ def benchmark(
         bool,
         typer.Option("--keep-channels", help="Leave trial channels unarchived at teardown."),
     ] = False,
+    keep_containers: Annotated[
+        bool,
+        typer.Option(
+            "--keep-containers",
+            help="Docker env: keep each trial's agents' and verifier containers for debugging.",
+        ),
+    ] = False,
+    settle_ms: Annotated[
+        int,
+        typer.Option(
+            "--settle-ms",
+            min=0,
+            max=MAX_SETTLE_MS,
+            metavar="MS",
+            help="Grace after a solo agent's last turn before the trial stops (§7.11).",
+        ),
+    ] = DEFAULT_SETTLE_MS,
     fresh: Annotated[
         bool,
         typer.Option(
@@ -271,14 +323,31 @@ def benchmark(
             "--report", help="Write report.json, junit.xml and report.html into each job directory."
         ),
     ] = False,
+    check_endpoints: Annotated[
+        bool,
+        typer.Option(
+            "--check-endpoints", help="With --dry-run: also send the live endpoint check."
+        ),
+    ] = False,
+    skip_endpoint_check: SkipEndpointCheck = False,
+    retries: Retries = DEFAULT_RETRIES,
+    provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: MaxCostUsd = None,
+    hard_cost_cap: HardCostCap = False,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline, no API key).
 
     Prints one line per finished trial and the summary at the end; each job's files are in
-    JOBS_DIR/JOB_NAME. Rerunning with the same --job-name resumes the job.
+    JOBS_DIR/RUN_NAME/JOB_NAME. Rerunning the same command resumes the run (`orchestra resume
+    RUN_DIR` too); --new-run starts a new one.
     """
     if timeout_multiplier <= 0:
         fail(f"--timeout-multiplier must be > 0 (got {timeout_multiplier:g})")
+    if check_endpoints and not dry_run:
+        fail("--check-endpoints goes with --dry-run (a real run checks endpoints by default)")
+    if check_endpoints and skip_endpoint_check:
+        fail("--check-endpoints and --skip-endpoint-check are mutually exclusive")
+    controls = run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap)
     options = BenchmarkOptions(
         path=path,
         dataset=dataset,
@@ -302,52 +371,72 @@ def benchmark(
         artifact_root=artifact_root,
         timeout_multiplier=timeout_multiplier,
         keep_channels=keep_channels,
+        keep_containers=keep_containers,
+        settle_ms=settle_ms,
         fresh=fresh,
         keep_errors=keep_errors,
         quiet=quiet,
         report=report,
+        run_name=run_name,
+        new_run=new_run,
+        allow_missing_keys=allow_missing_keys,
+        check_endpoints=check_endpoints if dry_run else not skip_endpoint_check,
+        controls=controls,
     )
     raise typer.Exit(run_benchmark_command(options))
 
 
-THE_JOBS = "  [default: the job's]"
+THE_RUNS = "  [default: the run's]"
 
 
 @app.command(
-    short_help="Finish a job: run the trials it still owes.",
+    short_help="Finish a run: every trial and job it still owes.",
     cls=Command,
     epilog=epilog(
         (
-            ("orchestra resume jobs/<job>", "run what the job still owes, as it was started"),
-            ("orchestra resume jobs/<job> --keep-errors -n 1", "re-run only cancelled trials"),
+            ("orchestra resume jobs/<run>", "run what the run still owes, as it was started"),
+            ("orchestra resume jobs/<run> --keep-errors -n 1", "re-run only cancelled trials"),
             (
-                "orchestra resume jobs/<job> --stack embedded --env local",
-                "finish a job on another stack",
+                "orchestra resume jobs/<run> --stack embedded --env local",
+                "finish a run on another stack",
             ),
         ),
         RUN_EXIT_CODES,
     ),
 )
 def resume(
-    job_dir: Annotated[
+    path: Annotated[
         Path,
-        typer.Argument(metavar="JOB_DIR", help="The job directory to finish (JOBS_DIR/JOB_NAME)."),
+        typer.Argument(
+            metavar="PATH",
+            help="A run directory (or one of its job directories): finishes the whole plan; "
+            "a job directory from before runs: that job.",
+        ),
     ],
-    n_concurrent: NConcurrent = 4,
+    n_concurrent: Annotated[
+        int | None,
+        typer.Option(
+            "--n-concurrent",
+            "-n",
+            min=1,
+            metavar="N",
+            help="Trials in flight at once; 1 is the safe laptop setting." + THE_RUNS,
+        ),
+    ] = None,
     keep_errors: KeepErrors = False,
     endpoint_config: Annotated[
         Path | None,
         typer.Option(
             "--endpoint-config",
             metavar="PATH",
-            help="Endpoint config to use instead of the one the job recorded." + THE_JOBS,
+            help="Endpoint config to use instead of the one the run recorded." + THE_RUNS,
         ),
     ] = None,
     stack: Annotated[
-        StackMode, typer.Option("--stack", help=STACK_HELP + THE_JOBS, show_default=False)
+        StackMode, typer.Option("--stack", help=STACK_HELP + THE_RUNS, show_default=False)
     ] = StackMode.auto,
     env: Annotated[
-        EnvMode, typer.Option("--env", help=ENV_HELP + THE_JOBS, show_default=False)
+        EnvMode, typer.Option("--env", help=ENV_HELP + THE_RUNS, show_default=False)
     ] = EnvMode.auto,
     relay_url: RelayUrl = None,
     database_url: DatabaseUrl = None,
@@ -358,7 +447,7 @@ def resume(
             min=1,
             max=65535,
             metavar="PORT",
-            help="Embedded stack: the port the relay binds on 127.0.0.1." + THE_JOBS,
+            help="Embedded stack: the port the relay binds on 127.0.0.1." + THE_RUNS,
         ),
     ] = None,
     state_dir: Annotated[
@@ -366,31 +455,77 @@ def resume(
         typer.Option(
             "--state-dir",
             metavar="DIR",
-            help="Persistent secrets, wheelhouse and embedded-stack data." + THE_JOBS,
+            help="Persistent secrets, wheelhouse and embedded-stack data." + THE_RUNS,
         ),
     ] = None,
+    timeout_multiplier: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout-multiplier",
+            metavar="X",
+            help="Scale every task's agent and verifier time limits (a number > 0)." + THE_RUNS,
+        ),
+    ] = None,
+    buzz_bin_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--buzz-bin-dir",
+            metavar="DIR",
+            help="Experimental: run buzz-acp, buzz-agent and buzz-dev-mcp from DIR." + THE_RUNS,
+        ),
+    ] = None,
+    settle_ms: Annotated[
+        int | None,
+        typer.Option(
+            "--settle-ms",
+            min=0,
+            max=MAX_SETTLE_MS,
+            metavar="MS",
+            help="Settle grace for the re-run trials (§7.11)." + THE_RUNS,
+        ),
+    ] = None,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report",
+            help="Write report.json, junit.xml and report.html into the run directory "
+            "(reports that exist are always rewritten).",
+        ),
+    ] = False,
     quiet: Quiet = False,
+    skip_endpoint_check: SkipEndpointCheck = False,
+    retries: Retries = DEFAULT_RETRIES,
+    provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
+    max_cost_usd: MaxCostUsd = None,
+    hard_cost_cap: HardCostCap = False,
 ) -> None:
-    """Finish a job: re-open it from its config.json and run the trials it still owes.
+    """Finish a run (or a job from before runs): every trial and job it still owes.
 
     Scored trials are kept; error, cancelled and unfinished ones are run again (their old
-    directories move to JOB_DIR/.superseded/).
+    directories move to JOB_DIR/.superseded/), and jobs never started are started. Options not
+    given keep the run's recorded values.
     """
-    raise typer.Exit(
-        run_resume_command(
-            job_dir,
-            n_concurrent=n_concurrent,
-            keep_errors=keep_errors,
-            endpoint_config=endpoint_config,
-            stack=stack.value,
-            env=env.value,
-            relay_url=relay_url,
-            database_url=database_url,
-            relay_port=relay_port,
-            state_dir=state_dir,
-            quiet=quiet,
-        )
+    if timeout_multiplier is not None and timeout_multiplier <= 0:
+        fail(f"--timeout-multiplier must be > 0 (got {timeout_multiplier:g})")
+    options = ResumeOptions(
+        n_concurrent=n_concurrent,
+        keep_errors=keep_errors,
+        endpoint_config=endpoint_config,
+        stack=stack.value,
+        env=env.value,
+        relay_url=relay_url,
+        database_url=database_url,
+        relay_port=relay_port,
+        state_dir=state_dir,
+        timeout_multiplier=timeout_multiplier,
+        buzz_bin_dir=buzz_bin_dir,
+        settle_ms=settle_ms,
+        report=report,
+        quiet=quiet,
+        check_endpoints=not skip_endpoint_check,
+        controls=run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap),
     )
+    raise typer.Exit(run_resume_command(path, options))
 
 
 @app.command(
@@ -398,9 +533,9 @@ def resume(
     cls=Command,
     epilog=epilog(
         (
-            ("orchestra summarize jobs/<job>", "the table, fitted to the terminal"),
-            ("orchestra summarize jobs/<run>-regression jobs/<run>-workflow", "two jobs as one"),
-            ("orchestra summarize --json jobs/<job> | jq .conditions[0].totals", "every field"),
+            ("orchestra summarize jobs/<run>", "the table, fitted to the terminal"),
+            ("orchestra summarize jobs/<run>/<job> jobs/<other-run>", "a job and a run as one"),
+            ("orchestra summarize --json jobs/<run> | jq .conditions[0].totals", "every field"),
         ),
         READ_EXIT_CODES,
     ),
@@ -409,8 +544,8 @@ def summarize(
     job_dirs: Annotated[
         list[Path],
         typer.Argument(
-            metavar="JOB_DIR...",
-            help="One or more job directories; jobs of one condition aggregate together.",
+            metavar="DIR...",
+            help="One or more run or job directories; jobs of one condition aggregate together.",
         ),
     ],
     as_json: Annotated[
@@ -420,7 +555,8 @@ def summarize(
         bool, typer.Option("--csv", help="Print one CSV row per task, with every field.")
     ] = False,
 ) -> None:
-    """Print pass rates, pass@k, failing dimensions, tokens and cost per layer and task.
+    """Print pass rates, pass@k, failing dimensions, tokens and cost per layer and task, for
+    runs (all their jobs, those never started counted as not started) or jobs.
 
     The table fits the terminal: narrow terminals get fewer columns and each task's failing
     dimensions on a line of their own; --json and --csv always hold everything.
@@ -428,7 +564,7 @@ def summarize(
     if as_json and as_csv:
         fail("--json and --csv are mutually exclusive")
     try:
-        records = [load_job_record(job_dir) for job_dir in job_dirs]
+        records = [record for path in job_dirs for record in job_records(path)]
     except DocumentError as error:
         fail(str(error))
     document = aggregate(records)
@@ -455,7 +591,9 @@ def cleanup(
     job: Annotated[
         str | None,
         typer.Option(
-            "--job", metavar="NAME", help="Only this job's leftovers.  [default: every job]"
+            "--job",
+            metavar="NAME",
+            help="Only this job's (or this run's) leftovers.  [default: every run and job]",
         ),
     ] = None,
     jobs_dir: JobsDir = DEFAULT_JOBS_DIR,

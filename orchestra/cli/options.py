@@ -12,7 +12,9 @@ from typing import Annotated
 
 import typer
 
+from orchestra.cli.errors import fail
 from orchestra.config.task import Layer as TaskLayer
+from orchestra.jobs.controls import RunControls
 
 
 class StackMode(StrEnum):
@@ -84,7 +86,7 @@ DatabaseUrl = Annotated[
     ),
 ]
 JobsDir = Annotated[
-    Path, typer.Option("--jobs-dir", metavar="DIR", help="Parent directory of job directories.")
+    Path, typer.Option("--jobs-dir", metavar="DIR", help="Parent directory of run directories.")
 ]
 StateDir = Annotated[
     Path,
@@ -106,3 +108,57 @@ RelayPort = Annotated[
 ]
 Stack = Annotated[StackMode, typer.Option("--stack", help=STACK_HELP)]
 Env = Annotated[EnvMode, typer.Option("--env", help=ENV_HELP)]
+
+# Options of both `benchmark` and `resume`: what may stop or rerun trials (issue 13).
+SkipEndpointCheck = Annotated[
+    bool,
+    typer.Option(
+        "--skip-endpoint-check",
+        help="Do not send the one live request per endpoint that preflight sends.",
+    ),
+]
+Retries = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        min=0,
+        metavar="N",
+        help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
+    ),
+]
+ProviderErrorLimit = Annotated[
+    int,
+    typer.Option(
+        "--provider-error-limit",
+        min=0,
+        metavar="N",
+        help="Stop starting trials after N in a row end in provider errors (0: never).",
+    ),
+]
+MaxCostUsd = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost-usd",
+        metavar="USD",
+        help="Start no new trial once the run has cost this many USD.  [default: no cap]",
+    ),
+]
+HardCostCap = Annotated[
+    bool, typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight.")
+]
+
+
+def run_controls(
+    retries: int, provider_error_limit: int, max_cost_usd: float | None, hard_cost_cap: bool
+) -> RunControls:
+    """The run controls those options give (exit 1 on a combination that makes no sense)."""
+    if max_cost_usd is not None and not max_cost_usd > 0:
+        fail(f"--max-cost-usd must be > 0 (got {max_cost_usd:g})")
+    if hard_cost_cap and max_cost_usd is None:
+        fail("--hard-cost-cap needs --max-cost-usd")
+    return RunControls.of(
+        retries=retries,
+        provider_error_limit=provider_error_limit,
+        max_cost_usd=max_cost_usd,
+        hard_cost_cap=hard_cost_cap,
+    )

@@ -13,7 +13,13 @@ import typer
 from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, epilog
 from orchestra.documents.io import DocumentError
-from orchestra.report.compare import FORMATTERS, CompareInputError, compare_paths, exit_code
+from orchestra.report.compare import (
+    ALPHA,
+    FORMATTERS,
+    CompareInputError,
+    compare_paths,
+    exit_code,
+)
 from orchestra.report.html import write_report_html
 from orchestra.report.junit import write_junit_xml
 from orchestra.report.report_json import build_report, write_report_json
@@ -31,9 +37,9 @@ class ReportFiles:
 
 
 def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
-    """Write report.json, junit.xml and report.html for these jobs into `out_dir`.
+    """Write report.json, junit.xml and report.html for these runs or jobs into `out_dir`.
 
-    Raises `DocumentError` when a directory is not a readable job.
+    Raises `DocumentError` when a directory is neither a readable run nor a job.
     """
     report = build_report(job_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -52,26 +58,34 @@ class CompareFormat(StrEnum):
 
 REPORT_EPILOG = epilog(
     (
-        ("orchestra report jobs/<job>", "report.json, junit.xml, report.html in the job"),
+        ("orchestra report jobs/<run>", "report.json, junit.xml, report.html in the run"),
         (
-            "orchestra report jobs/<run>-regression jobs/<run>-workflow -o out/",
-            "one report of two jobs",
+            "orchestra report jobs/<run-a> jobs/<run-b>/<job> -o out/",
+            "one report of a run and a job",
         ),
     ),
-    (("0", "written"), ("1", "usage error, a directory that is not a job, or cannot write")),
+    (
+        ("0", "written"),
+        ("1", "usage error, a directory that is not a run or job, or cannot write"),
+    ),
 )
 COMPARE_EPILOG = epilog(
     (
         ("orchestra compare jobs/<baseline> jobs/<candidate>", "what changed, per task"),
         (
-            "orchestra compare old/report.json jobs/<job> --format markdown > compare.md",
+            "orchestra compare old/report.json jobs/<run> --format markdown > compare.md",
             "for a pull request",
         ),
+        ("orchestra compare jobs/<a> jobs/<b> --alpha 0.01", "a stricter gate"),
     ),
     (
-        ("0", "no task regressed"),
-        ("1", "usage error, or an input that is not a job or report.json"),
-        ("3", "at least one task regressed"),
+        ("0", "no significant regression, and every baseline task has a scored trial"),
+        ("1", "usage error, or an input that is not a run, job or report.json"),
+        (
+            "3",
+            "a regression significant at --alpha, or a baseline task with no scored trial "
+            "in the candidate",
+        ),
     ),
 )
 
@@ -79,7 +93,7 @@ COMPARE_EPILOG = epilog(
 def report(
     job_dirs: Annotated[
         list[Path],
-        typer.Argument(metavar="JOB_DIR...", help="One or more job directories."),
+        typer.Argument(metavar="DIR...", help="One or more run or job directories."),
     ],
     out_dir: Annotated[
         Path | None,
@@ -87,14 +101,16 @@ def report(
             "--out-dir",
             "-o",
             metavar="DIR",
-            help="Where to write the files.  [default: the job directory, when there is one]",
+            help="Where to write the files.  [default: the run or job directory, when there is "
+            "only one]",
         ),
     ] = None,
 ) -> None:
-    """Write report.json, junit.xml and report.html (one static page) for one or more jobs."""
+    """Write report.json, junit.xml and report.html (one static page) for one or more runs or
+    jobs."""
     if out_dir is None:
         if len(job_dirs) != 1:
-            fail("--out-dir is required when reporting on more than one job directory")
+            fail("--out-dir is required when reporting on more than one directory")
         out_dir = job_dirs[0]
     try:
         files = write_reports(job_dirs, out_dir)
@@ -109,19 +125,35 @@ def report(
 def compare(
     baseline: Annotated[
         Path,
-        typer.Argument(metavar="BASELINE", help="Baseline job directory (or its report.json)."),
+        typer.Argument(
+            metavar="BASELINE", help="Baseline run or job directory (or its report.json)."
+        ),
     ],
     candidate: Annotated[
         Path,
-        typer.Argument(metavar="CANDIDATE", help="Candidate job directory (or its report.json)."),
+        typer.Argument(
+            metavar="CANDIDATE", help="Candidate run or job directory (or its report.json)."
+        ),
     ],
     output_format: Annotated[
         CompareFormat, typer.Option("--format", help="How to print the comparison.")
     ] = CompareFormat.text,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            "--alpha",
+            metavar="A",
+            help="Significance level of the one-sided Fisher test a regression must pass "
+            "to fail the comparison.",
+        ),
+    ] = ALPHA,
 ) -> None:
-    """Regressions and improvements per task and metric between two jobs."""
+    """Regressions and improvements per task and metric between two runs or jobs; exit 3 on a
+    regression significant at --alpha or a baseline task the candidate has no scored trial of."""
+    if not 0 < alpha < 1:
+        fail(f"--alpha must be between 0 and 1 (got {alpha:g})")
     try:
-        comparison = compare_paths(baseline, candidate)
+        comparison = compare_paths(baseline, candidate, alpha)
     except (DocumentError, CompareInputError) as error:
         fail(str(error))
     sys.stdout.write(FORMATTERS[output_format.value](comparison))
@@ -133,11 +165,11 @@ def register(app: typer.Typer) -> None:
         name="report",
         cls=Command,
         epilog=REPORT_EPILOG,
-        short_help="Write report.json, junit.xml and report.html for jobs.",
+        short_help="Write report.json, junit.xml and report.html for runs or jobs.",
     )(report)
     app.command(
         name="compare",
         cls=Command,
         epilog=COMPARE_EPILOG,
-        short_help="Regressions and improvements between two jobs.",
+        short_help="Regressions and improvements between two runs or jobs.",
     )(compare)

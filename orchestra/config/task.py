@@ -19,7 +19,7 @@ from orchestra.config.errors import (
 )
 from orchestra.config.fixture import Fixture, load_fixture
 from orchestra.config.loading import load_toml
-from orchestra.paths import TaskPaths
+from orchestra.paths import TESTS_DIR_NAME, TaskPaths
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -113,10 +113,28 @@ class Task:
         return layer
 
     @functools.cached_property
+    def _contents(self) -> TaskContents:
+        return read_task_contents(self.dir)
+
+    @property
     def digest(self) -> str:
         """`task_digest` as of the first use: the plan and every trial config of a job record
         the same value, and the files are hashed once instead of at every trial."""
-        return task_digest(self.dir)
+        return self._contents.digest
+
+    @property
+    def tests(self) -> tuple[TaskFile, ...]:
+        """The files of `tests/` as read with the digest (before any trial of the job starts):
+        the pristine copy every verifier of the job runs, whatever happens to the directory
+        later (orchestrator.md §9)."""
+        return self._contents.tests
+
+    def tests_changed_on_disk(self) -> list[str]:
+        """Paths under `tests/` whose files on disk differ from `tests` (added, removed or
+        rewritten since the copy was taken)."""
+        now = {file.relative: file for file in read_task_contents(self.dir).tests}
+        then = {file.relative: file for file in self.tests}
+        return sorted(path for path in now.keys() | then.keys() if now.get(path) != then.get(path))
 
     def record(self) -> dict[str, str]:
         """`{name, short_name, dir, layer, digest}` as job and trial configs record it (§10.2)."""
@@ -203,9 +221,30 @@ def _missing_file_errors(paths: TaskPaths) -> list[ConfigError]:
 _DIGEST_IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache"})
 
 
+@dataclass(frozen=True)
+class TaskFile:
+    """One file of a task's `tests/` as read: its path relative to `tests/`, its bytes and its
+    permission bits."""
+
+    relative: str
+    content: bytes
+    mode: int
+
+
+@dataclass(frozen=True)
+class TaskContents:
+    digest: str
+    tests: tuple[TaskFile, ...]  # the files under tests/, sorted by path
+
+
 def task_digest(task_dir: Path) -> str:
     """SHA-256 over the task's files: sorted relative POSIX paths, `path NUL bytes NUL` each,
     the top-level `README.md` excluded (§2.5)."""
+    return read_task_contents(task_dir).digest
+
+
+def read_task_contents(task_dir: Path) -> TaskContents:
+    """The digest of `task_digest` and, from the same read, the files under `tests/`."""
     files = sorted(
         (path.relative_to(task_dir).as_posix(), path)
         for path in task_dir.rglob("*")
@@ -214,8 +253,13 @@ def task_digest(task_dir: Path) -> str:
         and path.suffix != ".pyc"
     )
     digest = hashlib.sha256()
+    tests: list[TaskFile] = []
     for relative, path in files:
         if relative == "README.md":
             continue
-        digest.update(relative.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+        content = path.read_bytes()
+        digest.update(relative.encode("utf-8") + b"\0" + content + b"\0")
+        if relative.startswith(f"{TESTS_DIR_NAME}/"):
+            mode = path.stat().st_mode & 0o777
+            tests.append(TaskFile(relative.removeprefix(f"{TESTS_DIR_NAME}/"), content, mode))
+    return TaskContents(digest.hexdigest(), tuple(tests))

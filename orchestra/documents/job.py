@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from orchestra.config.endpoints import Provider
+from orchestra.config.endpoints import Endpoint, Provider
 from orchestra.documents.enums import EnvKind, StackMode, TrialStatus
 from orchestra.documents.io import Document, Sha256, Timestamp
 from orchestra.documents.summary import LayerSummary
 from orchestra.documents.trial import Attempt, Count, Part, TaskRecord, TokenCounts
 
 PlanLayer = Literal["regression", "workflow", "mixed"]
+#: Why a job started no more trials before its plan was done (issue 13): the run's cost cap
+#: was reached, or the circuit breaker saw provider errors in a row.
+JobStopReason = Literal["cost_cap", "circuit_breaker"]
+
+#: `--settle-ms`: the solo settle grace's default and upper bound (orchestrator.md §2.2, §7.11)
+DEFAULT_SETTLE_MS = 250
+MAX_SETTLE_MS = 5000
 
 
 # --- config.json -------------------------------------------------------------------------------
@@ -31,6 +39,14 @@ class PlanRecord(Part):
     attempts: Attempt
     tasks: list[TaskRecord]
 
+    @property
+    def n_trials(self) -> int:
+        return self.attempts * len(self.tasks)
+
+    def slots(self) -> list[tuple[int, str]]:
+        """(attempt, task name) in start order: attempt-major (§2.3 item 7)."""
+        return [(a, task.name) for a in range(1, self.attempts + 1) for task in self.tasks]
+
 
 class ManifestRecord(Part):
     path: str
@@ -46,6 +62,16 @@ class EndpointRecord(Part):
     api_key_env: str | None
     base_url: str | None
     env_keys: list[str]
+
+
+def endpoint_records(endpoints: Mapping[str, Endpoint]) -> dict[str, EndpointRecord]:
+    """The `endpoints` object of a job config or a run record, from the condition's endpoints."""
+    return {name: EndpointRecord.model_validate(ep.summary()) for name, ep in endpoints.items()}
+
+
+def is_oracle_roster(endpoints: dict[str, EndpointRecord]) -> bool:
+    """The roster runs the built-in oracle, not a model."""
+    return any(endpoint.provider == "oracle" for endpoint in endpoints.values())
 
 
 class StackRecord(Part):
@@ -67,6 +93,9 @@ class JobOptions(Part):
     state_dir: str
     relay_port: int
     buzz_bin_dir: str | None  # null when this package's scripts are used
+    keep_containers: bool = False  # docker env: `--keep-containers`
+    #: the solo settle grace (§7.11); absent in jobs started before it existed
+    settle_ms: Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)] = DEFAULT_SETTLE_MS
     endpoint_config: str
     artifact_root: str
 
@@ -95,8 +124,7 @@ class JobConfig(Document):
 
     @property
     def is_oracle(self) -> bool:
-        """The roster runs the built-in oracle, not a model."""
-        return any(endpoint.provider == "oracle" for endpoint in self.endpoints.values())
+        return is_oracle_roster(self.endpoints)
 
 
 # --- result.json -------------------------------------------------------------------------------
@@ -135,3 +163,7 @@ class JobResult(Document):
     stats: JobStats
     aggregates: dict[str, LayerSummary]
     trials: list[JobTrialEntry]
+    stopped: JobStopReason | None = None  # null: the job was not stopped early
+    stopped_at: Timestamp | None = None
+    stop_message: str | None = None
+    spent_usd: float | None = None  # with `cost_cap`: the run's cost (finished + in flight)

@@ -141,6 +141,21 @@ class VerifierSummary(Part):
     details_error: str | None
 
 
+class VerifierInputFile(Part):
+    path: str  # absolute, as the verifier saw it
+    source: Literal["evidence", "tests", "fixture"]
+    sha256: Sha256
+    size: Count  # bytes
+
+
+class VerifierInputs(Part):
+    """What the verifier was given (§9), each file with its SHA-256; `evidence_sha256` is the
+    evidence file it read (null only when an export the task does not require failed)."""
+
+    evidence_sha256: Sha256 | None
+    files: list[VerifierInputFile]
+
+
 class BudgetExceeded(Part):
     """The first exceeded limit (§7.13)."""
 
@@ -199,6 +214,14 @@ class ExceptionInfo(Part):
     phase: Phase
 
 
+class RetriedAttempt(Part):
+    """An earlier attempt at the same slot that ended in a harness error and was rerun in the
+    same job; its directory is `.superseded/<trial_name>` (issue 13)."""
+
+    trial_name: str
+    exception_type: ErrorType
+
+
 class TrialResult(TrialIdentity, Document):
     """The trial's status and outcome, rewritten at every phase change (§10.3).
 
@@ -212,6 +235,7 @@ class TrialResult(TrialIdentity, Document):
     reward: float | None = None
     rewards: dict[str, float] | None = None
     verifier: VerifierSummary | None = None
+    verifier_inputs: VerifierInputs | None = None
     started_at: Timestamp
     finished_at: Timestamp | None = None
     timings: Timings = Field(default_factory=Timings)
@@ -220,11 +244,14 @@ class TrialResult(TrialIdentity, Document):
     accounting: Accounting = Accounting.UNAVAILABLE
     cached_estimated: bool = False
     budget_exceeded: BudgetExceeded | None = None
+    #: wake-eligible events the stop gave up waiting for (§7.11); absent in older documents
+    unaccounted_events: list[str] = Field(default_factory=list)
     buzz: BuzzRecord = Field(default_factory=BuzzRecord)
     #: agent id -> its ATIF trajectory, relative to the trial directory (§7.16)
     trajectories: dict[str, str] = Field(default_factory=dict)
     secret_scan: SecretScan = Field(default_factory=SecretScan)
     exception_info: ExceptionInfo | None = None
+    retried_from: list[RetriedAttempt] = Field(default_factory=list)
 
     @classmethod
     def starting(cls, identity: TrialIdentity, started_at: str) -> TrialResult:

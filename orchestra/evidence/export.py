@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from orchestra.errors import TrialFailure
 from orchestra.evidence.normalize import TRANSCRIPT_CAP, build_evidence, transcript_of
 from orchestra.files import empty_directory
-from orchestra.jsonio import write_json_atomic, write_text_atomic
+from orchestra.jsonio import dumps_pretty, write_json_atomic, write_text_atomic
 from orchestra.nostr import tags
 from orchestra.nostr.kinds import Kind
 from orchestra.paths import TrialPaths
@@ -139,12 +139,18 @@ async def collect_observed_channels(
     return observed
 
 
+def evidence_text(evidence: Mapping[str, Any]) -> str:
+    """The evidence file's text (§8.5 format); the verifier is given exactly these bytes."""
+    return dumps_pretty(evidence, ensure_ascii=True)
+
+
 def write_evidence_files(evidence: Mapping[str, Any], trial: TrialPaths) -> None:
-    """Host copy plus transcript, then the verifier's copy in an emptied artifacts dir (§8.5)."""
-    write_json_atomic(trial.evidence_json, evidence, ensure_ascii=True)
+    """Host copy plus transcript, and a copy in the emptied artifacts dir (§8.5)."""
+    text = evidence_text(evidence)
+    write_text_atomic(trial.evidence_json, text)
     write_json_atomic(trial.transcript_json, transcript_of(evidence), ensure_ascii=True)
     empty_directory(trial.artifacts_dir)
-    write_json_atomic(trial.artifacts_evidence_json, evidence, ensure_ascii=True)
+    write_text_atomic(trial.artifacts_evidence_json, text)
 
 
 def record_export_failure(error: BaseException, trial: TrialPaths) -> str:

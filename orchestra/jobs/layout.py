@@ -10,12 +10,13 @@ from pathlib import Path
 from orchestra.config.errors import display_path
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.io import DocumentError
-from orchestra.documents.job import JobConfig, ResumeRecord
+from orchestra.documents.job import JobConfig, JobResult, ResumeRecord
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.identity import differing_fields
 from orchestra.jsonio import utc_timestamp
-from orchestra.paths import JobPaths
+from orchestra.paths import JobPaths, RunPaths
+from orchestra.plural import plural
 
 
 class JobConfigMismatch(Exception):
@@ -58,18 +59,22 @@ def scan_trials(paths: JobPaths) -> list[ExistingTrial]:
     return trials
 
 
-def take_inventory(
-    paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
-) -> Inventory:
-    """Keep scored trials (and errors with `keep_errors`); move everything else aside.
+def supersede_directory(paths: JobPaths, trial_name: str) -> None:
+    """Move a trial's directory to `.superseded/<trial name>`: replaced, never deleted."""
+    target = paths.superseded(trial_name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(paths.trial(trial_name).root), str(target))
 
-    A superseded trial directory is moved to `.superseded/`, never deleted. Every trial is
-    read before anything moves, so a malformed one stops the resume with nothing changed.
-    """
+
+def plan_inventory(
+    trials: list[ExistingTrial], slots: list[tuple[int, str]], *, keep_errors: bool
+) -> Inventory:
+    """Which trials a resume keeps (scored, and errors with `keep_errors`; one per slot), which
+    it supersedes and which slots it still owes; reads nothing, moves nothing (§2.5)."""
     inventory = Inventory()
     wanted = {(task, attempt) for attempt, task in slots}
     kept_statuses = {TrialStatus.SCORED} | ({TrialStatus.ERROR} if keep_errors else set())
-    for trial in scan_trials(paths):
+    for trial in trials:
         result = trial.result
         if (
             result is not None
@@ -78,12 +83,22 @@ def take_inventory(
             and result.slot not in inventory.kept
         ):
             inventory.kept[result.slot] = result
-            continue
-        target = paths.superseded(trial.name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(trial.path), str(target))
-        inventory.superseded.append(trial.name)
+        else:
+            inventory.superseded.append(trial.name)
     inventory.owed = [(a, t) for a, t in slots if (t, a) not in inventory.kept]
+    return inventory
+
+
+def take_inventory(
+    paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
+) -> Inventory:
+    """`plan_inventory` of the job's trials, then every superseded trial directory moved to
+    `.superseded/`, never deleted. Every trial is read before anything moves, so a malformed
+    one stops the resume with nothing changed."""
+    trials = scan_trials(paths)
+    inventory = plan_inventory(trials, slots, keep_errors=keep_errors)
+    for name in inventory.superseded:
+        supersede_directory(paths, name)
     return inventory
 
 
@@ -119,26 +134,35 @@ def load_job_config(paths: JobPaths) -> JobConfig:
     return config
 
 
-#: How many job names an error lists before "…".
-LISTED_JOBS = 10
+#: How many run or job names an error lists before "…".
+LISTED_UNITS = 10
 
 
 def _not_a_job(paths: JobPaths) -> DocumentError:
-    """Why `paths.root` is not a readable job, and the jobs it holds when it is a jobs dir."""
+    """Why `paths.root` is not a readable job, and the runs and jobs it holds when it is a jobs
+    dir. Callers detect a run directory (its `run.json`) before they read a job, so a directory
+    that gets here is neither."""
     root = paths.root
     if not root.is_dir():
-        return DocumentError(display_path(root), "", "no such job directory")
+        return DocumentError(display_path(root), "", "no such run or job directory")
     if paths.config_json.exists():
         return DocumentError(display_path(paths.config_json), "", "not a JSON object")
-    jobs = sorted(p.name for p in root.iterdir() if (p / "config.json").is_file())
-    if not jobs:
-        return DocumentError(display_path(root), "", "not a job directory (no config.json)")
-    listed = ", ".join(jobs[:LISTED_JOBS]) + (", …" if len(jobs) > LISTED_JOBS else "")
+    runs = [p.name for p in sorted(root.iterdir()) if RunPaths(p).run_json.is_file()]
+    jobs = [p.name for p in sorted(root.iterdir()) if JobPaths(p).config_json.is_file()]
+    units = sorted(runs + jobs)
+    if not units:
+        return DocumentError(
+            display_path(root), "", "not a run or job directory (no run.json or config.json)"
+        )
+    held = " and ".join(
+        plural(len(names), noun) for names, noun in ((runs, "run"), (jobs, "job")) if names
+    )
+    listed = ", ".join(units[:LISTED_UNITS]) + (", …" if len(units) > LISTED_UNITS else "")
     return DocumentError(
         display_path(root),
         "",
-        f"a directory of {len(jobs)} job(s), not a job: {listed} "
-        f"(name one, e.g. {display_path(root / jobs[-1])})",
+        f"a directory of {held}, not a run or job: {listed} "
+        f"(name one, e.g. {display_path(root / units[-1])})",
     )
 
 
@@ -148,4 +172,8 @@ def load_job_record(job_dir: Path) -> JobRecord:
     paths = JobPaths(job_dir)
     record = JobRecord.from_config(load_job_config(paths), job_dir)
     record.trials = [t.result for t in scan_trials(paths) if t.result is not None]
+    result = JobResult.load_if_readable(paths.result_json)
+    if result is not None:
+        record.stopped, record.stop_message = result.stopped, result.stop_message
+        record.spent_usd = result.spent_usd
     return record

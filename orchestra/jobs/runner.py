@@ -10,20 +10,17 @@ from typing import Any, Protocol
 
 from orchestra.config.condition import Condition
 from orchestra.documents.enums import EnvKind, TrialStatus
-from orchestra.documents.job import (
-    EndpointRecord,
-    JobConfig,
-    JobOptions,
-    ManifestRecord,
-)
-from orchestra.documents.trial import TrialResult
+from orchestra.documents.job import JobConfig, JobOptions, ManifestRecord, endpoint_records
+from orchestra.documents.trial import RetriedAttempt, TrialResult
+from orchestra.jobs.controls import RunControls, Stop
 from orchestra.jobs.identity import replay_components, replay_record
 from orchestra.jobs.layout import open_job, orchestrator_version
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
+from orchestra.jobs.retries import retried, supersede
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
-from orchestra.stack.images import agent_layers
+from orchestra.stack.images import task_images
 from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
@@ -41,6 +38,8 @@ class Progress(Protocol):
     def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None: ...
 
     def trial_update(self, result: TrialResult) -> None: ...
+
+    def stopped(self, reason: str, message: str) -> None: ...
 
     def end_job(self) -> None: ...
 
@@ -80,6 +79,7 @@ class Settings:
     relay_port: int
     endpoint_config_path: Path
     oracle: OracleHost = field(default_factory=OracleHost)
+    controls: RunControls = field(default_factory=RunControls)
 
 
 @dataclass
@@ -88,6 +88,7 @@ class JobOutcome:
     path: Path
     results: list[TrialResult]
     interrupted: bool
+    stop: Stop | None = None  # the run was stopped early (cost cap, circuit breaker)
 
     def count(self, status: TrialStatus) -> int:
         return sum(1 for r in self.results if r.status is status)
@@ -104,10 +105,11 @@ async def environment_kind(settings: Settings, planned: PlannedJob) -> Environme
     if settings.environment == "local":
         return LocalKind(bin_dir)
     return DockerKind(
-        await agent_layers(settings.state.paths, planned.tasks),
+        await task_images(settings.state.paths, planned.tasks),
         job_name=planned.name,
         overrides=settings.condition.manifest.environment,
         buzz_bin_dir=bin_dir,
+        keep_containers=settings.options.keep_containers,
     )
 
 
@@ -129,10 +131,7 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
             condition=condition.name,
             normalized=condition.manifest.normalized(),
         ),
-        endpoints={
-            name: EndpointRecord.model_validate(ep.summary())
-            for name, ep in condition.used_endpoints().items()
-        },
+        endpoints=endpoint_records(condition.used_endpoints()),
         stack=settings.stack.config_record(),
         environment=EnvKind(settings.environment),
         options=JobOptions(
@@ -143,6 +142,8 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
             state_dir=settings.state.paths.root.absolute().as_posix(),
             relay_port=settings.relay_port,
             buzz_bin_dir=options.buzz_bin_dir.as_posix() if options.buzz_bin_dir else None,
+            keep_containers=options.keep_containers,
+            settle_ms=options.settle_ms,
             endpoint_config=settings.endpoint_config_path.absolute().as_posix(),
             artifact_root=condition.artifact_root.as_posix(),
         ),
@@ -158,7 +159,8 @@ async def run_job(
     config, inventory, _ = open_job(
         paths, job_config(planned, settings), slots=slots, keep_errors=settings.keep_errors
     )
-    result = JobResultRecorder(paths, config, planned.n_trials)
+    controls = settings.controls
+    result = JobResultRecorder(paths, config, planned.n_trials, controls)
     result.seed(inventory.kept.values())
     result.write()
     tasks_by_name = {task.name: task for task in planned.tasks}
@@ -166,9 +168,24 @@ async def run_job(
     await registry.open()
     stable_clients = ClientPool(settings.stack.relay_ws_url)
 
+    def stop_run(stop: Stop | None) -> None:
+        if stop is None:
+            return
+        ctx.log(f"stopped ({stop.reason}): {stop.message}; no new trials")
+        progress.stopped(stop.reason, stop.message)
+        if stop.reason == "cost_cap" and controls.cost_cap.hard:
+            for task in list(interrupt.running):
+                task.cancel()
+        result.write()
+
     def on_update(trial_result: TrialResult) -> None:
         result.update(trial_result)
         progress.trial_update(trial_result)
+        if trial_result.status.terminal:
+            stop_run(controls.trial_finished(trial_result))
+
+    def on_live_cost(trial_name: str, cost_usd: float) -> None:
+        stop_run(controls.live_cost(trial_name, cost_usd))
 
     ctx = JobContext(
         job_name=planned.name,
@@ -184,6 +201,7 @@ async def run_job(
         oracle=settings.oracle,
         log=lambda line: _append(paths.job_log, line),
         on_trial_update=on_update,
+        on_live_cost=on_live_cost,
         hurry=interrupt.hurry,
     )
     progress.start_job(planned.name, planned.n_trials, list(inventory.kept.values()))
@@ -196,7 +214,15 @@ async def run_job(
 
     async def run_one(attempt: int, task_name: str) -> None:
         try:
-            finished.append(await run_trial(ctx, tasks_by_name[task_name], attempt))
+            earlier: list[RetriedAttempt] = []
+            while True:
+                trial = await run_trial(ctx, tasks_by_name[task_name], attempt, earlier)
+                if len(earlier) >= controls.retries or controls.stop or not retried(trial):
+                    break
+                earlier.append(supersede(paths, trial))
+                result.forget(trial.trial_name)
+                ctx.log(f"trial {trial.trial_name}: {trial.error_type}; rerunning the slot")
+            finished.append(trial)
         except Exception as error:  # a trial that cannot even write its record
             ctx.log(f"trial of {task_name} #{attempt} failed: {type(error).__name__}: {error}")
         finally:
@@ -206,7 +232,7 @@ async def run_job(
         async with asyncio.TaskGroup() as group:
             for attempt, task_name in inventory.owed:
                 await slots_free.acquire()
-                if interrupt.requested.is_set():
+                if interrupt.requested.is_set() or controls.stop is not None:
                     slots_free.release()
                     break
                 task = group.create_task(run_one(attempt, task_name))
@@ -221,7 +247,9 @@ async def run_job(
         await stable_clients.close()
         await registry.close()
         result.write()
-    return JobOutcome(planned.name, paths.root, finished, interrupt.requested.is_set())
+    return JobOutcome(
+        planned.name, paths.root, finished, interrupt.requested.is_set(), controls.stop
+    )
 
 
 def _append(path: Path, line: str) -> None:

@@ -7,17 +7,41 @@ embedded stack. pgserver listens on a Unix-domain socket only; when run as root 
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
+import signal
 import subprocess
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg
+
+if TYPE_CHECKING:  # at run time pgserver is imported in start_sync, its import warnings silenced
+    from pgserver.postgres_server import PostgresServer
 
 log = logging.getLogger("buzz.relay.embedded_db")
 
 DEFAULT_DATABASE = "buzz"
+
+T = TypeVar("T")
+
+
+def _shielded_from_ctrl_c(function: Callable[[], T]) -> T:
+    """Run `function` in this worker thread with SIGINT blocked.
+
+    The programs it starts (initdb, pg_ctl, psql) inherit the mask, so a Ctrl-C on the
+    terminal, which signals the whole foreground process group, no longer kills one of them
+    halfway (a traceback, a half-started server); the orchestrator's own handler sees the
+    interrupt in the main thread and stops the run once the server is up or down.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return function()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _quote_ident(name: str) -> str:
@@ -34,7 +58,7 @@ class EmbeddedPostgres:
     def __init__(self, data_dir: str | Path, database: str = DEFAULT_DATABASE) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
         self.database = database
-        self._server: object | None = None
+        self._server: PostgresServer | None = None
 
     @property
     def running(self) -> bool:
@@ -47,7 +71,7 @@ class EmbeddedPostgres:
     def url_for(self, database: str) -> str:
         if self._server is None:
             raise RuntimeError(f"embedded PostgreSQL in {self.data_dir} is not running")
-        return self._server.get_uri(database)  # type: ignore[attr-defined]
+        return self._server.get_uri(database)
 
     def start_sync(self) -> str:
         """Initialise the directory if needed, start postgres, ensure the database; return its URL."""
@@ -56,10 +80,10 @@ class EmbeddedPostgres:
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); the fallback is fine.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import pgserver
+            from pgserver.postgres_server import get_server
 
             self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-            self._server = pgserver.get_server(self.data_dir, cleanup_mode=None)
+            self._server = get_server(self.data_dir, cleanup_mode=None)
         self.create_database_sync(self.database, exist_ok=True)
         return self.database_url
 
@@ -68,15 +92,16 @@ class EmbeddedPostgres:
         server = self._server
         if server is None:
             return
+        # pg_ctl is one of the functions pgserver generates per binary at import: untyped.
         from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
         from pgserver.postgres_server import PostgresServer
 
         # Release pgserver's per-process handle bookkeeping (with cleanup_mode=None this does
         # not stop the server) so its atexit hook has nothing left to do.
-        server._cleanup()  # type: ignore[attr-defined]
-        atexit.unregister(server._cleanup)  # type: ignore[attr-defined]
+        server._cleanup()
+        atexit.unregister(server._cleanup)
         try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=server.system_user)  # type: ignore[attr-defined]
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=server.system_user)
         except subprocess.CalledProcessError:
             log.warning("embedded PostgreSQL in %s was already stopped", self.data_dir)
         # pgserver caches one handle per directory; drop it so a later start really starts.
@@ -84,13 +109,23 @@ class EmbeddedPostgres:
         self._server = None
 
     async def start(self) -> str:
-        return await asyncio.to_thread(self.start_sync)
+        """Start in a worker thread. A thread cannot be stopped halfway: when the caller is
+        cancelled meanwhile (Ctrl-C under `asyncio.run`), wait for it and stop what it started,
+        so that no server outlives the command that was interrupted."""
+        starting = asyncio.ensure_future(asyncio.to_thread(_shielded_from_ctrl_c, self.start_sync))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await self.stop()
+            raise
 
     async def stop(self) -> None:
-        await asyncio.to_thread(self.stop_sync)
+        await asyncio.to_thread(_shielded_from_ctrl_c, self.stop_sync)
 
     def _psql(self, sql: str) -> str:
-        from pgserver._commands import POSTGRES_BIN_PATH  # type: ignore[attr-defined]
+        from pgserver._commands import POSTGRES_BIN_PATH
 
         result = subprocess.run(
             [

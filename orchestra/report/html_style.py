@@ -33,6 +33,7 @@ table.summary th, table.summary td { padding: 4px 5px; }
 table.summary td.task { min-width: 9em; }
 table.summary td.failing { min-width: 11em; }
 table.summary td.num.tokens { white-space: normal; }
+table.inputs code, p.digest code { overflow-wrap: anywhere; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px;
         margin: 6px 0 10px; }
 table { border-collapse: collapse; width: 100%; }

@@ -89,6 +89,24 @@ def _details_table(details: dict[str, Any] | None, prefix: str, index_of: dict[s
     return f'<table class="details">{"".join(rows)}</table>'
 
 
+def _inputs_table(inputs: dict[str, Any] | None) -> str:
+    """What the verifier judged (§10.3 `verifier_inputs`): each file's path, origin and SHA-256."""
+    if inputs is None:
+        return '<p class="empty">The verifier did not run.</p>'
+    evidence = inputs["evidence_sha256"]
+    rows = [
+        f"<tr><td><code>{escape(str(file['path']))}</code></td><td>{escape(str(file['source']))}"
+        f'</td><td class="num">{escape(str(file["size"]))}</td>'
+        f"<td><code>{escape(str(file['sha256']))}</code></td></tr>"
+        for file in inputs["files"]
+    ]
+    return (
+        f'<p class="digest">evidence read: <code>{escape(str(evidence or "none"))}</code></p>'
+        '<table class="inputs"><tr><th>file</th><th>from</th><th class="num">bytes</th>'
+        f"<th>SHA-256</th></tr>{''.join(rows)}</table>"
+    )
+
+
 def _facts(trial: dict[str, Any]) -> str:
     tokens = trial["tokens"] if isinstance(trial["tokens"], dict) else {}
     durations = trial["durations"]
@@ -126,15 +144,30 @@ def _facts(trial: dict[str, Any]) -> str:
     )
 
 
+CAUSE_NOTES = {
+    "provider": "The model provider failed: a harness error, not a score (excluded from "
+    "pass rates; its rewards are kept for inspection).",
+    "verifier": "The task's verifier failed; its exit code and output are below.",
+    "harness": "The benchmark harness failed: not a score.",
+    "internal": "An orchestrator bug: the traceback is below.",
+}
+
+
 def _error(trial: dict[str, Any]) -> str:
     info = trial["exception_info"]
     if not isinstance(info, dict):
         return ""
+    cause = trial.get("error_cause")
+    traceback = (
+        f"<pre>{escape(str(info.get('exception_traceback') or ''))}</pre>"
+        if cause == "internal"
+        else ""
+    )
     return (
         f'<div class="error"><h3 class="status-error">{escape(str(info.get("exception_type")))}'
         f" in phase {escape(str(info.get('phase')))}</h3>"
-        f"<pre>{escape(str(info.get('exception_message') or ''))}</pre>"
-        f"<pre>{escape(str(info.get('exception_traceback') or ''))}</pre></div>"
+        f"<p>{escape(CAUSE_NOTES.get(str(cause), ''))}</p>"
+        f"<pre>{escape(str(info.get('exception_message') or ''))}</pre>{traceback}</div>"
     )
 
 
@@ -182,6 +215,7 @@ def render_trial(trial: dict[str, Any], index: int, out_dir: Path, *, expanded: 
 <h3>Verifier metrics</h3>{_metrics_table(trial)}
 <h3>Verifier details</h3>{_details_table(trial["details"], prefix, index_of)}
 <h3>Outcome</h3>{_facts(trial)}{_error(trial)}
+<h3>Verifier inputs</h3>{_inputs_table(trial["verifier_inputs"])}
 <h3>Logs and files</h3>{_links(trial, out_dir)}
 </section>
 </div>

@@ -1,9 +1,10 @@
 """Live progress: the overall line, each running trial, and one line per finished trial.
 
-On a terminal a live view sits at the bottom: the overall line with an ETA, then every running
-trial with its phase and how long it has run; finished trials are printed above it. Anywhere
-else (a file, a pipe into `grep` or `tee`) there is no live view: one unwrapped line per event
-(`started …`, `scored … reward=…`), and the overall line when a job ends.
+On a terminal a live view sits at the bottom: the elapsed time with an ETA, the trial counts,
+then every running trial with its phase and how long it has run; finished trials are printed
+above it. Anywhere else (a file, a pipe into `grep` or `tee`) there is no live view: one
+unwrapped line per event (`started …`, `scored … reward=…`; an error's further lines indented
+below it), and the overall line when a job ends.
 """
 
 from __future__ import annotations
@@ -17,14 +18,25 @@ from rich.text import Text
 
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.trial import TrialResult
+from orchestra.plural import plural
+from orchestra.report.render import counts_text
 
+#: In `counts_text`'s argument order.
+COUNTED_STATUSES = (
+    TrialStatus.SCORED,
+    TrialStatus.ERROR,
+    TrialStatus.CANCELLED,
+    TrialStatus.RUNNING,
+)
+MESSAGE_CHARS = 240
 STATUS_STYLE = {
     TrialStatus.SCORED: "green",
     TrialStatus.ERROR: "red",
     TrialStatus.CANCELLED: "yellow",
 }
-#: Lines the live view keeps for itself besides the running trials (overall line, "… more").
-LIVE_OVERHEAD_LINES = 3
+#: Lines the live view keeps for itself besides the running trials (timing and counts lines,
+#: "… more", the cursor's line).
+LIVE_OVERHEAD_LINES = 4
 
 
 def clock(seconds: float) -> str:
@@ -63,7 +75,7 @@ class Progress:
         self._finished_here = 0
         self._started = time.monotonic()
         if kept and not self.quiet:
-            self.console.print(f"{name}: resuming, {len(kept)} trial(s) kept")
+            self.console.print(f"{name}: resuming, {plural(len(kept), 'trial')} kept")
         if self.console.is_terminal:
             self._live = Live(
                 console=self.console,
@@ -87,34 +99,45 @@ class Progress:
             self._running.pop(name, None)
             self._finished_here += 1
             if not self.quiet:
+                detail, explained = _detail(result)
                 self.console.print(
                     Text.assemble(
-                        (f"{status:9}", STATUS_STYLE[status]), f" {label} ({name}){_detail(result)}"
+                        (f"{status:9}", STATUS_STYLE[status]), f" {label} ({name}){detail}"
                     )
                 )
+                for line in explained:
+                    self.console.print(Text(f"          {line}", style="dim"))
         if self._live is not None:
             self._live.refresh()
 
-    def _line(self) -> Text:
-        """The overall line; the job's name comes last, so a narrow view cuts it first."""
-        statuses = list(self._status.values())
-        done = sum(1 for s in statuses if s in STATUS_STYLE)
-        errors = statuses.count(TrialStatus.ERROR)
-        running = statuses.count(TrialStatus.RUNNING)
-        elapsed = time.monotonic() - self._started
-        return Text(
-            f"{done}/{self._planned} done, {running} running, {errors} errors, "
-            f"elapsed {clock(elapsed)}{self._eta(done, elapsed)} · {self._job}"
+    def stopped(self, reason: str, message: str) -> None:
+        """The run starts no more trials; the ones in flight finish (or are cancelled)."""
+        self.console.print(
+            Text.assemble(("stopped  ", "bold red"), f" {reason}: {message}; no new trials")
         )
 
-    def _eta(self, done: int, elapsed: float) -> str:
-        """From this command's pace: elapsed time per trial finished here × trials left."""
-        left = self._planned - done
+    def _counts(self) -> str:
+        statuses = list(self._status.values())
+        return counts_text(self._planned, *(statuses.count(status) for status in COUNTED_STATUSES))
+
+    def _line(self) -> Text:
+        """The overall line a job ends with."""
+        return Text(f"{self._job}: {self._counts()}, elapsed {clock(self._elapsed())}")
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def _eta(self) -> str:
+        """From this command's pace: elapsed time per trial finished here (scored, error or
+        cancelled) × trials left."""
+        left = self._planned - sum(1 for s in self._status.values() if s in STATUS_STYLE)
         if left <= 0 or self._finished_here == 0:
             return ""
-        return f", ETA {clock(elapsed / self._finished_here * left)}"
+        return f", ETA {clock(self._elapsed() / self._finished_here * left)}"
 
     def _view(self) -> Group:
+        """The job with its elapsed time and ETA (short, so a narrow terminal keeps them), the
+        counts, then every running trial that fits."""
         now = time.monotonic()
         room = max(1, self.console.height - LIVE_OVERHEAD_LINES)
         running = sorted(list(self._running.values()), key=lambda r: r.since)  # another thread
@@ -128,7 +151,12 @@ class Progress:
         ]
         if len(running) > room:
             rows.append(Text(f"  … and {len(running) - room} more running"))
-        return Group(Text(self._line().plain, no_wrap=True, overflow="ellipsis"), *rows)
+        timing = f"elapsed {clock(self._elapsed())}{self._eta()}"
+        return Group(
+            Text(f"{timing} · {self._job}", no_wrap=True, overflow="ellipsis"),
+            Text(self._counts(), no_wrap=True, overflow="ellipsis"),
+            *rows,
+        )
 
     def end_job(self) -> None:
         if self._live is not None:
@@ -137,9 +165,11 @@ class Progress:
         self.console.print(self._line())
 
 
-def _detail(result: TrialResult) -> str:
+def _detail(result: TrialResult) -> tuple[str, list[str]]:
+    """What follows a finished trial's label (its reward, or its error's first line), and the
+    rest of a multi-line error message (a verifier's output), printed below it."""
     info = result.exception_info
     if result.status is not TrialStatus.SCORED and info is not None:
-        message = " ".join(info.exception_message.split())  # one line per event, whatever it says
-        return f" {info.exception_type}: {message[:120]}"
-    return f" reward={result.reward:.2f}" if result.reward is not None else ""
+        first, *explained = info.exception_message.splitlines() or [""]
+        return f" {info.exception_type}: {first[:MESSAGE_CHARS]}", explained
+    return (f" reward={result.reward:.2f}" if result.reward is not None else ""), []

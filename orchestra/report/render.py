@@ -5,18 +5,21 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 
 from rich.console import Console
 
 from orchestra.config.errors import display_path
+from orchestra.documents.enums import ErrorType
 from orchestra.documents.summary import (
     ConditionSummary,
-    GroupSummary,
+    LayerSummary,
     Rates,
     Summary,
     TaskPassAtK,
     UsageSummary,
 )
+from orchestra.plural import plural
 from orchestra.report.summary_table import Column, Row, fit_table
 
 ORACLE_NOTE = (
@@ -25,7 +28,7 @@ ORACLE_NOTE = (
 )
 
 
-def _rate(value: float | None) -> str:
+def rate_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
@@ -50,8 +53,39 @@ def failing_text(dimensions: dict[str, int]) -> str:
     return ", ".join(f"{name}×{count}" for name, count in dimensions.items()) or "-"
 
 
+def pass_at_k_text(value: float, ks: Iterable[int], n_tasks: int | None = None) -> str:
+    """One notation for every row: `0.67 (k=3)` for a task, `0.92 (k=3, 4 tasks)` for a layer
+    (the mean over the `n_tasks` tasks that have one)."""
+    k = "k=" + "/".join(str(k) for k in sorted(set(ks)))
+    return f"{value:.2f} ({k}{'' if n_tasks is None else ', ' + plural(n_tasks, 'task')})"
+
+
 def task_pass_at_k_text(pass_at_k: TaskPassAtK | None) -> str:
-    return "incomplete" if pass_at_k is None else f"{pass_at_k.value:.2f} (k={pass_at_k.k})"
+    return "incomplete" if pass_at_k is None else pass_at_k_text(pass_at_k.value, [pass_at_k.k])
+
+
+def layer_pass_at_k_text(layer: LayerSummary) -> str:
+    value = layer.pass_at_k
+    if value is None:
+        return "—"
+    ks = [task.pass_at_k.k for task in layer.tasks.values() if task.pass_at_k]
+    return pass_at_k_text(value.value, ks, value.n_tasks)
+
+
+def counts_text(planned: int, scored: int, errors: int, cancelled: int, running: int) -> str:
+    """Trial counts that add up to `planned`: `4/6 done (3 scored, 1 error), 1 cancelled,
+    0 running, 1 not started`; done = scored + errors (the trials that ran to the end)."""
+    not_started = max(0, planned - scored - errors - cancelled - running)
+    return (
+        f"{scored + errors}/{planned} done ({scored} scored, {plural(errors, 'error')}), "
+        f"{cancelled} cancelled, {running} running, {not_started} not started"
+    )
+
+
+def summary_counts_text(summary: Rates) -> str:
+    return counts_text(
+        summary.planned, summary.scored, summary.errors, summary.cancelled, summary.running
+    )
 
 
 def _counts(summary: Rates) -> dict[str, str]:
@@ -60,7 +94,9 @@ def _counts(summary: Rates) -> dict[str, str]:
         "scored": str(summary.scored),
         "errors": str(summary.errors),
         "cancelled": str(summary.cancelled),
-        "pass_rate": _rate(summary.pass_rate),
+        "not_started": str(summary.not_started),
+        "pass_rate": rate_text(summary.pass_rate),
+        "pass_rate_all": rate_text(summary.pass_rate_all),
     }
 
 
@@ -68,13 +104,16 @@ def _usage(summary: UsageSummary) -> dict[str, str]:
     return {"tokens": _tokens(summary), "cost": _cost(summary), "time": _seconds(summary)}
 
 
-#: The §11.2 columns after Layer and Task; ranks say which leave a narrow terminal first.
+#: The §11.2 columns after Layer and Task; ranks say which leave a narrow terminal first (the
+#: trial counts below the table keep what Scored, Cancelled and Not started said).
 SUMMARY_COLUMNS = (
     Column("planned", "Trials", "right"),
     Column("scored", "Scored", "right", gap=1, drop_rank=4),
     Column("errors", "Errors", "right", short_header="Err", gap=1),
     Column("cancelled", "Cancelled", "right", short_header="Canc", gap=1, drop_rank=3),
+    Column("not_started", "Not started", "right", short_header="NS", gap=1, drop_rank=3),
     Column("pass_rate", "Pass rate", "right", short_header="Pass"),
+    Column("pass_rate_all", "Pass rate (all)", "right", short_header="All"),
     Column("pass_at_k", "pass@k", "left", drop_rank=5),
     Column("failing", "Failing dimensions", "left", detail=True),
     Column("tokens", "Tokens in/out", "left", drop_rank=2),
@@ -96,11 +135,11 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
             rows.append(Row(layer_name, task_name, cells))
         cells = {
             **_counts(layer),
-            "pass_at_k": _group_pass_k(layer),
+            "pass_at_k": layer_pass_at_k_text(layer),
             "failing": "",
             **_usage(layer),
         }
-        rows.append(Row(layer_name, f"(layer, {layer.n_tasks} tasks)", cells, bold=True))
+        rows.append(Row(layer_name, f"(layer, {plural(layer.n_tasks, 'task')})", cells, bold=True))
     totals = condition.totals
     cells = {**_counts(totals), "pass_at_k": "—", "failing": "", **_usage(totals)}
     rows.append(Row("all", "(condition)", cells, bold=True))
@@ -124,18 +163,27 @@ def render_summary(document: Summary, console: Console, width: int | None = None
             usage = _usage(condition.totals)
             totals = [f"{c.header.lower()} {usage[c.key]}" for c in table.dropped if c.key in usage]
             if totals:
-                console.print(f"all tasks: {', '.join(totals)}")
+                console.print(f"all tasks: {', '.join(totals)}", highlight=False)
             hidden = ", ".join(c.header for c in table.dropped)
             console.print(f"not shown at this width: {hidden} (--json has every column)")
+        console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
         for kind, names in condition.error_types.items():
-            console.print(f"{kind}: {len(names)} ({', '.join(names)})")
+            note = PROVIDER_NOTE if kind in PROVIDER_ERROR_TYPES else ""
+            console.print(f"{kind}: {len(names)} ({', '.join(names)}){note}")
         for job in condition.jobs:
-            console.print(f"job directory: {display_path(job.path)}")
+            started = "" if job.started else " (not started)"
+            console.print(f"job directory: {display_path(job.path)}{started}", highlight=False)
+            if job.stopped is not None:
+                spent = f" (${job.spent_usd:.4f} spent)" if job.spent_usd is not None else ""
+                console.print(
+                    f"stopped: {job.stopped}{spent}: {job.stop_message}",
+                    markup=False,
+                    highlight=False,
+                )
 
 
-def _group_pass_k(summary: GroupSummary) -> str:
-    value = summary.pass_at_k
-    return "—" if value is None else f"{value.value:.2f} ({value.n_tasks})"
+PROVIDER_ERROR_TYPES = frozenset(t.value for t in ErrorType if t.cause == "provider")
+PROVIDER_NOTE = " — the model provider failed: errors, not scores of 0"
 
 
 def summary_json(document: Summary) -> str:
@@ -154,6 +202,8 @@ CSV_FIELDS = (
     "scored",
     "errors",
     "cancelled",
+    "running",
+    "not_started",
     "pass_rate",
     "pass_rate_all",
     "pass_at_k",
@@ -186,6 +236,8 @@ def summary_csv(document: Summary) -> str:
                         task.scored,
                         task.errors,
                         task.cancelled,
+                        task.running,
+                        task.not_started,
                         task.pass_rate,
                         task.pass_rate_all,
                         pass_k.value if pass_k else None,

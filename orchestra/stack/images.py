@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
@@ -342,20 +343,30 @@ def _build_failure(what: str, reason: str, log: list[str]) -> str:
     return f"{what}: build failed: {reason}{hint}" + (f"\n{tail}" if tail else "")
 
 
-async def agent_layers(state: StatePaths, tasks: Sequence[Task]) -> dict[str, str]:
-    """Task name → agent-layer tag for every task of a job, each built when its tag is missing
+@dataclass(frozen=True)
+class TaskImages:
+    """A task's two images in the docker env: agents run in `agent_layer`, the verifier in
+    `task` (§9.2: not one file of the agents' container)."""
+
+    task: str
+    agent_layer: str
+
+
+async def task_images(state: StatePaths, tasks: Sequence[Task]) -> dict[str, TaskImages]:
+    """Task name → its images for every task of a job, each built when its tag is missing
     (§5.9), one after the other with one builder (one wheelhouse fill). A failure is a
     `StackError` (preflight, exit 2) naming the task."""
-    layers: dict[str, str] = {}
+    images: dict[str, TaskImages] = {}
     builder: ImageBuilder | None = None
     for task in tasks:
         try:
             builder = builder or ImageBuilder(state)
-            layers[task.name] = await builder.agent_layer(task)
+            agent_layer = await builder.agent_layer(task)
+            images[task.name] = TaskImages(await builder.task_image(task), agent_layer)
         except ImageError as error:
             message = str(error)
             prefix = f"task {task.name}"
             raise StackError(
                 message if message.startswith(prefix) else f"{prefix}: {message}"
             ) from None
-    return layers
+    return images

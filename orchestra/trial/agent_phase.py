@@ -7,12 +7,13 @@ import time
 from typing import Any
 
 from orchestra.trial import relay_ops
-from orchestra.trial.budget import budget_exceeded
+from orchestra.trial.budget import budget_exceeded, trial_cost
 from orchestra.trial.completion import (
     AgentProcessExited,
     CompletionRules,
     CompletionWatch,
     describe_exit,
+    describe_unaccounted,
 )
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, classified
@@ -32,11 +33,12 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
             orchestrator_pubkey=orchestrator_pubkey,
             solo=ctx.condition.manifest.is_solo,
             scripted_event_ids=[row["event_id"] for row in state.scripted_events],
+            settle_seconds=ctx.options.settle_ms / 1000,
         ),
         state.observer,
         state.log_states(),
         state.agents,
-        lambda: budget_exceeded(ctx.condition.manifest, state.slots, state.log_states()),
+        lambda: check_usage(state, ctx),
         lambda agent: describe_exit(state.paths, agent),
         state.changed,
     )
@@ -47,7 +49,17 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
         raise TrialError("AgentProcessExited", str(error)) from error
     except StackUnavailable as error:
         raise TrialError("StackUnavailable", str(error)) from error
+    if state.completion.unaccounted_events:
+        state.recorder.log(describe_unaccounted(state.completion.unaccounted_events))
     state.recorder.log(f"agent phase ended: {state.completion.stop_reason}")
+
+
+def check_usage(state: TrialState, ctx: JobContext) -> dict[str, Any] | None:
+    """On every usage change: report the trial's live cost to the job (its cost cap), then
+    check the budgets (§7.13)."""
+    manifest, states = ctx.condition.manifest, state.log_states()
+    ctx.on_live_cost(state.name, trial_cost(manifest, state.slots, states))
+    return budget_exceeded(manifest, state.slots, states)
 
 
 async def post_task(state: TrialState, ctx: JobContext, orchestrator_pubkey: str) -> float:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestra.agents.oracle.server import OracleServer
 from orchestra.config.condition import Condition
+from orchestra.documents.job import DEFAULT_SETTLE_MS
 from orchestra.documents.trial import TrialResult
 from orchestra.paths import JobPaths
 from orchestra.stack.info import StackInfo
@@ -23,6 +24,8 @@ class RunOptions:
     timeout_multiplier: float = 1.0
     keep_channels: bool = False
     buzz_bin_dir: Path | None = None
+    keep_containers: bool = False  # docker env: trial containers outlive their trials
+    settle_ms: int = DEFAULT_SETTLE_MS
 
 
 class OracleHost:
@@ -65,5 +68,7 @@ class JobContext:
     oracle: OracleHost
     log: Callable[[str], None] = lambda _line: None
     on_trial_update: Callable[[TrialResult], None] = lambda _result: None
+    #: an in-flight trial's cost so far (trial name, USD), on every usage change (§7.13)
+    on_live_cost: Callable[[str, float], None] = lambda _name, _cost: None
     #: set by a second SIGINT/SIGTERM: stop without grace periods (§7.6)
     hurry: asyncio.Event = field(default_factory=asyncio.Event)

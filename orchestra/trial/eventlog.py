@@ -75,6 +75,7 @@ class AgentLogState:
     queued: list[str] = field(default_factory=list)
     discarded: set[str] = field(default_factory=set)
     awaiting_retry: list[frozenset[str]] = field(default_factory=list)
+    given_up: list[TurnFailed] = field(default_factory=list)  # `will_retry: false` failures
     sessions: dict[str, SessionUsage] = field(default_factory=dict)
     active_seconds: float = 0.0
     notes: list[dict[str, object]] = field(default_factory=list)
@@ -91,6 +92,10 @@ class AgentLogState:
             for event_id in self.queued
             if event_id not in self.delivered and event_id not in self.discarded
         ]
+
+    def accounts_for(self, event_id: str) -> bool:
+        """The log says what became of the event: delivered in a turn, ignored or dropped."""
+        return event_id in self.delivered or event_id in self.discarded
 
     @property
     def ran_turns(self) -> bool:
@@ -121,6 +126,8 @@ class AgentLogState:
                 self.ends += 1
                 if record.will_retry is True:
                     self.awaiting_retry.append(frozenset(record.event_ids or ()))
+                elif record.will_retry is False:
+                    self.given_up.append(record)
             case Usage():
                 self._session(record.session_id).absorb(record.counters)
             case AgentExited() | FailureNotice() | Shutdown():  # copied to trial.log (§7.10)

@@ -1,5 +1,5 @@
-"""Grading (orchestrator.md §7.2 steps 18-19): export the evidence, place it where the
-verifier reads it, run the verifier (§8, §9)."""
+"""Grading (orchestrator.md §7.2 steps 18-19): export the evidence, assemble the verifier's
+inputs from the harness's own copies, run the verifier (§8, §9)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 from orchestra.evidence.export import (
     EvidenceContext,
     EvidenceExportError,
+    evidence_text,
     export_evidence,
     record_export_failure,
 )
@@ -16,6 +17,7 @@ from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError
 from orchestra.trial.record import enter_phase
 from orchestra.trial.state import TrialState
+from orchestra.verify.inputs import VerifierInputs
 from orchestra.verify.reward import VerifierFailure
 
 EVIDENCE_SECONDS = 60.0
@@ -68,11 +70,10 @@ def evidence_context(state: TrialState, ctx: JobContext) -> EvidenceContext:
 
 
 async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
-    """Step 18: the evidence on the host, then at /logs/artifacts (emptied first, §8.5)."""
-    env, paths = state.env, state.env.facts.paths
+    """Step 18: the evidence on the host (§8.5); the verifier gets its bytes at step 19."""
     try:
         async with asyncio.timeout(EVIDENCE_SECONDS):
-            await export_evidence(
+            evidence = await export_evidence(
                 evidence_context(state, ctx),
                 user_reader=state.user_client(ctx),
                 orchestrator_reader=state.agent_client(state.orchestrator_id),
@@ -80,27 +81,47 @@ async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
                 run=relay_ops.relay_operation,
                 log=state.recorder.log,
             )
-            await env.put_tree(state.paths.artifacts_dir, paths.logs_artifacts)
     except Exception as error:  # every failure of §8.3-§8.5 is an export failure (§8.6)
         if not isinstance(error, EvidenceExportError):
             record_export_failure(error, state.paths)
-        await env.remove(paths.evidence)
         if state.task.fixture.requires_evidence:
             raise TrialError(
                 "EvidenceExportError", str(error) or f"export exceeded {EVIDENCE_SECONDS:g} s"
             ) from error
         state.recorder.log(f"evidence export failed (not required): {error}")
         return
+    state.evidence = evidence_text(evidence).encode("utf-8")
     state.evidence_exported = True
+
+
+def verifier_inputs(state: TrialState) -> VerifierInputs:
+    """Exactly what the verifier may read (§9): the exported evidence, the task's `tests/` as
+    read when the job started, the fixture's files as rendered; nothing the agents touched."""
+    return VerifierInputs.assemble(
+        evidence=state.evidence,
+        tests=state.task.tests,
+        fixture_files=[
+            (rendered.spec.path, rendered.content, rendered.spec.mode_bits)
+            for rendered in state.fixture_files
+        ],
+    )
 
 
 async def verify(state: TrialState, ctx: JobContext) -> None:
     """Step 19, in the verifier the environment kind provides (§9)."""
     if not state.evidence_exported and state.task.fixture.requires_evidence:
         return
-    verifier = ctx.environments.verifier(state.paths, state.task, state.env)
+    changed = state.task.tests_changed_on_disk()
+    if changed:
+        state.recorder.log(
+            f"tests/ of {state.task.dir} changed on disk since the job started "
+            f"({', '.join(changed)}); the verifier runs the copy read then"
+        )
+    inputs = verifier_inputs(state)
+    state.verifier_inputs = inputs.record()
+    verifier = ctx.environments.verifier(state.paths, state.task, state.trial_id)
     try:
-        run = await verifier.run(state.task.paths.tests_dir, state.timeouts.verifier_seconds)
+        run = await verifier.run(inputs, state.timeouts.verifier_seconds, state.recorder.log)
     except VerifierFailure as failure:  # an error of §9.4; what the verifier left is kept
         state.verifier, state.rewards = failure.verifier, failure.rewards
         raise

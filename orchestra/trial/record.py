@@ -112,6 +112,7 @@ def result_document(state: TrialState) -> TrialResult:
         "reward": state.reward,
         "rewards": state.rewards,
         "verifier": state.verifier,
+        "verifier_inputs": state.verifier_inputs,
         "started_at": recorder.started_at,
         "finished_at": recorder.finished_at,
         "timings": {"agent_active_seconds": state.agent_active_seconds, **recorder.timings},
@@ -120,10 +121,12 @@ def result_document(state: TrialState) -> TrialResult:
         "accounting": accounting.accounting if accounting else "unavailable",
         "cached_estimated": accounting.cached_estimated if accounting else False,
         "budget_exceeded": completion.budget_exceeded if completion else None,
+        "unaccounted_events": list(completion.unaccounted_events) if completion else [],
         "buzz": buzz_record(state),
         "trajectories": state.trajectories,
         "secret_scan": state.secret_scan,
         "exception_info": state.exception_info,
+        "retried_from": state.retried_from,
     }
     return TrialResult.model_validate(document)
 

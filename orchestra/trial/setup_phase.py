@@ -71,8 +71,10 @@ async def prepare_environment(state: TrialState, *, with_solution: bool) -> None
         state.paths.buzz_dir.mkdir(parents=True, exist_ok=True)
         await env.prepare()
     with classified("FixtureSetupError"):
-        for spec, record in render_fixture_files(state.paths, state.task.fixture):
-            await env.put_file(record, paths.fixture_file(spec.path), mode=spec.mode_bits)
+        state.fixture_files = render_fixture_files(state.paths, state.task.fixture)
+        for rendered in state.fixture_files:
+            spec = rendered.spec
+            await env.put_file(rendered.record, paths.fixture_file(spec.path), mode=spec.mode_bits)
     if with_solution:
         with classified("EnvironmentStartError"):
             await env.put_tree(state.task.paths.solution_dir, paths.solution)

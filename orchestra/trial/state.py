@@ -11,7 +11,7 @@ from typing import Any
 from orchestra.config.fixture import DirectoryEntry
 from orchestra.config.manifest import AgentSlot
 from orchestra.config.task import Task
-from orchestra.documents.trial import TrialIdentity
+from orchestra.documents.trial import RetriedAttempt, TrialIdentity
 from orchestra.nostr.keys import Keys
 from orchestra.paths import TrialPaths, make_trial_name
 from orchestra.trial.accounting import TrialAccounting
@@ -19,6 +19,7 @@ from orchestra.trial.completion import Completion, CompletionWatch
 from orchestra.trial.context import JobContext
 from orchestra.trial.env.protocol import AgentProcess, TrialEnvironment
 from orchestra.trial.eventlog import AgentLogState, EventLogFollower
+from orchestra.trial.fixture_files import RenderedFile
 from orchestra.trial.identities import Identity
 from orchestra.trial.observer import ChannelObserver
 from orchestra.trial.record import TrialRecorder, trial_identity
@@ -49,6 +50,8 @@ class TrialState:
     agent_keys: dict[str, Keys] = field(default_factory=dict)
     user: Identity | None = None
     directory: list[tuple[DirectoryEntry, Identity]] = field(default_factory=list)
+    # --- step 3: the fixture's files as rendered: the verifier's pristine copies ------------
+    fixture_files: list[RenderedFile] = field(default_factory=list)
     # --- steps 4-12: the trial channel -------------------------------------------------------
     channel_id: str | None = None
     channel_name: str | None = None
@@ -66,6 +69,8 @@ class TrialState:
     watch: CompletionWatch | None = None
     completion: Completion | None = None
     evidence_exported: bool = False
+    evidence: bytes | None = None  # the exported evidence file's bytes (§8.5)
+    verifier_inputs: dict[str, Any] | None = None  # the result.json record of what was judged
     verifier: dict[str, Any] | None = None  # the result.json `verifier` summary
     rewards: dict[str, float] | None = None
     reward: float | None = None  # set only when the verifier produced a valid reward
@@ -75,6 +80,7 @@ class TrialState:
     secret_scan: dict[str, Any] = field(default_factory=lambda: {"redactions": 0, "files": []})
     exception_info: dict[str, str] | None = None
     cancelled_in: str | None = None  # the phase a cancellation interrupted (§7.6)
+    retried_from: list[RetriedAttempt] = field(default_factory=list)  # earlier attempts rerun
 
     @classmethod
     def new(cls, ctx: JobContext, task: Task, attempt: int) -> TrialState:

@@ -34,6 +34,8 @@ async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
         log(note)
     for note in await state.env.isolate():
         log(note)
+    for note in await fixture_file_changes(state):
+        log(note)
     if state.oracle_registered and ctx.oracle.server is not None:
         ctx.oracle.server.unregister(state.trial_id)
     try:
@@ -58,3 +60,22 @@ async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
     else:
         for note in notes:
             log(note)
+
+
+async def fixture_file_changes(state: TrialState) -> list[str]:
+    """Fixture files the agents changed, for the record: the verifier reads the orchestrator's
+    own rendered copies whatever happened to these (§9)."""
+    notes = []
+    for rendered in state.fixture_files:
+        path = state.env.facts.paths.fixture_file(rendered.spec.path)
+        try:
+            found = await state.env.read_file(path, len(rendered.content))
+        except Exception as error:  # a record, never a reason to stop the teardown
+            notes.append(f"fixture file {rendered.spec.path}: cannot read it back: {error}")
+            continue
+        if found != rendered.content:
+            notes.append(
+                f"fixture file {rendered.spec.path} was changed by the agents "
+                "(the verifier gets the orchestrator's copy)"
+            )
+    return notes

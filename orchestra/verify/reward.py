@@ -108,8 +108,3 @@ def details_error(verifier_dir: Path) -> str | None:
     if isinstance(details, dict) and "error" in details:
         return str(details["error"])
     return None
-
-
-def remove_stale_rewards(verifier_dir: Path) -> None:
-    for name in ("reward.json", "reward.txt"):
-        (verifier_dir / name).unlink(missing_ok=True)

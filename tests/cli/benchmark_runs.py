@@ -13,11 +13,13 @@ def orchestra(*args: str) -> list[str]:
     return [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args]
 
 
-def benchmark_args(relay_url: str, database_url: str, tmp_path: Path, job: str) -> list[str]:
+def benchmark_args(
+    relay_url: str, database_url: str, tmp_path: Path, job: str, source: Path = TASK
+) -> list[str]:
     # a private copy: other work on the dataset must not change the task digest under the test
-    task = tmp_path / "tasks" / TASK.name
+    task = tmp_path / "tasks" / source.name
     if not task.exists():
-        shutil.copytree(TASK, task, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(source, task, ignore=shutil.ignore_patterns("__pycache__"))
     return [
         "benchmark",
         "--stack",

@@ -8,11 +8,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from agent_trees import SILENT_ACP, fake_agent_tree
 from benchmark_runs import TASK, benchmark_args, orchestra
 
 from orchestra.paths import PROJECT_ROOT
@@ -27,7 +27,7 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
     args = benchmark_args(relay_url, database_url, tmp_path, "e2e")
     run = subprocess.run(orchestra(*args), capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stdout + run.stderr
-    job = tmp_path / "jobs" / "e2e"
+    job = tmp_path / "jobs" / "e2e" / "e2e"  # the run `--job-name` names, and its one job
     trials = [p for p in job.iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert len(trials) == 1
     trial = trials[0]
@@ -78,12 +78,13 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
     )
     assert resumed.returncode == 0, resumed.stderr
     assert len(json.loads((job / "config.json").read_text())["resumes"]) == 2
+    assert len(json.loads((job.parent / "run.json").read_text())["resumes"]) == 2
 
     changed = subprocess.run(
         orchestra(*args, "-k", "2"), capture_output=True, text=True, timeout=60
     )
     assert changed.returncode == 1
-    assert "error: job e2e exists with a different configuration (attempts)" in changed.stderr
+    assert "error: run e2e exists with a different configuration (attempts)" in changed.stderr
 
     summary = subprocess.run(
         orchestra("summarize", "--json", str(job)), capture_output=True, text=True, timeout=60
@@ -100,7 +101,7 @@ def test_interrupt_cancels_in_flight_trials_and_exits_130(
     process = subprocess.Popen(
         orchestra(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    job = tmp_path / "jobs" / "stop"
+    job = tmp_path / "jobs" / "stop" / "stop"
     deadline = time.monotonic() + 120
     trial: Path | None = None
     while time.monotonic() < deadline:  # wait until an agent process exists
@@ -128,22 +129,6 @@ def test_interrupt_cancels_in_flight_trials_and_exits_130(
             assert sandbox not in env, f"orphan process {proc.name}"
 
 
-def fake_agent_tree(directory: Path, acp_body: str) -> Path:
-    """A `--buzz-bin-dir` whose buzz-acp is a small script (the contract, not the real tree)."""
-    directory.mkdir()
-    for name, body in (
-        ("buzz-acp", acp_body),
-        ("buzz-agent", "exit 0\n"),
-        ("buzz-dev-mcp", "exit 0\n"),
-    ):
-        program = directory / name
-        program.write_text(
-            f"#!{sys.executable}\n" + body if name == "buzz-acp" else "#!/bin/sh\n" + body
-        )
-        program.chmod(0o755)
-    return directory
-
-
 def test_agent_exit_during_readiness_is_an_error(
     relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
 ) -> None:
@@ -156,27 +141,16 @@ def test_agent_exit_during_readiness_is_an_error(
         timeout=120,
     )
     assert run.returncode == 3, run.stderr
-    [result_file] = (tmp_path / "jobs" / "crash").glob("*/result.json")
+    [result_file] = (tmp_path / "jobs" / "crash" / "crash").glob("*/result.json")
     result = json.loads(result_file.read_text())
     assert result["status"] == "error" and result["phase"] == "finalize"
     info = result["exception_info"]
     assert info["exception_type"] == "AgentProcessExited" and info["phase"] == "setup"
     assert "exited with code 3" in info["exception_message"]
     assert result["buzz"]["evidence_exported"] is False and result["verifier"] is None
-    job_log = (tmp_path / "jobs" / "crash" / "job.log").read_text()
+    job_log = (tmp_path / "jobs" / "crash" / "crash" / "job.log").read_text()
     assert "1 trial(s) owed" in job_log
-    assert document_round_trip(tmp_path / "jobs" / "crash").diffs == {}
-
-
-SILENT_ACP = """\
-import json, os, signal, sys, time
-log = open(os.environ["BUZZ_ACP_EVENT_LOG"], "a")
-log.write(json.dumps({"event": "subscribed", "channel_id": os.environ["BUZZ_ACP_CHANNELS"]}) + "\\n")
-log.flush()
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-while True:
-    signal.pause()
-"""
+    assert document_round_trip(tmp_path / "jobs" / "crash" / "crash").diffs == {}
 
 
 def test_agent_timeout_is_scored_not_an_error(
@@ -198,14 +172,14 @@ def test_agent_timeout_is_scored_not_an_error(
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    [result_file] = (tmp_path / "jobs" / "silent").glob("*/result.json")
+    [result_file] = (tmp_path / "jobs" / "silent" / "silent").glob("*/result.json")
     result = json.loads(result_file.read_text())
     assert result["status"] == "scored" and result["stop_reason"] == "timeout"
     assert result["reward"] == 0.0 and result["buzz"]["completion_message_id"] is None
     assert result["accounting"] == "unavailable" and result["tokens"] is None
     config = json.loads((result_file.parent / "config.json").read_text())
     assert config["timeouts"] == {"agent_seconds": 1.5, "verifier_seconds": 30.0}
-    assert document_round_trip(tmp_path / "jobs" / "silent").diffs == {}
+    assert document_round_trip(tmp_path / "jobs" / "silent" / "silent").diffs == {}
 
 
 GREEDY_ACP = """\
@@ -252,7 +226,7 @@ def test_agent_budget_stops_the_wait_and_still_scores(
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    [result_file] = (tmp_path / "jobs" / "budget").glob("*/result.json")
+    [result_file] = (tmp_path / "jobs" / "budget" / "budget").glob("*/result.json")
     result = json.loads(result_file.read_text())
     assert result["status"] == "scored" and result["stop_reason"] == "agent_budget"
     assert result["budget_exceeded"] == {
@@ -264,4 +238,72 @@ def test_agent_budget_stops_the_wait_and_still_scores(
     }
     assert result["tokens"]["input"] == 500 and result["tokens"]["cached_input"] == 100
     assert result["accounting"] == "event_log"
-    assert document_round_trip(tmp_path / "jobs" / "budget").diffs == {}
+    assert document_round_trip(tmp_path / "jobs" / "budget" / "budget").diffs == {}
+
+
+LATE_MENTION_ACP = """\
+import asyncio, json, os
+from orchestra.buzz import BuzzClient
+from orchestra.nostr.keys import Keys
+log = open(os.environ["BUZZ_ACP_EVENT_LOG"], "a")
+def write(event, **fields):
+    log.write(json.dumps({"event": event, **fields}) + "\\n")
+    log.flush()
+def turn(turn_id, event_ids):
+    write("turn_started", turn_id=turn_id, session_id="s1", event_ids=event_ids)
+    write("turn_delivered", turn_id=turn_id, event_ids=event_ids)
+    write("turn_completed", turn_id=turn_id, stop_reason="end_turn", usage={})
+async def main():
+    keys = Keys.from_secret(bytes.fromhex(os.environ["BUZZ_PRIVATE_KEY"]))
+    channel = os.environ["BUZZ_ACP_CHANNELS"]
+    mentions = {"kinds": [9], "#h": [channel], "#p": [keys.pubkey]}
+    async with BuzzClient.from_keys(os.environ["BUZZ_RELAY_URL"], keys) as client:
+        async with client.subscribe([mentions]) as subscription:
+            write("subscribed", channel_id=channel)
+            seen = 0
+            async for item in subscription:
+                if not isinstance(item, dict):
+                    continue
+                seen += 1
+                if seen > 1:  # the scripted mention: logged late, then the batch window
+                    await asyncio.sleep(1.0)
+                write("event_queued", event_id=item["id"])
+                if seen > 1:
+                    await asyncio.sleep(1.0)
+                turn(f"t{seen}", [item["id"]])
+asyncio.run(main())
+"""
+
+
+def test_a_scripted_mention_buzz_acp_logs_late_is_waited_for(
+    relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
+) -> None:
+    """The task's turn ends at once; the scripted mention reaches the fake buzz-acp then, but
+    its log queues it 1 s later and delivers it after a 1 s batch window (orchestrator.md
+    §7.11): the trial waits for that second turn, with a settle grace far shorter than both."""
+    bin_dir = fake_agent_tree(tmp_path / "bin", LATE_MENTION_ACP)
+    source = PROJECT_ROOT / "tasks" / "buzz-native" / "cross-thread-requests"
+    args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "late", source)
+    run = subprocess.run(
+        orchestra(*args, "-k", "1", "--buzz-bin-dir", str(bin_dir), "--settle-ms", "100"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    job = tmp_path / "jobs" / "late" / "late"
+    assert json.loads((job / "config.json").read_text())["options"]["settle_ms"] == 100
+    [result_file] = job.glob("*/result.json")
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "scored" and result["stop_reason"] == "turn_end"
+    assert result["unaccounted_events"] == []
+    [scripted] = result["buzz"]["scripted_events"]
+    log = result_file.parent / "agent" / "buzz" / "solo-1.events.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    turns = [r for r in records if r["event"] == "turn_delivered"]
+    assert [r["event_ids"] for r in turns] == [
+        [result["buzz"]["task_event_id"]],
+        [scripted["event_id"]],
+    ]
+    assert [r["turn_id"] for r in records if r["event"] == "turn_completed"] == ["t1", "t2"]
+    assert document_round_trip(job).diffs == {}

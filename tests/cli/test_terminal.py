@@ -71,13 +71,14 @@ def test_live_view_shows_running_trials_and_an_eta_then_ctrl_c_cancels(
     code, shown, typed = in_pty(shell_line(args), 80, b"ETA")
     assert typed, shown[-2000:]
     assert code == 130, shown[-2000:]
-    # the live view: a running trial's row (phase, elapsed m:ss, label) under the overall line
+    # the live view: the timing line, the counts, a running trial's row (phase, m:ss, label)
     assert re.search(
         r"\n\s*(setup|agent|evidence|verify)\s+\d+:\d\d\s+buzz-native/reply-to-thread #2", shown
     )
-    assert re.search(r"1/2 done, 1 running, 0 errors, elapsed \d+:\d\d, ETA \d+:\d\d", shown)
+    assert re.search(r"elapsed \d+:\d\d, ETA \d+:\d\d · live", shown)
+    assert "1/2 done (1 scored, 0 errors), 0 cancelled, 1 running, 0 not started" in shown
     assert "Traceback" not in shown
-    assert statuses(tmp_path / "jobs" / "live") == {1: "scored", 2: "cancelled"}
+    assert statuses(tmp_path / "jobs" / "live" / "live") == {1: "scored", 2: "cancelled"}
 
 
 def test_ctrl_c_through_grep_finishes_the_job_and_lines_stay_whole(
@@ -93,7 +94,7 @@ def test_ctrl_c_through_grep_finishes_the_job_and_lines_stay_whole(
         r"scored +buzz-native/reply-to-thread #1 \(reply-to-thread__\w+\) reward=1\.00\r?\n", shown
     ), shown
     assert "Traceback" not in shown
-    assert statuses(tmp_path / "jobs" / "grep") == {1: "scored", 2: "cancelled"}
+    assert statuses(tmp_path / "jobs" / "grep" / "grep") == {1: "scored", 2: "cancelled"}
 
 
 def test_a_closed_pipe_loses_the_output_and_the_run_still_finishes(
@@ -111,4 +112,4 @@ def test_a_closed_pipe_loses_the_output_and_the_run_still_finishes(
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr and "BrokenPipeError" not in run.stderr
     assert "note: standard output closed; the run goes on without printing" in run.stderr
-    assert statuses(tmp_path / "jobs" / "pipe") == {1: "scored"}
+    assert statuses(tmp_path / "jobs" / "pipe" / "pipe") == {1: "scored"}

@@ -111,6 +111,27 @@ def test_task_digest_covers_files_but_not_readme_or_bytecode(tmp_path: Path) -> 
     assert task_digest(task) != expected.hexdigest()
 
 
+def test_the_tests_are_copied_with_the_digest_and_later_edits_are_noticed(
+    tmp_path: Path,
+) -> None:
+    task = load_task(make_task(tmp_path, "foo"))
+    verify_py = task.dir / "tests" / "verify.py"
+    verify_py.write_text("print('pristine')\n")
+    verify_py.chmod(0o640)
+    digest = task.digest  # the job's plan reads it before any trial
+    copied = {test.relative: (test.content, test.mode) for test in task.tests}
+    assert copied == {
+        "test.sh": (b"#!/bin/sh\nset -eu\n", (task.dir / "tests/test.sh").stat().st_mode & 0o777),
+        "verify.py": (b"print('pristine')\n", 0o640),
+    }
+    assert task.tests_changed_on_disk() == []
+    verify_py.write_text("print('forged')\n")  # e.g. an agent of the local env
+    (task.dir / "tests" / "sitecustomize.py").write_text("")
+    assert task.digest == digest
+    assert dict((t.relative, t.content) for t in task.tests)["verify.py"] == b"print('pristine')\n"
+    assert task.tests_changed_on_disk() == ["sitecustomize.py", "verify.py"]
+
+
 # --- buzz-fixture.toml ------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 from docker_support import BuiltImages
+from tamper_support import tamper_dataset, tamper_problems, tamper_solutions
 
 from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.paths import PROJECT_ROOT, StatePaths
@@ -49,6 +51,12 @@ open("/logs/verifier/network-probe.txt", "w").write(outcome)
 PY
 """
 JOB_TIMEOUT_SECONDS = 600
+#: trial.log's lines naming the agents' container (disconnected after the agents stopped) and
+#: the verifier's (§9.2).
+AGENTS_CONTAINER = re.compile(r"container (?P<name>bo-\S+) disconnected from ")
+VERIFIER_CONTAINER = re.compile(
+    r"verifier container (?P<name>\S+) \((?P<id>[0-9a-f]{12})\) from (?P<image>\S+): no network"
+)
 CONTAINER_WAIT_SECONDS = 120
 
 
@@ -110,6 +118,11 @@ def _job_containers(job: str) -> list[str]:
     return listed.stdout.split()
 
 
+def _job_dir(jobs_dir: Path, job: str) -> Path:
+    """`-k 1`: the run `--job-name` names holds one job of the same name."""
+    return jobs_dir / job / job
+
+
 def _results(job_dir: Path) -> dict[str, dict[str, Any]]:
     return {
         json.loads(path.read_text())["short_name"]: json.loads(path.read_text())
@@ -131,7 +144,8 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    results = _results(tmp_path / "jobs" / job)
+    job_dir = _job_dir(tmp_path / "jobs", job)
+    results = _results(job_dir)
     assert sorted(results) == sorted(ORACLE_TASKS)
     for name, result in results.items():
         assert (result["status"], result["reward"]) == ("scored", 1.0), name
@@ -140,21 +154,51 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
         agents = sorted(agent["agent_id"] for agent in result["buzz"]["agents"])
         assert sorted(result["trajectories"]) == agents, name
         for relative in result["trajectories"].values():
-            trial = tmp_path / "jobs" / job / result["trial_name"]
+            trial = job_dir / result["trial_name"]
             steps = Trajectory.model_validate_json((trial / relative).read_bytes()).steps
             calls = [call.tool_call_id for step in steps for call in step.tool_calls or []]
             assert any(call.startswith("oracle-solve-") for call in calls), name
-    config = json.loads((tmp_path / "jobs" / job / "config.json").read_text())
+    config = json.loads((job_dir / "config.json").read_text())
     assert config["environment"] == "docker"
     assert config["stack"]["agent_relay_url"] == "ws://host.docker.internal:3600"
 
-    probe_files = list(
-        (tmp_path / "jobs" / job).glob("reply-to-thread__*/verifier/network-probe.txt")
-    )
+    for trial_log in job_dir.glob("*/trial.log"):
+        text = trial_log.read_text()
+        agents, verifier = AGENTS_CONTAINER.search(text), VERIFIER_CONTAINER.search(text)
+        assert agents and verifier, text
+        assert verifier["name"] != agents["name"], text
+        assert "-agent:" not in verifier["image"], text  # the task's image, no agent layer
+
+    probe_files = list(job_dir.glob("reply-to-thread__*/verifier/network-probe.txt"))
     assert len(probe_files) == 1
     probe = probe_files[0].read_text()
     # the relay was reachable from this container while its agents ran (the trial scored)
     assert probe.startswith("refused: "), probe
+    assert _job_containers(job) == []
+
+
+def test_tamper_solutions_get_exactly_what_their_evidence_earns(
+    state_dir: Path, environ: dict[str, str], tmp_path: Path
+) -> None:
+    """The tamper suite (tests/tamper_support.py) in the docker env: as root in the agents'
+    container they replace python3 and sh, edit /tests, plant start-up hooks and reward files,
+    leave a rewriter running; the verifier, in a container of its own, sees none of it."""
+    job = f"docker-tamper-{uuid.uuid4().hex[:8]}"
+    tasks = tamper_dataset(tmp_path / "tasks")
+    argv = _benchmark_argv(tasks, state_dir, tmp_path / "jobs", job)
+    run = subprocess.run(
+        argv, env=environ, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    job_dir = _job_dir(tmp_path / "jobs", job)
+    results = _results(job_dir)
+    problems = {}
+    for solution in tamper_solutions():
+        result = results[solution.task]
+        trial_log = (job_dir / result["trial_name"] / "trial.log").read_text()
+        if found := tamper_problems(solution, result, trial_log, "docker"):
+            problems[solution.name] = [*found, trial_log]
+    assert problems == {}
     assert _job_containers(job) == []
 
 
@@ -194,7 +238,7 @@ def test_no_container_is_left_after_an_interrupted_run_and_cleanup(
     if interrupt == signal.SIGINT:
         assert process.returncode == 130, stdout + stderr
         assert _job_containers(job) == []
-        (result,) = _results(tmp_path / "jobs" / job).values()
+        (result,) = _results(_job_dir(tmp_path / "jobs", job)).values()
         assert result["status"] == "cancelled"
     else:
         assert _job_containers(job) != []

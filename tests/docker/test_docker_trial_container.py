@@ -14,15 +14,19 @@ import pytest
 from docker_support import TASK_DIR, BuiltImages
 
 from orchestra.config.manifest import EnvironmentOverrides
-from orchestra.config.task import load_task
+from orchestra.config.task import TaskFile, load_task
 from orchestra.paths import TrialPaths, container_env_file
+from orchestra.processes import run_command
 from orchestra.trial.env.container import (
     TrialContainer,
     cleanup_containers,
     host_gateway_bind_address,
 )
 from orchestra.trial.env.docker import DockerEnvironment
-from orchestra.trial.env.verifiers import InEnvironmentVerifier
+from orchestra.trial.env.verifier_container import verifier_container_name
+from orchestra.trial.env.verifiers import ContainerVerifier
+from orchestra.verify.inputs import VerifierInputs
+from orchestra.verify.reward import VerifierTimeout
 
 pytestmark = pytest.mark.docker
 
@@ -132,54 +136,137 @@ async def test_stop_processes_kills_everything_but_pid_1(
     assert await _processes(container) == 1
 
 
-def _verifier_in(
-    container: TrialContainer, built: BuiltImages, job_name: str, tmp_path: Path
-) -> InEnvironmentVerifier:
-    """The §9.2 verifier in a docker env whose container is `container`."""
-    environment = _docker_environment(built, job_name, tmp_path)
-    environment.container = container
-    return InEnvironmentVerifier(environment, environment.trial)
+VERIFIER_TEST_SH = """\
+#!/bin/sh
+set -u
+echo "lang=$LANG user=$(id -u) cwd=$(pwd) home=$HOME net=$(ls /sys/class/net | tr '\\n' ' ')"
+echo "hostname=$(cat /etc/hostname)"
+test -e /opt/buzz && echo "agent layer present"
+ls -A /logs/verifier
+echo forged > /tests/verify.py && echo "wrote /tests"
+chmod u+w /logs/artifacts/buzz-evidence.json 2>/dev/null && echo "chmod evidence"
+python3 -c 'import json; json.load(open("/logs/artifacts/buzz-evidence.json"))' || exit 9
+echo '{"reward": 1.0}' > /logs/verifier/reward.json
+"""
 
 
-async def test_verifier_runs_offline_and_copies_outputs_back(
-    container: TrialContainer, built: BuiltImages, job_name: str, tmp_path: Path
+def _verifier_inputs(test_sh: str) -> VerifierInputs:
+    return VerifierInputs.assemble(
+        evidence=b'{"messages": []}\n',
+        tests=[TaskFile("test.sh", test_sh.encode(), 0o644), TaskFile("verify.py", b"", 0o644)],
+        fixture_files=[],
+    )
+
+
+def _container_verifier(
+    built: BuiltImages, job_name: str, tmp_path: Path, *, keep: bool
+) -> ContainerVerifier:
+    return ContainerVerifier(
+        TrialPaths(tmp_path / "trial"),
+        image=built.task_image,
+        job_name=job_name,
+        trial_id=str(uuid.uuid4()),
+        cpus=1,
+        memory_mb=256,
+        keep=keep,
+    )
+
+
+async def _inspect(name: str) -> dict:
+    result = await run_command(["docker", "inspect", name])
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)[0]
+
+
+async def test_the_verifier_runs_offline_in_a_container_of_its_own(
+    built: BuiltImages, job_name: str, tmp_path: Path
 ) -> None:
-    await container.prepare_layout()
-    evidence = tmp_path / "evidence"
-    evidence.mkdir()
-    (evidence / "buzz-evidence.json").write_text('{"messages": []}\n')
-    await container.copy_in(evidence, PurePosixPath("/logs/artifacts"))
-    await container.sh("mkdir -p /logs/verifier && echo stale > /logs/verifier/reward.json")
-    tests_dir = tmp_path / "tests"
-    tests_dir.mkdir()
-    (tests_dir / "test.sh").write_text(
-        "#!/bin/sh\nset -eu\n"
-        'echo "lang=$LANG user=$(id -u) cwd=$(pwd) net=$(ls /sys/class/net | tr "\\n" " ")"\n'
-        "test ! -e /logs/verifier/reward.json\n"
-        "python3 -c 'import json; json.load(open(\"/logs/artifacts/buzz-evidence.json\"))'\n"
-        "echo '{\"reward\": 1.0}' > /logs/verifier/reward.json\n"
-    )  # deliberately not executable: the verifier must chmod it
-    verifier = _verifier_in(container, built, job_name, tmp_path)
+    """§9.2: the task image (no agent layer), no network, no capabilities, root, `-w /`,
+    `LANG=C.UTF-8`, read-only inputs copied in before it started, a fresh `/logs/verifier`."""
+    verifier = _container_verifier(built, job_name, tmp_path, keep=True)
     trial = verifier.trial
-    result = await verifier.execute(tests_dir, timeout_seconds=60)
-    assert (result.exit_code, result.timed_out) == (0, False)
-    assert trial.test_stdout.read_text() == "lang=C.UTF-8 user=0 cwd=/ net=lo \n"
-    assert json.loads(trial.reward_json.read_text()) == {"reward": 1.0}
-    assert (trial.artifacts_dir / "buzz-evidence.json").exists()
-    assert await container.networks() == []
+    trial.verifier_dir.mkdir(parents=True)
+    (trial.verifier_dir / "reward.json").write_text('{"reward": 0.5}')  # stale: removed, logged
+    notes: list[str] = []
+    run = await verifier.run(_verifier_inputs(VERIFIER_TEST_SH), 60, notes.append)
+    assert run.rewards == {"reward": 1.0} and run.network == "none"
+    name = verifier_container_name(verifier.trial_id)
+    inspected = await _inspect(name)
+    hostname = inspected["Config"]["Hostname"]
+    assert trial.test_stdout.read_text() == (
+        f"lang=C.UTF-8 user=0 cwd=/ home=/root net=lo \nhostname={hostname}\n"
+        # root without capabilities can neither write nor chmod the inputs
+        "/tests/test.sh: 7: cannot create /tests/verify.py: Permission denied\n"
+    )
+    assert notes[0] == "removed 1 file(s) found before the verifier ran: verifier/reward.json"
+    assert notes[1].startswith(f"verifier container {name} ({inspected['Id'][:12]}) from ")
+    host = inspected["HostConfig"]
+    assert (host["NetworkMode"], host["CapDrop"], host["SecurityOpt"]) == (
+        "none",
+        ["ALL"],
+        ["no-new-privileges"],
+    )
+    assert inspected["Config"]["Image"] == built.task_image
+    assert inspected["Config"]["Labels"]["buzz-orchestra.role"] == "verifier"
+    assert inspected["Config"]["Labels"]["buzz-orchestra.job"] == job_name
+    assert sorted(p.name for p in trial.verifier_dir.iterdir()) == [
+        "reward.json",
+        "test-stdout.txt",
+    ]
+    assert (trial.verifier_input("/tests/test.sh")).read_text() == VERIFIER_TEST_SH
 
 
-async def test_verifier_timeout_kills_the_verifier(
-    container: TrialContainer, built: BuiltImages, job_name: str, tmp_path: Path
+async def test_the_verifier_container_is_removed_and_a_timeout_kills_it(
+    built: BuiltImages, job_name: str, tmp_path: Path
 ) -> None:
-    tests_dir = tmp_path / "tests"
-    tests_dir.mkdir()
-    (tests_dir / "test.sh").write_text("#!/bin/sh\necho begin\nsleep 600\n")
-    verifier = _verifier_in(container, built, job_name, tmp_path)
-    result = await verifier.execute(tests_dir, timeout_seconds=1)
-    assert (result.exit_code, result.timed_out) == (None, True)
+    verifier = _container_verifier(built, job_name, tmp_path, keep=False)
+    inputs = _verifier_inputs("#!/bin/sh\necho begin\nsleep 600\n")
+    with pytest.raises(VerifierTimeout) as caught:
+        await verifier.run(inputs, 1, lambda _note: None)
+    assert caught.value.verifier is not None and caught.value.verifier["timed_out"] is True
     assert verifier.trial.test_stdout.read_text() == "begin\n"
-    assert await _processes(container) == 1
+    gone = await run_command(["docker", "inspect", verifier_container_name(verifier.trial_id)])
+    assert gone.returncode != 0  # removed
+
+
+async def test_files_are_read_back_by_the_engine_not_by_a_program_of_the_container(
+    container: TrialContainer,
+) -> None:
+    await container.sh(
+        "mkdir -p /data && printf 'pristine' > /data/file && ln -s /data/file /data/link"
+        " && head -c 4096 /dev/zero > /data/big"
+        # a `cat` and `tar` the agents replaced change nothing: docker cp reads the layer
+        " && printf '#!/bin/sh\\necho forged\\n' > /usr/bin/cat && cp /usr/bin/cat /bin/tar"
+    )
+    assert await container.read_file(PurePosixPath("/data/file"), 100) == b"pristine"
+    assert await container.read_file(PurePosixPath("/data/link"), 100) is None
+    assert await container.read_file(PurePosixPath("/data/missing"), 100) is None
+    assert await container.read_file(PurePosixPath("/data/big"), 100) is None
+    assert await container.read_file(PurePosixPath("/data/big"), 4096) == bytes(4096)
+
+
+async def test_after_the_stop_the_trial_log_names_what_agents_changed_outside_their_dirs(
+    built: BuiltImages, job_name: str, tmp_path: Path
+) -> None:
+    environment = _docker_environment(built, job_name, tmp_path)
+    try:
+        await environment.prepare()
+        placed = tmp_path / "placed.txt"
+        placed.write_text("fixture")
+        await environment.put_file(placed, PurePosixPath("/root/.claude/placed.txt"))
+        container = environment._container()
+        await container.sh(
+            "echo x > /workspace/notes.txt && echo x > /tmp/scratch"
+            " && echo x > /root/.claude/placed.txt"  # the trial compares its content itself
+            " && rm -f /usr/local/bin/python3 && cp /bin/true /usr/local/bin/python3 && mkdir -p /tests && echo x > /tests/t"
+        )
+        notes = await environment.stop_agents(asyncio.Event())
+        assert notes == [
+            f"agents changed 2 path(s) of container {container.name} ({container.id[:12]}) "
+            "outside their directories: /tests/t, /usr/local/bin/python3"
+        ]
+    finally:
+        await environment.close()
 
 
 async def test_cleanup_removes_containers_by_job_label(built: BuiltImages, job_name: str) -> None:

@@ -6,14 +6,16 @@ import re
 from pathlib import Path
 
 import pytest
-from documents_support import STARTED, trial_result
+from documents_support import STARTED, job_config, trial_result
 
 from orchestra.documents.enums import ErrorType, Phase, TrialStatus
 from orchestra.documents.io import DocumentError
+from orchestra.documents.job import JobConfig
 from orchestra.documents.trial import PhaseTiming, TrialIdentity, TrialResult
 from orchestra.paths import PROJECT_ROOT
 
 SPEC = PROJECT_ROOT.parent / "shared" / "spec" / "orchestrator.md"
+SPEC_CHANGES = PROJECT_ROOT / "docs" / "spec-changes.md"
 
 
 def spec_section(number: str) -> str:
@@ -22,10 +24,18 @@ def spec_section(number: str) -> str:
     return text[start : text.index("\n## ", start + 1)]
 
 
+def type_names(table_text: str) -> set[str]:
+    first_cells = re.findall(r"^\| ([^|]+) \|", table_text, re.MULTILINE)
+    return {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
+
+
 def test_error_types_are_the_section_12_names() -> None:
-    first_cells = re.findall(r"^\| ([^|]+) \|", spec_section("12"), re.MULTILINE)
-    names = {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
-    assert {str(kind) for kind in ErrorType} == names
+    """§12's table plus the rows docs/spec-changes.md adds to it."""
+    changes = SPEC_CHANGES.read_text(encoding="utf-8")
+    start = changes.index("\n## orchestrator.md §12 Error taxonomy")
+    added = changes[start : changes.index("\nAdded below the table", start)]
+    assert type_names(added) == {"ProviderUnavailable", "ProviderAuthFailed"}
+    assert {str(kind) for kind in ErrorType} == type_names(spec_section("12")) | type_names(added)
 
 
 def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
@@ -43,6 +53,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
         "reward": None,
         "rewards": None,
         "verifier": None,
+        "verifier_inputs": None,
         "started_at": STARTED,
         "finished_at": None,
         "timings": {"agent_active_seconds": 0.0},  # no key for a phase not entered yet
@@ -51,6 +62,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
         "accounting": "unavailable",
         "cached_estimated": False,
         "budget_exceeded": None,
+        "unaccounted_events": [],
         "buzz": {
             "channel_id": None,
             "channel_name": None,
@@ -64,6 +76,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
         "trajectories": {},
         "secret_scan": {"redactions": 0, "files": []},
         "exception_info": None,
+        "retried_from": [],
     }
 
 
@@ -78,6 +91,18 @@ def test_entered_phases_are_written_in_timings(tmp_path: Path) -> None:
     again = TrialResult.load(tmp_path / "result.json")
     assert again == result and again.timings.phase(Phase.SETUP) == result.timings.setup
     assert again.to_json() == (tmp_path / "result.json").read_text()
+
+
+def test_documents_written_before_the_settle_grace_existed_still_load(tmp_path: Path) -> None:
+    """`unaccounted_events` (§10.3) and `options.settle_ms` (§10.2) came with issue 16."""
+    result = trial_result("buzz-native/user-mention").model_dump(mode="json")
+    del result["unaccounted_events"]
+    (tmp_path / "result.json").write_text(json.dumps(result))
+    assert TrialResult.load(tmp_path / "result.json").unaccounted_events == []
+    config = job_config().model_dump(mode="json")
+    del config["options"]["settle_ms"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert JobConfig.load(tmp_path / "config.json").options.settle_ms == 250
 
 
 def test_status_vocabulary() -> None:

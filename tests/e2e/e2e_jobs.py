@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ class JobRun:
     def output(self) -> str:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
+    @property
+    def run_dir(self) -> Path:
+        """The run holding the job, where `--report` writes the run's reports."""
+        return self.job_dir.parent
+
 
 def dataset_task_names() -> list[str]:
     return sorted(p.name for p in DATASET.iterdir() if (p / "task.toml").is_file())
@@ -64,18 +70,28 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_orchestra_job(scratch: Path, path: Path, job_name: str, *stack_args: str) -> JobRun:
+def run_orchestra_job(
+    scratch: Path,
+    path: Path,
+    job_name: str,
+    *stack_args: str,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
+) -> JobRun:
     """The installed `orchestra` script (what `just benchmark` runs), oracle condition, `-k 1`,
-    local env: pinned, because `auto` picks the docker env where a Docker engine answers."""
+    local env: pinned, because `auto` picks the docker env where a Docker engine answers. `env`
+    replaces the environment it runs in; `prefix` goes before the command (a confinement)."""
     args = [
-        str(ORCHESTRA), "benchmark", "--path", str(path), "-k", "1", "--env", "local",
+        *prefix, str(ORCHESTRA), "benchmark", "--path", str(path), "-k", "1", "--env", "local",
         "-n", str(N_CONCURRENT), "--jobs-dir", str(scratch / "jobs"),
         "--state-dir", str(scratch / "state" / job_name), "--job-name", job_name,
         *stack_args,
     ]  # fmt: skip
     started = time.monotonic()
-    process = subprocess.run(args, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS)
+    process = subprocess.run(
+        args, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, env=env
+    )
     wall = time.monotonic() - started
-    job_dir = scratch / "jobs" / job_name
+    job_dir = scratch / "jobs" / job_name / job_name  # `-k 1`: the run holds one job, its namesake
     results = trial_results(job_dir) if job_dir.is_dir() else {}
     return JobRun(process.returncode, process.stdout, process.stderr, wall, job_dir, results)

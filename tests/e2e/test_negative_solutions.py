@@ -3,37 +3,14 @@ oracle through the real agent tree, relay and verifier: one job over ten task co
 `solution/solve.sh` is the negative script. Each must score reward 0.0, with the metric its
 `# caught-by:` header names at 0.0 and every `# expect:` line holding."""
 
-import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from e2e_jobs import NEGATIVE_SOLUTIONS, JobRun, copy_dataset, dataset_task_names
+from solution_headers import read_expectation
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-HEADER_LINE = re.compile(r"^# (?P<kind>caught-by|expect): (?P<metric>\w+) = (?P<value>[01]\.0)$")
-
-
-@dataclass(frozen=True)
-class NegativeSolution:
-    caught_by: str
-    expected: dict[str, float]
-
-
-def read_negative_solution(script: Path) -> NegativeSolution:
-    caught_by: list[str] = []
-    expected: dict[str, float] = {}
-    for line in script.read_text(encoding="utf-8").splitlines():
-        if match := HEADER_LINE.match(line):
-            expected[match["metric"]] = float(match["value"])
-            if match["kind"] == "caught-by":
-                assert match["value"] == "0.0", f"{script}: caught-by must name a 0.0 metric"
-                caught_by.append(match["metric"])
-    assert len(caught_by) == 1, f"{script}: needs exactly one '# caught-by: <metric> = 0.0' line"
-    assert expected.get("reward") == 0.0, f"{script}: needs '# expect: reward = 0.0'"
-    return NegativeSolution(caught_by[0], expected)
 
 
 @pytest.fixture(scope="module")
@@ -68,15 +45,10 @@ def test_failed_trials_round_trip_through_the_models(
 
 @pytest.mark.parametrize("task", dataset_task_names())
 def test_negative_solution_is_caught_by_its_metric(negative_job: JobRun, task: str) -> None:
-    negative = read_negative_solution(NEGATIVE_SOLUTIONS / f"{task}.sh")
+    negative = read_expectation(NEGATIVE_SOLUTIONS / f"{task}.sh")
     result = negative_job.results.get(task)
     assert result is not None and result["status"] == "scored", negative_job.output
     rewards = result["rewards"]
     assert rewards["reward"] == 0.0 and result["reward"] == 0.0
     assert rewards[negative.caught_by] == 0.0, negative.caught_by
-    wrong = {
-        metric: {"expected": value, "got": rewards.get(metric)}
-        for metric, value in negative.expected.items()
-        if rewards.get(metric) != value
-    }
-    assert wrong == {}, f"{task}: rewards {rewards}"
+    assert negative.problems(rewards) == {}, f"{task}: rewards {rewards}"

@@ -49,6 +49,18 @@ def default_messages() -> list[Msg]:
     ]
 
 
+#: What a scored sample trial's verifier judged (§10.3), hashes made up.
+SAMPLE_VERIFIER_INPUTS: dict[str, Any] = {
+    "evidence_sha256": "e" * 64,
+    "files": [
+        {"path": "/logs/artifacts/buzz-evidence.json", "source": "evidence", "sha256": "e" * 64,
+         "size": 1200},
+        {"path": "/tests/test.sh", "source": "tests", "sha256": "a" * 64, "size": 210},
+        {"path": "/home/buzz/<notes>.md", "source": "fixture", "sha256": "f" * 64, "size": 42},
+    ],
+}  # fmt: skip
+
+
 @dataclass
 class TrialSpec:
     task: str  # short name, e.g. "user-mention"
@@ -162,6 +174,7 @@ def _trial_result(spec: TrialSpec, job_name: str, trial_name: str, index: int) -
         "verifier": {"exit_code": 0, "timed_out": False, "network": "not-isolated", "details_error": None}
         if scored
         else None,
+        "verifier_inputs": SAMPLE_VERIFIER_INPUTS if scored else None,
         "started_at": _timestamp(start),
         "finished_at": _timestamp(start + spec.seconds),
         "timings": {

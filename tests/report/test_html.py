@@ -4,13 +4,14 @@ import base64
 import hashlib
 import json
 import re
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
 from browser import CHROMIUM, MISSING_REASON, colour_counts, dump_dom, screenshot
-from jobs_builder import USER, Msg, TrialSpec, build_job
+from jobs_builder import SAMPLE_VERIFIER_INPUTS, USER, Msg, TrialSpec, build_job
 from report_samples import HOSTILE
 
 from orchestra.report.html import report_html, write_report_html
@@ -70,6 +71,24 @@ def test_page_is_self_contained_and_escapes_messages(sample_job: Path) -> None:
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
     assert "&lt;script&gt;document.title=&quot;pwned&quot;" in html
     assert "<b>bold?</b>" not in html
+
+
+def test_each_scored_trial_shows_the_hashes_of_what_its_verifier_judged(
+    sample_job: Path,
+) -> None:
+    report = build_report([sample_job])
+    html = report_html(report, sample_job)
+    scored = [trial for trial in report["trials"] if trial["verifier_inputs"] is not None]
+    assert scored and len(scored) < len(report["trials"])
+    assert html.count("<h3>Verifier inputs</h3>") == len(report["trials"])
+    assert html.count("The verifier did not run.") == len(report["trials"]) - len(scored)
+    assert html.count(f"evidence read: <code>{'e' * 64}</code>") == len(scored)
+    for file in SAMPLE_VERIFIER_INPUTS["files"]:
+        row = (
+            f"<tr><td><code>{escape(file['path'])}</code></td><td>{file['source']}</td>"
+            f'<td class="num">{file["size"]}</td><td><code>{file["sha256"]}</code></td></tr>'
+        )
+        assert html.count(row) == len(scored), row
 
 
 def test_links_are_relative_and_point_at_the_trial_files(sample_job: Path) -> None:
@@ -218,3 +237,36 @@ def test_a_deep_reply_chain_renders(sample_job: Path) -> None:
     Path(trial["files"]["evidence_json"]).write_text(json.dumps({"messages": messages}))
     html = report_html(report, sample_job)
     assert html.count('class="msg depth-4') == 2996  # indentation is capped
+
+
+def test_an_error_says_whose_failure_it_is_and_only_a_bug_shows_its_traceback(
+    tmp_path: Path,
+) -> None:
+    """Issue 13: a provider error is marked as not a score, a verifier error shows the
+    verifier's own output, and only `InternalError` shows the orchestrator's traceback."""
+    job = build_job(
+        tmp_path,
+        "errors",
+        [
+            TrialSpec("user-mention", status="error", exception_type="ProviderUnavailable"),
+            TrialSpec("reply-to-thread", status="error", exception_type="RewardFileNotFound"),
+            TrialSpec("dm-reply", status="error", exception_type="InternalError"),
+        ],
+    )
+    report = build_report([job])
+    verifier = report["trials"][trial_index(report, "reply-to-thread", 1)]["exception_info"]
+    verifier["exception_message"] = (
+        "no reward.json; the verifier exited 7; the end of verifier/test-stdout.txt:\n"
+        "  solver exploded"
+    )
+    html = report_html(report, job)
+    errors = {}
+    for task in ("user-mention", "reply-to-thread", "dm-reply"):
+        article = html[html.index(f"<h2>buzz-native/{task} · attempt 1</h2>") :]
+        article = article[article.index('<div class="error">') :]
+        errors[task] = article[: article.index("</div>")]
+    assert "The model provider failed: a harness error, not a score" in errors["user-mention"]
+    assert "the verifier exited 7" in errors["reply-to-thread"]
+    assert "  solver exploded</pre>" in errors["reply-to-thread"]
+    assert "The task&#x27;s verifier failed" in errors["reply-to-thread"]
+    assert [task for task, e in errors.items() if "Traceback" in e] == ["dm-reply"]

@@ -99,5 +99,7 @@ def test_written_file_round_trips(sample_job: Path, tmp_path: Path) -> None:
 
 
 def test_not_a_job_directory_is_a_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(DocumentError, match="not a job directory \\(no config.json\\)"):
+    with pytest.raises(
+        DocumentError, match="not a run or job directory \\(no run.json or config.json\\)"
+    ):
         build_report([tmp_path])

@@ -8,18 +8,20 @@ it happened in) and that stop, log collection and finalize ran whatever went wro
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from trial_fakes import (
     PLANTED_API_KEY,
+    TASK,
     Behaviour,
     FakeEnvironment,
     FakeKind,
-    FaultyClients,
+    Trial,
     exits_after_subscribing,
     exits_at_once,
     finishes,
@@ -33,7 +35,6 @@ from trial_fakes import (
 )
 
 from orchestra.agents.trajectory.atif import Trajectory
-from orchestra.documents.trial import TrialResult
 from orchestra.nostr.keys import Keys
 from orchestra.trial import setup_phase
 from orchestra.trial.context import JobContext
@@ -41,50 +42,6 @@ from orchestra.trial.run import run_trial
 
 #: What runs after any failure or cancellation: stop (16), log collection (17), finalize (21).
 STOP, COLLECT, FINALIZE = "stop_agents", "get_tree", "close"
-
-Trial = Callable[..., Any]
-
-
-@pytest.fixture
-async def trial(relay_url: str, tmp_path: Path) -> AsyncIterator[Trial]:
-    """`await trial(behaviour, failing=(), cancel_in=None, **ctx_options)`: run one trial of
-    reply-to-thread; `cancel_in` cancels it as soon as that phase is entered."""
-    contexts: list[JobContext] = []
-
-    async def run(
-        behaviour: Behaviour,
-        *,
-        failing: tuple[str, ...] = (),
-        cancel_in: str | None = None,
-        setup: Callable[[FakeKind, JobContext], None] = lambda _kind, _ctx: None,
-    ) -> tuple[dict[str, Any], FakeEnvironment]:
-        kind = FakeKind(behaviour)
-        ctx = job_context(
-            tmp_path, relay_url, kind, stable_clients=FaultyClients(relay_url, failing)
-        )
-        contexts.append(ctx)
-        setup(kind, ctx)
-        running: list[asyncio.Task[TrialResult]] = []
-        cancelled: list[str] = []
-
-        def on_update(result: TrialResult) -> None:
-            if result.phase == cancel_in and not cancelled:
-                cancelled.append(cancel_in)
-                running[0].cancel()  # lands at the trial's next await, inside that phase
-
-        ctx.on_trial_update = on_update
-        running.append(asyncio.create_task(run_trial(ctx, task(), 1)))
-        returned = await asyncio.wait_for(running[0], 120)
-        assert cancelled == ([cancel_in] if cancel_in else [])
-        [environment] = kind.environments
-        written = result_of(environment)
-        assert returned.model_dump(mode="json") == written  # the runner gets what is on disk
-        return written, environment
-
-    yield run
-    for ctx in contexts:
-        await ctx.stable_clients.close()
-        await ctx.oracle.stop()
 
 
 def assert_wound_up(result: dict[str, Any], environment: FakeEnvironment) -> None:
@@ -120,7 +77,17 @@ async def test_a_trial_that_finishes_is_scored_through_every_phase(trial: Trial)
     }
     assert_wound_up(result, environment)
     assert environment.calls.index("isolate") == environment.calls.index(STOP) + 1
-    assert environment.trial.artifacts_evidence_json.exists()
+    # the verifier was given the exported evidence and the task's tests, recorded by hash
+    evidence = environment.trial.evidence_json.read_bytes()
+    inputs = result["verifier_inputs"]
+    assert inputs["evidence_sha256"] == hashlib.sha256(evidence).hexdigest()
+    assert [(f["path"], f["source"]) for f in inputs["files"]] == [
+        ("/logs/artifacts/buzz-evidence.json", "evidence"),
+        ("/tests/test.sh", "tests"),
+        ("/tests/verify.py", "tests"),
+    ]
+    verify_py = (TASK / "tests" / "verify.py").read_bytes()
+    assert inputs["files"][2]["sha256"] == hashlib.sha256(verify_py).hexdigest()
 
 
 async def test_the_trajectory_is_assembled_linked_and_cleared_of_secrets(trial: Trial) -> None:
@@ -221,8 +188,8 @@ async def test_an_evidence_export_failure_is_an_error_and_skips_the_verifier(
     assert "verify" not in result["timings"]
     trial_dir = environment.trial
     assert "messages_get refused" in trial_dir.evidence_error_txt.read_text()
-    assert not trial_dir.evidence_json.exists()
-    assert "remove" in environment.calls  # the partial file is removed from the environment
+    assert not trial_dir.evidence_json.exists() and not trial_dir.artifacts_evidence_json.exists()
+    assert not trial_dir.verifier_inputs_dir.exists()
     assert_wound_up(result, environment)
 
 

@@ -38,6 +38,7 @@ from orchestra.stack.state import BenchmarkState
 from orchestra.trial.context import JobContext, OracleHost, RunOptions
 from orchestra.trial.env.protocol import LOOPBACK, EnvFacts, ExecResult
 from orchestra.trial.relay_ops import ClientPool
+from orchestra.verify.inputs import VerifierInputs
 from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun
 
 TASK = PROJECT_ROOT / "tasks" / "buzz-native" / "reply-to-thread"  # solo, no scripted messages
@@ -82,6 +83,29 @@ class FakeAgent:
                 if isinstance(item, dict):
                     return
 
+    async def mentions(self) -> AsyncIterator[dict[str, Any]]:
+        """The channel's kind-9 events that p-tag this agent, as the relay delivers them
+        (stored ones first): what buzz-acp's `acp-ch-*` subscription receives."""
+        channel = {
+            "kinds": [Kind.MESSAGE],
+            "#h": [self.env["BUZZ_ACP_CHANNELS"]],
+            "#p": [self.pubkey],
+        }
+        async with self.client().subscribe([channel]) as subscription:
+            async for item in subscription:
+                if isinstance(item, dict):
+                    yield item
+
+    @property
+    def pubkey(self) -> str:
+        return Keys.from_secret(bytes.fromhex(self.env["BUZZ_PRIVATE_KEY"])).pubkey
+
+    def turn(self, turn_id: str, event_ids: list[str]) -> None:
+        """A whole turn that delivers `event_ids`, as buzz-acp logs it."""
+        self.record("turn_started", turn_id=turn_id, session_id="s1", event_ids=event_ids)
+        self.record("turn_delivered", turn_id=turn_id, event_ids=event_ids)
+        self.record("turn_completed", turn_id=turn_id, stop_reason="end_turn", usage={})
+
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
@@ -93,6 +117,8 @@ class FakeAgent:
 
 
 Behaviour = Callable[[FakeAgent], Awaitable[None]]
+#: the `trial` fixture (conftest): `await trial(behaviour, ...) -> (result, environment)`
+Trial = Callable[..., Awaitable[tuple[dict[str, Any], "FakeEnvironment"]]]
 
 
 async def subscribes(agent: FakeAgent) -> None:
@@ -210,7 +236,6 @@ class FakeEnvironment:
             host_alias=None,
             agent_path=None,
             inherited={},
-            verifier_network=NETWORK_NOT_ISOLATED,
         )
 
     async def _call(self, name: str) -> None:
@@ -283,8 +308,9 @@ class FakeEnvironment:
     async def get_tree(self, source: PurePath, target: Path) -> None:
         await self._call("get_tree")
 
-    async def remove(self, path: PurePath) -> None:
-        await self._call("remove")
+    async def read_file(self, path: PurePath, limit: int) -> bytes | None:
+        await self._call("read_file")
+        return None
 
     @contextlib.asynccontextmanager
     async def follow_file(self, path: PurePath, host_copy: Path) -> AsyncIterator[None]:
@@ -300,7 +326,9 @@ class FakeVerifier:
     def __init__(self, kind: FakeKind) -> None:
         self.kind = kind
 
-    async def run(self, tests_dir: Path, timeout_seconds: float) -> VerifierRun:
+    async def run(
+        self, inputs: VerifierInputs, timeout_seconds: float, log: Callable[[str], None]
+    ) -> VerifierRun:
         await self.kind.faults.at("verifier")
         return VerifierRun(0, False, {"reward": 1.0}, None, NETWORK_NOT_ISOLATED)
 
@@ -324,7 +352,7 @@ class FakeKind:
         self.environments.append(environment)
         return environment
 
-    def verifier(self, trial: TrialPaths, task: Task, agents: Any) -> FakeVerifier:
+    def verifier(self, trial: TrialPaths, task: Task, trial_id: str) -> FakeVerifier:
         return FakeVerifier(self)
 
 

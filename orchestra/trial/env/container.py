@@ -8,12 +8,14 @@ containers to their job and trial, so `orchestra cleanup` can reap leftovers.
 from __future__ import annotations
 
 import asyncio
+import io
 import ipaddress
 import json
 import os
 import re
 import shlex
 import socket
+import tarfile
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -56,11 +58,14 @@ def env_file_text(env: Mapping[str, str]) -> str:
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in env.items())
 
 
-async def _docker(*args: str, timeout_seconds: float = 120.0) -> CommandResult:
-    return await run_command(["docker", *args], timeout_seconds=timeout_seconds)
+async def run_docker(
+    *args: str, timeout_seconds: float = 120.0, stdin: bytes | None = None
+) -> CommandResult:
+    return await run_command(["docker", *args], timeout_seconds=timeout_seconds, stdin=stdin)
 
 
-def _check(result: CommandResult, what: str) -> CommandResult:
+def checked(result: CommandResult, what: str) -> CommandResult:
+    """`result`, or `DockerEnvError` naming `what` when the command failed."""
     if result.returncode != 0:
         raise DockerEnvError(f"{what} failed: {result.tail(5) or f'exit {result.returncode}'}")
     return result
@@ -73,8 +78,9 @@ def _is_directory(path: Path) -> bool:
 class TrialContainer:
     """Handle on one trial's container, by name."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, container_id: str = "") -> None:
         self.name = name
+        self.id = container_id
 
     @classmethod
     async def start(
@@ -82,7 +88,7 @@ class TrialContainer:
     ) -> TrialContainer:
         """`docker run --detach … --entrypoint sleep <image> infinity` (§5.8)."""
         name = container_name(trial_id)
-        result = await _docker(
+        result = await run_docker(
             "run",
             "--detach",
             "--name",
@@ -106,8 +112,8 @@ class TrialContainer:
             # a container created but not started would leak; drop it (by its trial label, never
             # by name: the name could belong to another trial whose id shares the prefix)
             await _remove_labelled(f"{LABEL_TRIAL}={trial_id}")
-            _check(result, f"docker run {image}")
-        return cls(name)
+            checked(result, f"docker run {image}")
+        return cls(name, result.stdout.strip())
 
     # --- commands ------------------------------------------------------------------------
 
@@ -131,7 +137,7 @@ class TrialContainer:
 
     async def exec(self, command: Sequence[str], *, timeout_seconds: float = 60.0) -> CommandResult:
         """A short command, output captured; raises when it exits non-zero."""
-        return _check(
+        return checked(
             await run_command(self.exec_argv(command), timeout_seconds=timeout_seconds),
             f"docker exec {self.name} {shlex.join(command)[:80]}",
         )
@@ -176,7 +182,7 @@ class TrialContainer:
         if process.returncode is None:
             process.kill()
             await process.wait()
-        await _docker("exec", self.name, "sh", "-c", "kill -KILL -1")
+        await run_docker("exec", self.name, "sh", "-c", "kill -KILL -1")
 
     # --- agents (§7.9) -----------------------------------------------------------------------
 
@@ -221,15 +227,15 @@ class TrialContainer:
 
     async def stop_processes(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
         """Step 16: TERM every process but PID 1, wait up to `grace_seconds`, then KILL."""
-        await _docker("exec", self.name, "sh", "-c", "kill -TERM -1")
+        await run_docker("exec", self.name, "sh", "-c", "kill -TERM -1")
         deadline = time.monotonic() + grace_seconds
         # the engine has no "all exec'd processes ended" event to wait on: poll `docker top`
         while time.monotonic() < deadline and await self._process_count() > 1:  # noqa: ASYNC110
             await asyncio.sleep(_STOP_POLL_SECONDS)
-        await _docker("exec", self.name, "sh", "-c", "kill -KILL -1")
+        await run_docker("exec", self.name, "sh", "-c", "kill -KILL -1")
 
     async def _process_count(self) -> int:
-        result = await _docker("top", self.name, "-o", "pid")
+        result = await run_docker("top", self.name, "-o", "pid")
         return max(len(result.stdout.strip().splitlines()) - 1, 0) if result.returncode == 0 else 0
 
     # --- files -----------------------------------------------------------------------------
@@ -246,24 +252,49 @@ class TrialContainer:
         await self._docker_cp(f"{source}/.", destination)
 
     async def _docker_cp(self, origin: str, destination: PurePosixPath) -> None:
-        _check(
-            await _docker("cp", origin, f"{self.name}:{destination}"),
+        checked(
+            await run_docker("cp", origin, f"{self.name}:{destination}"),
             f"docker cp {origin} {self.name}:{destination}",
         )
 
     async def copy_out(self, source: PurePosixPath, destination: Path) -> None:
         """The contents of container directory `source` into host directory `destination`."""
         os.makedirs(destination, exist_ok=True)
-        _check(
-            await _docker("cp", f"{self.name}:{source}/.", str(destination)),
+        checked(
+            await run_docker("cp", f"{self.name}:{source}/.", str(destination)),
             f"docker cp {self.name}:{source}/. {destination}",
         )
+
+    async def read_file(self, path: PurePosixPath, limit: int) -> bytes | None:
+        """The bytes of regular file `path` (`docker cp <ctr>:<path> -`, read by the engine,
+        not by a program of the container); None when it is missing, not a regular file or
+        larger than `limit` bytes."""
+        client = await asyncio.create_subprocess_exec(
+            "docker", "cp", f"{self.name}:{path}", "-",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        assert client.stdout is not None
+        archive = await client.stdout.read(limit + _TAR_OVERHEAD + 1)
+        if len(archive) > limit + _TAR_OVERHEAD:
+            client.kill()
+        if await client.wait() != 0:
+            return None
+        return _only_regular_file(archive, limit)
+
+    async def changes(self) -> list[str]:
+        """The paths `docker diff` lists (added, changed or deleted since the image)."""
+        result = checked(await run_docker("diff", self.name), f"docker diff {self.name}")
+        return [line[2:] for line in result.stdout.splitlines() if len(line) > 2]
 
     # --- network ---------------------------------------------------------------------------
 
     async def networks(self) -> list[str]:
-        result = _check(
-            await _docker("inspect", "--format", "{{json .NetworkSettings.Networks}}", self.name),
+        result = checked(
+            await run_docker(
+                "inspect", "--format", "{{json .NetworkSettings.Networks}}", self.name
+            ),
             f"docker inspect {self.name}",
         )
         attached = json.loads(result.stdout or "null") or {}
@@ -273,24 +304,44 @@ class TrialContainer:
         """Detach from every network `docker inspect` lists; returns their names."""
         names = await self.networks()
         for network in names:
-            _check(
-                await _docker("network", "disconnect", "--force", network, self.name),
+            checked(
+                await run_docker("network", "disconnect", "--force", network, self.name),
                 f"docker network disconnect {network} {self.name}",
             )
         return names
 
     async def remove(self) -> None:
-        """`docker rm -f`; a container that is already gone is fine."""
-        result = await _docker("rm", "--force", self.name)
-        if result.returncode != 0 and "No such container" not in result.stderr:
-            raise DockerEnvError(f"docker rm -f {self.name} failed: {result.tail(5)}")
+        await remove_container(self.name)
+
+
+async def remove_container(name: str) -> None:
+    """`docker rm -f`; a container that is already gone is fine."""
+    result = await run_docker("rm", "--force", name)
+    if result.returncode != 0 and "No such container" not in result.stderr:
+        raise DockerEnvError(f"docker rm -f {name} failed: {result.tail(5)}")
+
+
+#: A one-file tar (`docker cp … -`): header blocks (PAX included), padding and the end blocks.
+_TAR_OVERHEAD = 16 * 1024
+
+
+def _only_regular_file(archive: bytes, limit: int) -> bytes | None:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            member = tar.next()
+            if member is None or not member.isfile() or member.size > limit:
+                return None
+            extracted = tar.extractfile(member)
+            return extracted.read() if extracted is not None else None
+    except tarfile.TarError:
+        return None
 
 
 async def host_gateway_bind_address() -> str:
     """Where a host server must listen for containers to reach it as `host.docker.internal`
     (§4.5): the default bridge's gateway when it is an interface of this host (Linux engines),
     else loopback (Docker Desktop forwards `host.docker.internal` to the host's loopback)."""
-    result = await _docker("network", "inspect", "bridge", "--format", "{{json .IPAM.Config}}")
+    result = await run_docker("network", "inspect", "bridge", "--format", "{{json .IPAM.Config}}")
     configs = json.loads(result.stdout or "null") if result.returncode == 0 else None
     for config in configs or []:
         # engines that leave Gateway empty use the subnet's first address (docker0)
@@ -319,11 +370,11 @@ async def cleanup_containers(job_name: str | None = None) -> list[str]:
 
 
 async def _remove_labelled(label: str) -> list[str]:
-    listed = _check(
-        await _docker("ps", "--all", "--filter", f"label={label}", "--format", "{{.Names}}"),
+    listed = checked(
+        await run_docker("ps", "--all", "--filter", f"label={label}", "--format", "{{.Names}}"),
         "docker ps",
     )
     names = sorted(line.strip() for line in listed.stdout.splitlines() if line.strip())
     if names:
-        _check(await _docker("rm", "--force", *names), "docker rm -f")
+        checked(await run_docker("rm", "--force", *names), "docker rm -f")
     return names

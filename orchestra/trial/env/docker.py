@@ -1,9 +1,11 @@
-"""The docker environment: each trial in its own container of the task's agent layer
-(orchestrator.md §5.8, §7.2 steps 3/16/21, §7.9, §7.10, §9.2).
+"""The docker environment: each trial's agents in their own container of the task's agent
+layer (orchestrator.md §5.8, §7.2 steps 3/16/21, §7.9, §7.10); its verifier in another container,
+of the task's image (§9.2).
 
 Agents run inside the container as `docker exec` sessions; a followed file (an ACP event log)
-is streamed to its host copy by a `tail -F` session. After the agents stop the container is
-cut off every network, so evidence placement and the verifier happen offline.
+is streamed to its host copy by a `tail -F` session. After the agents stop, the container is
+cut off every network and what they changed outside their own directories is logged; nothing is
+ever read from it for the verdict.
 """
 
 from __future__ import annotations
@@ -17,8 +19,19 @@ from pathlib import Path, PurePath, PurePosixPath
 
 from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.config.task import Task
-from orchestra.paths import CONTAINER_BUZZ_BIN_DIR, CONTAINER_VENV_BIN, EnvPaths, TrialPaths
+from orchestra.paths import (
+    CONTAINER_BUZZ_BIN_DIR,
+    CONTAINER_SOLUTION,
+    CONTAINER_TMP,
+    CONTAINER_VENV_BIN,
+    CONTAINER_WORKSPACE,
+    LOGS_ARTIFACTS,
+    OPT_BUZZ,
+    EnvPaths,
+    TrialPaths,
+)
 from orchestra.processes import first_of
+from orchestra.stack.images import TaskImages
 from orchestra.trial.env.container import (
     DockerEnvError,
     TrialContainer,
@@ -31,15 +44,18 @@ from orchestra.trial.env.protocol import (
     TrialEnvironment,
     Verifier,
 )
-from orchestra.trial.env.verifiers import InEnvironmentVerifier
+from orchestra.trial.env.verifiers import ContainerVerifier
 from orchestra.trial.errors import TrialError
-from orchestra.verify.outcome import NETWORK_NONE
 
 #: How agents in a container reach the host (`--add-host host.docker.internal:host-gateway`).
 HOST_FROM_CONTAINER = "host.docker.internal"
 SUPPORTED_NETWORK_MODE = "public"
 #: A `docker exec` client ends right after its process was killed; this only bounds a stuck one.
 SESSION_END_SECONDS = 10.0
+#: Where agents and the harness write in the container as a matter of course; changes anywhere
+#: else (`docker diff`) are named in trial.log after the agents stop.
+AGENT_AREAS = (CONTAINER_WORKSPACE, CONTAINER_TMP, OPT_BUZZ, LOGS_ARTIFACTS, CONTAINER_SOLUTION)
+CHANGES_SHOWN = 20
 
 
 class DockerAgentProcess:
@@ -88,6 +104,7 @@ class DockerEnvironment:
         trial_id: str,
         overrides: EnvironmentOverrides,
         buzz_bin_dir: Path | None,
+        keep: bool = False,
     ) -> None:
         self.trial = trial
         self.task = task
@@ -96,18 +113,19 @@ class DockerEnvironment:
         self.trial_id = trial_id
         self.overrides = overrides
         self.buzz_bin_dir = buzz_bin_dir
+        self.keep = keep  # `--keep-containers`: the container outlives the trial, for debugging
         self._facts = EnvFacts(
             paths=EnvPaths.docker(task.fixture.home),
             programs_dir=CONTAINER_BUZZ_BIN_DIR if buzz_bin_dir else CONTAINER_VENV_BIN,
             host_alias=HOST_FROM_CONTAINER,
             agent_path=None,  # the image's own PATH (§7.9) unless `--buzz-bin-dir` has a buzz
             inherited={},
-            verifier_network=NETWORK_NONE,
         )
         self.container: TrialContainer | None = None
         self.removed = False  # by a hurried stop (§7.6): nothing is left to reach in it
         self._agents: list[DockerAgentProcess] = []
         self._tails: list[asyncio.subprocess.Process] = []
+        self._placed: list[PurePosixPath] = []  # put_file targets: the harness's own changes
 
     @property
     def facts(self) -> EnvFacts:
@@ -129,14 +147,11 @@ class DockerEnvironment:
                 f"supported by the docker env (agents must reach the relay: use "
                 f"{SUPPORTED_NETWORK_MODE!r})",
             )
-        await self._start_container(
-            cpus=self.overrides.override_cpus or environment.cpus,
-            memory_mb=self.overrides.override_memory_mb or environment.memory_mb,
-        )
+        await self._start_container(*container_resources(self.task, self.overrides))
         await self._container().prepare_layout()
         await self._install_programs()
 
-    async def _start_container(self, *, cpus: int, memory_mb: int) -> None:
+    async def _start_container(self, cpus: float, memory_mb: int) -> None:
         """`docker run`, allowed to finish when the trial is cancelled meanwhile: an interrupted
         client may still leave a container behind, which `close()` must know to remove."""
         start = asyncio.ensure_future(
@@ -170,7 +185,7 @@ class DockerEnvironment:
             )
 
     async def close(self) -> None:
-        if self.container is not None:
+        if self.container is not None and not self.keep:
             await self.container.remove()
 
     # --- agents (§7.9, §7.2 step 16) ----------------------------------------------------------
@@ -217,7 +232,26 @@ class DockerEnvironment:
             await agent.stop()
         for tail in self._tails:
             await _end_session(tail)
+        if not self.removed:
+            notes += await self._changes_note()
         return notes
+
+    async def _changes_note(self) -> list[str]:
+        """What the agents changed outside their own directories and the files the harness
+        placed (`docker diff`; a placed fixture file's content is compared by the trial), for
+        the record: none of it reaches the verifier, which runs in a container of its own."""
+        container = self._container()
+        try:
+            changed = outside_areas(await container.changes(), (*AGENT_AREAS, *self._placed))
+        except DockerEnvError as error:
+            return [f"docker diff {container.name} failed: {error}"]
+        if not changed:
+            return []
+        shown = ", ".join(changed[:CHANGES_SHOWN]) + (" …" if len(changed) > CHANGES_SHOWN else "")
+        return [
+            f"agents changed {len(changed)} path(s) of container {container.name} "
+            f"({container.id[:12]}) outside their directories: {shown}"
+        ]
 
     async def isolate(self) -> list[str]:
         """Detach from every network `docker inspect` lists."""
@@ -250,6 +284,7 @@ class DockerEnvironment:
     async def put_file(self, source: Path, target: PurePath, *, mode: int | None = None) -> None:
         container = self._container()
         await container.copy_in(source, PurePosixPath(target))
+        self._placed.append(PurePosixPath(target))
         if mode is not None:
             await container.exec(["chmod", format(mode, "o"), str(target)])
 
@@ -259,8 +294,8 @@ class DockerEnvironment:
     async def get_tree(self, source: PurePath, target: Path) -> None:
         await self._container().copy_out(PurePosixPath(source), target)
 
-    async def remove(self, path: PurePath) -> None:
-        await self._container().exec(["rm", "-rf", str(path)])
+    async def read_file(self, path: PurePath, limit: int) -> bytes | None:
+        return await self._container().read_file(PurePosixPath(path), limit)
 
     @contextlib.asynccontextmanager
     async def follow_file(self, path: PurePath, host_copy: Path) -> AsyncIterator[None]:
@@ -283,16 +318,18 @@ class DockerKind:
 
     def __init__(
         self,
-        images: Mapping[str, str],
+        images: Mapping[str, TaskImages],
         *,
         job_name: str,
         overrides: EnvironmentOverrides,
         buzz_bin_dir: Path | None,
+        keep_containers: bool = False,
     ) -> None:
         self.images = images
         self.job_name = job_name
         self.overrides = overrides
         self.buzz_bin_dir = buzz_bin_dir
+        self.keep_containers = keep_containers
 
     async def host_listen_address(self) -> str:
         return await host_gateway_bind_address()
@@ -301,12 +338,44 @@ class DockerKind:
         return DockerEnvironment(
             trial,
             task,
-            image=self.images[task.name],
+            image=self.images[task.name].agent_layer,
             job_name=self.job_name,
             trial_id=trial_id,
             overrides=self.overrides,
             buzz_bin_dir=self.buzz_bin_dir,
+            keep=self.keep_containers,
         )
 
-    def verifier(self, trial: TrialPaths, task: Task, agents: TrialEnvironment) -> Verifier:
-        return InEnvironmentVerifier(agents, trial)
+    def verifier(self, trial: TrialPaths, task: Task, trial_id: str) -> Verifier:
+        cpus, memory_mb = container_resources(task, self.overrides)
+        return ContainerVerifier(
+            trial,
+            image=self.images[task.name].task,
+            job_name=self.job_name,
+            trial_id=trial_id,
+            cpus=cpus,
+            memory_mb=memory_mb,
+            keep=self.keep_containers,
+        )
+
+
+def container_resources(task: Task, overrides: EnvironmentOverrides) -> tuple[float, int]:
+    """(cpus, memory MB) of a trial's containers: the task's `[environment]` with the
+    manifest's overrides (§5.8)."""
+    environment = task.toml.environment
+    return (
+        overrides.override_cpus or environment.cpus,
+        overrides.override_memory_mb or environment.memory_mb,
+    )
+
+
+def outside_areas(changes: Sequence[str], areas: Sequence[PurePosixPath]) -> list[str]:
+    """The changed paths (`docker diff`) that are not inside `areas`, without the directories
+    listed only because something below them changed."""
+    inside = [
+        path
+        for path in map(PurePosixPath, changes)
+        if not any(path == area or area in path.parents or path in area.parents for area in areas)
+    ]
+    parents = {parent for path in inside for parent in path.parents}
+    return sorted(str(path) for path in inside if path not in parents)

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 
 from orchestra.config.task import Task
+from orchestra.files import make_parents, read_regular_file
 from orchestra.paths import TrialPaths
 from orchestra.processes import kill_group, kill_processes_in, last_allocated_pid, stop_group
 from orchestra.stack.info import scripts_dir
@@ -29,8 +30,6 @@ from orchestra.trial.env.protocol import (
     Verifier,
 )
 from orchestra.trial.env.verifiers import HostVerifier
-from orchestra.trial.fixture_files import make_parents
-from orchestra.verify.outcome import NETWORK_NOT_ISOLATED
 
 #: Host variables a local-env agent keeps besides what the orchestrator sets (§7.9).
 INHERITED_LOCAL_VARIABLES = ("LANG", "LC_ALL", "TERM")
@@ -102,7 +101,6 @@ class LocalEnvironment:
             host_alias=None,
             agent_path=f"{buzz_bin_dir}:{host_path}" if has_buzz else host_path,
             inherited=inherited,
-            verifier_network=NETWORK_NOT_ISOLATED,
         )
         self.pid_floor = last_allocated_pid()  # every process of this trial starts after this
         self._agents: list[LocalAgentProcess] = []
@@ -148,7 +146,7 @@ class LocalEnvironment:
         return [f"killed {len(killed)} escaped process(es): {killed}"] if killed else []
 
     async def isolate(self) -> list[str]:
-        """The host's network cannot be taken away (`verifier_network: not-isolated`)."""
+        """The host's network cannot be taken away."""
         return []
 
     async def exec(
@@ -186,8 +184,8 @@ class LocalEnvironment:
         if not _same(Path(source), target):
             shutil.copytree(source, target, dirs_exist_ok=True)
 
-    async def remove(self, path: PurePath) -> None:
-        _remove(Path(path))
+    async def read_file(self, path: PurePath, limit: int) -> bytes | None:
+        return read_regular_file(Path(path), limit)
 
     @contextlib.asynccontextmanager
     async def follow_file(self, path: PurePath, host_copy: Path) -> AsyncIterator[None]:
@@ -226,13 +224,6 @@ def _replace_tree(source: Path, destination: Path) -> None:
     shutil.copytree(source, destination)
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
 class LocalKind:
     """The local env of a job: agents from this package's console scripts (or
     `--buzz-bin-dir`), the verifier on the host (§9.3)."""
@@ -248,5 +239,5 @@ class LocalKind:
     def environment(self, trial: TrialPaths, task: Task, trial_id: str) -> TrialEnvironment:
         return LocalEnvironment(trial, task, self.buzz_bin_dir or scripts_dir(), self.buzz_bin_dir)
 
-    def verifier(self, trial: TrialPaths, task: Task, agents: TrialEnvironment) -> Verifier:
+    def verifier(self, trial: TrialPaths, task: Task, trial_id: str) -> Verifier:
         return HostVerifier(trial, task.fixture.home)

@@ -3,8 +3,9 @@
 A trial drives its environment through a few primitives: prepare and close it, start and stop
 the agents' processes, run a command, put and get files, follow a growing file, cut it off the
 network. What differs between kinds that the trial must know is data (`EnvFacts`), never a
-check of the kind. Everything trial-specific (oracle registration, prompts, fixture files,
-evidence placement, the verifier) lives in the phase modules and is built on these primitives.
+check of the kind. Everything trial-specific (oracle registration, prompts, fixture files, log
+collection) lives in the phase modules and is built on these primitives. The verifier is not
+one of them: it never runs where the agents ran (`Verifier`, made by the kind, §9).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Protocol
 from orchestra.config.task import Task
 from orchestra.errors import OrchestraError
 from orchestra.paths import EnvPaths, TrialPaths
+from orchestra.verify.inputs import VerifierInputs
 from orchestra.verify.outcome import VerifierRun
 
 LOOPBACK = "127.0.0.1"
@@ -35,14 +37,13 @@ class EnvCommandError(OrchestraError):
 class EnvFacts:
     """What the trial needs to know about its environment, as data (§5.8, §7.9)."""
 
-    paths: EnvPaths  # the logical paths as agents and the verifier see them
+    paths: EnvPaths  # the logical paths as agents see them
     programs_dir: PurePath  # where buzz-acp, buzz-agent and buzz-dev-mcp are, as agents see it
     #: the name agents use for the host, e.g. to reach its loopback servers; None: agents share
     #: the host's loopback, so configured URLs work unchanged
     host_alias: str | None
     agent_path: str | None  # PATH for agents; None keeps the environment's own
     inherited: Mapping[str, str]  # host variables agents keep (local env: LANG, LC_ALL, TERM)
-    verifier_network: str  # "none" | "not-isolated" (§9.2, §9.3)
 
     @property
     def host_address(self) -> str:
@@ -102,8 +103,8 @@ class TrialEnvironment(Protocol):
         waited for."""
 
     async def isolate(self) -> list[str]:
-        """Cut the environment off every network where it can (§7.2 step 16, §9.2 step 1);
-        returns notes for trial.log. `facts.verifier_network` says whether it can."""
+        """Cut the environment off every network where it can (§7.2 step 16); returns notes
+        for trial.log."""
 
     async def exec(
         self,
@@ -128,17 +129,22 @@ class TrialEnvironment(Protocol):
     async def get_tree(self, source: PurePath, target: Path) -> None:
         """Copy the contents of directory `source` into the host directory `target`."""
 
-    async def remove(self, path: PurePath) -> None:
-        """Remove a file or directory; a missing one is fine."""
+    async def read_file(self, path: PurePath, limit: int) -> bytes | None:
+        """The bytes of the regular file `path` as read by the harness itself (no program the
+        agents could replace); None when it is missing, not a regular file (a symlink, say) or
+        larger than `limit` bytes."""
 
     def follow_file(self, path: PurePath, host_copy: Path) -> AbstractAsyncContextManager[None]:
         """While inside, the host file `host_copy` grows as `path` is written (§7.10)."""
 
 
 class Verifier(Protocol):
-    """Runs a task's `tests/test.sh` and reads its reward (§9)."""
+    """Runs a task's `tests/test.sh` over the trial's verifier inputs and reads its reward
+    (§9); notes for trial.log go to `log`."""
 
-    async def run(self, tests_dir: Path, timeout_seconds: float) -> VerifierRun: ...
+    async def run(
+        self, inputs: VerifierInputs, timeout_seconds: float, log: Callable[[str], None]
+    ) -> VerifierRun: ...
 
 
 class EnvironmentKind(Protocol):
@@ -152,5 +158,6 @@ class EnvironmentKind(Protocol):
 
     def environment(self, trial: TrialPaths, task: Task, trial_id: str) -> TrialEnvironment: ...
 
-    def verifier(self, trial: TrialPaths, task: Task, agents: TrialEnvironment) -> Verifier:
-        """The verifier of a trial whose agents ran in `agents` (already stopped)."""
+    def verifier(self, trial: TrialPaths, task: Task, trial_id: str) -> Verifier:
+        """The verifier of a trial; it runs once every agent process of the trial is dead and
+        sees nothing of where they ran."""

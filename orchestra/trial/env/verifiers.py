@@ -1,77 +1,79 @@
 """Running a task's verifier (orchestrator.md §9.2, §9.3), chosen by the environment kind.
 
-`InEnvironmentVerifier` runs `tests/test.sh` inside an environment through its primitives (the
-docker env: the agents' container once every agent process is dead and it has no network);
-`HostVerifier` runs the path-mapped script on the host (the local env).
+Both run over the trial's `VerifierInputs` (the harness's copies, never what agents left) and
+first empty `<trial>/verifier` and `<trial>/verifier-inputs`, logging whatever was found there;
+`<trial>/verifier-inputs/` then holds exactly what the verifier was given. `ContainerVerifier`
+runs `tests/test.sh` in a verifier container of its own (the docker env); `HostVerifier` runs
+the path-mapped script on the host (the local env).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 
-from orchestra.files import empty_directory
 from orchestra.paths import TrialPaths
-from orchestra.trial.env.protocol import ExecResult, TrialEnvironment
+from orchestra.trial.env.container import remove_container
+from orchestra.trial.env.verifier_container import VerifierContainer, verifier_container_name
+from orchestra.verify.inputs import VerifierInputs, clear_verifier_dirs
 from orchestra.verify.local import run_local_verifier
-from orchestra.verify.outcome import VerifierRun, conclude_verifier_run
+from orchestra.verify.outcome import NETWORK_NONE, VerifierRun, conclude_verifier_run
 
-VERIFIER_LANG = "C.UTF-8"
-VERIFIER_USER = "root"
+Log = Callable[[str], None]
 
 
-class InEnvironmentVerifier:
-    """§9.2 in `environment`; the outputs are read from their host copies."""
+@dataclass(frozen=True)
+class ContainerVerifier:
+    """§9.2: a fresh container of the task's image per trial, offline, inputs copied in before
+    it starts, removed afterwards unless `keep` (`--keep-containers`)."""
 
-    def __init__(self, environment: TrialEnvironment, trial: TrialPaths) -> None:
-        self.environment = environment
-        self.trial = trial
+    trial: TrialPaths
+    _: KW_ONLY
+    image: str
+    job_name: str
+    trial_id: str
+    cpus: float
+    memory_mb: int
+    keep: bool
 
-    async def run(self, tests_dir: Path, timeout_seconds: float) -> VerifierRun:
-        empty_directory(self.trial.verifier_dir)
-        result = await self.execute(tests_dir, timeout_seconds)
+    async def run(self, inputs: VerifierInputs, timeout_seconds: float, log: Log) -> VerifierRun:
+        trial = self.trial
+        clear_verifier_dirs(trial.verifier_dir, trial.verifier_inputs_dir, log=log)
+        inputs.write_tree(trial.verifier_inputs_dir)  # the record of what it was given
+        try:
+            container = await VerifierContainer.create(
+                self.image,
+                job_name=self.job_name,
+                trial_id=self.trial_id,
+                cpus=self.cpus,
+                memory_mb=self.memory_mb,
+            )
+            log(
+                f"verifier container {container.name} ({container.id[:12]}) from {self.image}: "
+                "no network, no capabilities, inputs copied in before it started"
+            )
+            await container.put_archive(inputs.archive())
+            result = await container.run(trial.test_stdout, timeout_seconds)
+            await container.copy_outputs(trial.verifier_dir)
+        finally:
+            if not self.keep:
+                # by name: a cancelled `docker create` may still have made it
+                await remove_container(verifier_container_name(self.trial_id))
         return conclude_verifier_run(
-            self.trial.verifier_dir,
+            trial.verifier_dir,
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             timeout_seconds=timeout_seconds,
-            network=self.environment.facts.verifier_network,
+            network=NETWORK_NONE,
         )
-
-    async def execute(self, tests_dir: Path, timeout_seconds: float) -> ExecResult:
-        """Steps 1-4: offline, a fresh `/logs/verifier` and `/tests`, `test.sh` as root with
-        `LANG=C.UTF-8`, output in `<trial>/verifier/test-stdout.txt`, outputs copied back."""
-        environment, paths = self.environment, self.environment.facts.paths
-        await environment.isolate()
-        verifier_dir, artifacts = paths.logs_verifier, paths.logs_artifacts
-        (
-            await environment.exec(
-                ["sh", "-c", f"rm -rf {verifier_dir} && mkdir -p {verifier_dir} {artifacts}"]
-            )
-        ).check("preparing /logs/verifier")
-        await environment.put_tree(tests_dir, paths.tests)
-        test_sh = paths.tests / "test.sh"
-        (await environment.exec(["chmod", "+x", str(test_sh)])).check(f"chmod +x {test_sh}")
-        os.makedirs(self.trial.verifier_dir, exist_ok=True)
-        result = await environment.exec(
-            [str(test_sh)],
-            output=self.trial.test_stdout,
-            timeout_seconds=timeout_seconds,
-            workdir=paths.root,
-            env={"LANG": VERIFIER_LANG},
-            user=VERIFIER_USER,
-        )
-        await environment.get_tree(verifier_dir, self.trial.verifier_dir)
-        await environment.get_tree(artifacts, self.trial.artifacts_dir)
-        return result
 
 
 class HostVerifier:
-    """§9.3: the mapped `test.local.sh` as a host process over the trial's directories."""
+    """§9.3: the mapped `test.local.sh` as a host process over `<trial>/verifier-inputs/`."""
 
     def __init__(self, trial: TrialPaths, home: str | None) -> None:
         self.trial = trial
         self.home = home
 
-    async def run(self, tests_dir: Path, timeout_seconds: float) -> VerifierRun:
-        return await run_local_verifier(self.trial, self.home, tests_dir, timeout_seconds)
+    async def run(self, inputs: VerifierInputs, timeout_seconds: float, log: Log) -> VerifierRun:
+        return await run_local_verifier(self.trial, self.home, inputs, timeout_seconds, log)
