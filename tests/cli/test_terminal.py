@@ -68,7 +68,8 @@ def test_live_view_shows_running_trials_and_an_eta_then_ctrl_c_cancels(
 ) -> None:
     args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "live")
     args = [a for a in args if a != "-q"] + ["-k", "2"]  # -n 1: #2 runs after #1 finished
-    code, shown, typed = in_pty(shell_line(args), 80, b"ETA")
+    # Ctrl-C once #2 runs (before it, #2 would be left not started rather than cancelled)
+    code, shown, typed = in_pty(shell_line(args), 80, b"reply-to-thread #2")
     assert typed, shown[-2000:]
     assert code == 130, shown[-2000:]
     # the live view: the timing line, the counts, a running trial's row (phase, m:ss, label)
