@@ -87,9 +87,10 @@ def test_ctrl_c_through_grep_finishes_the_job_and_lines_stay_whole(
 ) -> None:
     args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "grep")
     args = [a for a in args if a != "-q"] + ["-k", "2"]
-    command = f"{shell_line(args)} | grep --line-buffered scored"
-    # COLUMNS=40 would make a console wrap; off a terminal lines stay whole whatever it says
-    code, shown, typed = in_pty(command, 40, b"reward=", env={"COLUMNS": "40"})
+    command = f"{shell_line(args)} | grep --line-buffered -E 'scored|started'"
+    # COLUMNS=40 would make a console wrap; off a terminal lines stay whole whatever it says.
+    # Ctrl-C once #2 started (before it, #2 would be left not started rather than cancelled).
+    code, shown, typed = in_pty(command, 40, b"reply-to-thread #2", env={"COLUMNS": "40"})
     assert typed and code == 130, shown[-2000:]
     assert re.search(
         r"scored +buzz-native/reply-to-thread #1 \(reply-to-thread__\w+\) reward=1\.00\r?\n", shown
