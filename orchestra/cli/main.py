@@ -15,6 +15,7 @@ from typer._click.exceptions import ClickException  # typer >= 0.26 vendors clic
 
 from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_PREFLIGHT, EXIT_USAGE, fail
+from orchestra.cli.export import register as register_export_commands
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.resume import ResumeOptions, run_resume_command
 from orchestra.cli.stack import stack_app
@@ -45,6 +46,7 @@ app = typer.Typer(
 )
 app.add_typer(stack_app, name="stack")
 register_report_commands(app)
+register_export_commands(app)
 
 
 class StackMode(StrEnum):
