@@ -40,12 +40,13 @@ class Progress:
         self._live: Live | None = None
         self._job = ""
         self._planned = 0
-        self._status: dict[str, TrialStatus] = {}
+        # by slot (task, attempt): a retried trial's new attempt replaces the superseded one
+        self._status: dict[tuple[str, int], TrialStatus] = {}
         self._started = time.monotonic()
 
     def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None:
         self._job, self._planned = name, planned
-        self._status = {r.trial_name: r.status for r in kept}
+        self._status = {r.slot: r.status for r in kept}
         self._started = time.monotonic()
         if kept and not self.quiet:
             self.console.print(f"{name}: resuming, {plural(len(kept), 'trial')} kept")
@@ -54,8 +55,8 @@ class Progress:
 
     def trial_update(self, result: TrialResult) -> None:
         name, status = result.trial_name, result.status
-        before = self._status.get(name)
-        self._status[name] = status
+        before = self._status.get(result.slot)
+        self._status[result.slot] = status
         if status != before and status in STATUS_STYLE and not self.quiet:
             reward = result.reward
             detail = f" reward={reward:.2f}" if reward is not None else ""
