@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("trial",),  # one trial, step by step
     ("jobs",),  # a job: plan, resume, scheduling, its result and aggregation
     ("report",),  # summary table, report.json, junit.xml, report.html, compare
+    ("export",),  # runs and jobs in Harbor's jobs-directory format
     ("cli",),  # the `orchestra` command
 )
 

@@ -63,14 +63,15 @@ class Progress:
         self._live: Live | None = None
         self._job = ""
         self._planned = 0
-        self._status: dict[str, TrialStatus] = {}
+        # by slot (task, attempt): a retried trial's new attempt replaces the superseded one
+        self._status: dict[tuple[str, int], TrialStatus] = {}
         self._running: dict[str, Running] = {}
         self._finished_here = 0  # trials that ended in this command (not kept by a resume)
         self._started = time.monotonic()
 
     def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None:
         self._job, self._planned = name, planned
-        self._status = {r.trial_name: r.status for r in kept}
+        self._status = {r.slot: r.status for r in kept}
         self._running = {}
         self._finished_here = 0
         self._started = time.monotonic()
@@ -87,13 +88,13 @@ class Progress:
 
     def trial_update(self, result: TrialResult) -> None:
         name, status = result.trial_name, result.status
-        before = self._status.get(name)
-        self._status[name] = status
+        before = self._status.get(result.slot)
+        self._status[result.slot] = status
         label = f"{result.task_name} #{result.attempt}"
         if status is TrialStatus.RUNNING:
             running = self._running.setdefault(name, Running(label, "", time.monotonic()))
             running.phase = str(result.phase)
-            if before is None and not self.quiet and self._live is None:
+            if before is not TrialStatus.RUNNING and not self.quiet and self._live is None:
                 self.console.print(Text(f"{'started':9} {label} ({name})"))
         elif status != before and status in STATUS_STYLE:
             self._running.pop(name, None)

@@ -15,13 +15,15 @@ def test_cancelled_trials_are_not_counted_as_done() -> None:
     console = Console(width=200, record=True, force_terminal=False)
     progress = Progress(console)
     progress.start_job("j", 6, [trial_result("buzz-native/a", trial_name="a1", status="scored")])
-    for name, status in (
-        ("b1", "running"),
-        ("b1", "error"),
-        ("c1", "cancelled"),
-        ("d1", "running"),
+    for name, attempt, status in (
+        ("b1", 1, "running"),
+        ("b1", 1, "error"),
+        ("c1", 2, "cancelled"),
+        ("d1", 3, "running"),
     ):
-        progress.trial_update(trial_result("buzz-native/b", trial_name=name, status=status))
+        progress.trial_update(
+            trial_result("buzz-native/b", attempt, trial_name=name, status=status)
+        )
     progress.trial_update(trial_result("buzz-native/c", trial_name="c2", status="cancelled"))
     progress.end_job()
     text = console.export_text()
@@ -30,6 +32,26 @@ def test_cancelled_trials_are_not_counted_as_done() -> None:
         "j: 2/6 done (1 scored, 1 error), 2 cancelled, 1 running, 1 not started, elapsed "
     ), last
     assert "j: resuming, 1 trial kept" in text
+
+
+def test_a_retried_attempt_replaces_the_one_it_supersedes() -> None:
+    """`--retries`: the rerun of a slot is a new trial directory, but the same planned trial;
+    counting both made a 4-trial job show `6/4 done`."""
+    console = Console(width=200, record=True, force_terminal=False)
+    progress = Progress(console)
+    progress.start_job("j", 2, [])
+    for name, attempt, status in (
+        ("a__1", 1, "error"),  # superseded by the rerun below
+        ("a__1-retry", 1, "running"),
+        ("a__1-retry", 1, "scored"),
+        ("a__2", 2, "scored"),
+    ):
+        progress.trial_update(
+            trial_result("buzz-native/a", attempt, trial_name=name, status=status)
+        )
+    progress.end_job()
+    last = console.export_text().rstrip().splitlines()[-1]
+    assert last.startswith("j: 2/2 done (2 scored, 0 errors), 0 cancelled, 0 running, "), last
 
 
 VERIFIER_MESSAGE = (

@@ -1,0 +1,304 @@
+"""A run or job directory in Harbor 0.25's jobs-directory format (issue 20.3), so that
+`harbor view OUT_DIR` shows it.
+
+Every job becomes `OUT_DIR/<job name>/` with Harbor's `config.json` and `result.json`; every
+trial `OUT_DIR/<job name>/<trial name>/` with its `config.json`, `result.json`, the
+orchestrator agent's ATIF trajectory as `agent/trajectory.json`, each teammate's as
+`agent/trajectories/<agent id>.json`, and the verifier's files under `verifier/`. Our documents
+are read through `orchestra.documents`; only files the trial's secret scan already covered
+(§7.15) are copied.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import overload
+
+from orchestra.config.errors import display_path
+from orchestra.documents.io import DocumentError
+from orchestra.documents.job import JobConfig
+from orchestra.documents.job import JobResult as OurJobResult
+from orchestra.documents.run import RunRecord
+from orchestra.documents.trial import PhaseTiming, RosterAgent
+from orchestra.documents.trial import TrialConfig as OurTrialConfig
+from orchestra.documents.trial import TrialResult as OurTrialResult
+from orchestra.export import harbor_models as harbor
+from orchestra.jobs.layout import load_job_config, scan_trials
+from orchestra.paths import JobPaths, RunPaths, TrialPaths
+
+TRAJECTORY_NAME = "trajectory.json"
+TEAMMATE_TRAJECTORIES_DIR = "trajectories"
+
+
+class ExportError(Exception):
+    """The export cannot be written (exit 1); `str()` is one line naming the path."""
+
+
+@dataclass(frozen=True)
+class ExportedJob:
+    job_name: str
+    path: Path
+    n_trials: int
+
+
+def export_harbor(source: Path, out_dir: Path, *, force: bool = False) -> list[ExportedJob]:
+    """Write every job of the run (or the one job) `source` into `out_dir`.
+
+    `DocumentError` when `source` is neither a run nor a job or a document is malformed;
+    `ExportError` when `out_dir` is not empty (without `force`) or is not a directory.
+    """
+    job_dirs = source_job_dirs(source)
+    configs = [(job_dir, load_job_config(JobPaths(job_dir))) for job_dir in job_dirs]
+    prepare_out_dir(out_dir, [config.job_name for _, config in configs], force=force)
+    return [export_job(JobPaths(job_dir), config, out_dir) for job_dir, config in configs]
+
+
+def source_job_dirs(source: Path) -> list[Path]:
+    """The job directories of a run that were started, or `[source]` for a job directory."""
+    run = RunPaths(source)
+    if run.run_json.is_file():
+        record = RunRecord.load(run.run_json)
+        return [
+            run.job(job.job_name).root
+            for job in record.jobs
+            if run.job(job.job_name).config_json.is_file()
+        ]
+    if not JobPaths(source).config_json.is_file():
+        raise DocumentError(display_path(source), "", "neither a run nor a job directory")
+    return [source]
+
+
+def prepare_out_dir(out_dir: Path, job_names: list[str], *, force: bool) -> None:
+    """Refuse a non-empty `out_dir` unless `force`; with `force`, remove only the job
+    directories this export writes (whatever else is there stays)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExportError(f"{display_path(out_dir)}: exists and is not a directory")
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not force:
+            raise ExportError(
+                f"{display_path(out_dir)}: not empty (pass --force to replace the exported jobs)"
+            )
+        for name in job_names:
+            target = out_dir / name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def export_job(paths: JobPaths, config: JobConfig, out_dir: Path) -> ExportedJob:
+    job_out = out_dir / config.job_name
+    job_out.mkdir()
+    job_id = as_uuid(config.id)
+    trials = []
+    for trial in scan_trials(paths):
+        trial_paths = paths.trial(trial.name)
+        our_config = OurTrialConfig.load_if_readable(trial_paths.config_json)
+        if trial.result is not None and our_config is not None:  # else it died before writing
+            trials.append((trial_paths, our_config, trial.result))
+    # every trial of a job runs the job's one manifest, so any trial's roster is the job's
+    agent = agent_config(config, trials[0][1].roster if trials else [])
+    trial_results = [
+        export_trial(trial_paths, our_config, result, config, agent, job_id, job_out)
+        for trial_paths, our_config, result in trials
+    ]
+    harbor_config = harbor.JobConfig(
+        job_name=config.job_name,
+        jobs_dir=str(out_dir.absolute()),
+        n_attempts=config.plan.attempts,
+        n_concurrent_trials=config.options.n_concurrent,
+        timeout_multiplier=config.options.timeout_multiplier,
+        agents=[agent],
+        tasks=[harbor.TaskConfig(path=task.dir) for task in config.plan.tasks],
+    )
+    write(job_out / "config.json", harbor_config)
+    our_result = OurJobResult.load_if_readable(paths.result_json)
+    result = harbor.JobResult(
+        id=job_id,
+        started_at=timestamp(our_result.started_at if our_result else config.created_at),
+        finished_at=timestamp(our_result.finished_at) if our_result else None,
+        n_total_trials=config.plan.n_trials,
+        stats=job_stats(trial_results, agent),
+        trial_results=trial_results,
+    )
+    write(job_out / "result.json", result)
+    return ExportedJob(config.job_name, job_out, len(trial_results))
+
+
+def export_trial(
+    paths: TrialPaths,
+    config: OurTrialConfig,
+    result: OurTrialResult,
+    job: JobConfig,
+    agent: harbor.AgentConfig,
+    job_id: uuid.UUID,
+    job_out: Path,
+) -> harbor.TrialResult:
+    out = job_out / paths.name
+    out.mkdir()
+    lead = orchestrator_agent(config.roster)
+    trial_config = harbor.TrialConfig(
+        task=harbor.TaskConfig(path=config.task.dir),
+        trial_name=config.trial_name,
+        trials_dir=str(out.parent.absolute()),
+        timeout_multiplier=job.options.timeout_multiplier,
+        agent=agent,
+        environment=harbor.EnvironmentConfig(type=str(config.environment)),
+        verifier=harbor.VerifierConfig(override_timeout_sec=config.timeouts.verifier_seconds),
+        job_id=job_id,
+    )
+    write(out / "config.json", trial_config)
+    exported = harbor.TrialResult(
+        id=as_uuid(result.trial_id),
+        task_name=result.task_name,
+        trial_name=result.trial_name,
+        trial_uri=out.absolute().as_uri(),
+        task_id=harbor.LocalTaskId(path=config.task.dir),
+        task_checksum=config.task.digest,
+        config=trial_config,
+        agent_info=harbor.AgentInfo(
+            name=harbor.HARBOR_AGENT_NAME,
+            version=job.orchestrator_version,
+            model_info=model_info(lead, job),
+        ),
+        agent_result=agent_context(result),
+        verifier_result=harbor.VerifierResult(rewards=result.rewards)
+        if result.rewards is not None
+        else None,
+        exception_info=exception_info(result),
+        started_at=timestamp(result.started_at),
+        finished_at=timestamp(result.finished_at),
+        environment_setup=timing(result.timings.setup),
+        agent_execution=timing(result.timings.agent),
+        verifier=timing(result.timings.verify),
+    )
+    write(out / "result.json", exported)
+    copy_trajectories(paths, result, lead, out / "agent")
+    if paths.verifier_dir.is_dir():
+        shutil.copytree(paths.verifier_dir, out / "verifier", symlinks=True)
+    return exported
+
+
+def copy_trajectories(
+    paths: TrialPaths, result: OurTrialResult, lead: RosterAgent | None, agent_out: Path
+) -> None:
+    """The orchestrator agent's trajectory as `trajectory.json`, teammates' beside it."""
+    agent_out.mkdir()
+    for agent_id, relative in sorted(result.trajectories.items()):
+        source = paths.root / relative
+        if not source.is_file():
+            continue
+        if lead is not None and agent_id == lead.agent_id:
+            target = agent_out / TRAJECTORY_NAME
+        else:
+            target = agent_out / TEAMMATE_TRAJECTORIES_DIR / f"{agent_id}.json"
+            target.parent.mkdir(exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+# --- field conversions ---------------------------------------------------------------------------
+
+
+def as_uuid(value: str) -> uuid.UUID:
+    """Our id when it is a UUID (every id the orchestrator writes), else a stable UUID of it."""
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"buzz-orchestra:{value}")
+
+
+@overload
+def timestamp(value: str) -> datetime: ...
+@overload
+def timestamp(value: str | None) -> datetime | None: ...
+def timestamp(value: str | None) -> datetime | None:
+    """A §10.1 timestamp (`…Z`) as the aware datetime Harbor's fields hold."""
+    return datetime.fromisoformat(value) if value is not None else None
+
+
+def timing(phase: PhaseTiming | None) -> harbor.TimingInfo | None:
+    if phase is None:
+        return None
+    return harbor.TimingInfo(
+        started_at=timestamp(phase.started_at), finished_at=timestamp(phase.finished_at)
+    )
+
+
+def orchestrator_agent(roster: list[RosterAgent]) -> RosterAgent | None:
+    return next((agent for agent in roster if agent.kind == "orchestrator"), None)
+
+
+def model_info(lead: RosterAgent | None, job: JobConfig) -> harbor.ModelInfo | None:
+    if lead is None or lead.endpoint not in job.endpoints:
+        return None
+    provider = job.endpoints[lead.endpoint].provider
+    return harbor.ModelInfo(name=lead.model_revision, provider=str(provider))
+
+
+def agent_config(job: JobConfig, roster: list[RosterAgent]) -> harbor.AgentConfig:
+    """Harbor's one agent: the team as a whole, named by its orchestrator agent's model."""
+    lead = orchestrator_agent(roster)
+    return harbor.AgentConfig(
+        name=harbor.HARBOR_AGENT_NAME,
+        model_name=lead.model_revision if lead is not None else None,
+        kwargs={"condition": job.manifest.condition, "manifest_sha256": job.manifest.sha256},
+    )
+
+
+def agent_context(result: OurTrialResult) -> harbor.AgentContext | None:
+    if result.tokens is None:
+        return None
+    return harbor.AgentContext(
+        n_input_tokens=result.tokens.input,
+        n_cache_tokens=result.tokens.cached_input,
+        n_output_tokens=result.tokens.output,
+        cost_usd=result.cost_usd,
+    )
+
+
+def exception_info(result: OurTrialResult) -> harbor.ExceptionInfo | None:
+    info = result.exception_info
+    if info is None:
+        return None
+    return harbor.ExceptionInfo(
+        exception_type=str(info.exception_type),
+        exception_message=info.exception_message,
+        exception_traceback=info.exception_traceback,
+        occurred_at=timestamp(info.occurred_at),
+    )
+
+
+def job_stats(trials: list[harbor.TrialResult], agent: harbor.AgentConfig) -> harbor.JobStats:
+    """Harbor's per-agent-and-dataset stats: trials by reward value and by exception type."""
+    evals: dict[str, harbor.AgentDatasetStats] = {}
+    for trial in trials:
+        dataset = Path(trial.task_id.path).parent.name or "adhoc"
+        key = f"{agent.name}__{agent.model_name or 'none'}__{dataset}"
+        stats = evals.setdefault(
+            key,
+            harbor.AgentDatasetStats(n_trials=0, n_errors=0, reward_stats={}, exception_stats={}),
+        )
+        stats.n_trials += 1
+        if trial.exception_info is not None:
+            stats.n_errors += 1
+            stats.exception_stats.setdefault(trial.exception_info.exception_type, []).append(
+                trial.trial_name
+            )
+        rewards = trial.verifier_result.rewards if trial.verifier_result else None
+        for name, value in (rewards or {}).items():
+            by_value = stats.reward_stats.setdefault(name, {})
+            by_value.setdefault(value, []).append(trial.trial_name)
+    return harbor.JobStats(
+        n_trials=len(trials),
+        n_errors=sum(stats.n_errors for stats in evals.values()),
+        evals=evals,
+    )
+
+
+def write(path: Path, document: harbor.Part) -> None:
+    path.write_text(document.to_json(), encoding="utf-8")
