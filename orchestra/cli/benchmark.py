@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +27,7 @@ from orchestra.config.condition import Condition, condition_problems, load_condi
 from orchestra.config.endpoints import resolve_api_key
 from orchestra.config.errors import ConfigError
 from orchestra.config.task import Layer, load_task
-from orchestra.documents.enums import StackMode, TrialStatus
+from orchestra.documents.enums import SandboxKind, StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.jobs.aggregate import aggregate
@@ -34,6 +38,7 @@ from orchestra.jobs.layout import (
     load_job_record,
     scan_trials,
 )
+from orchestra.jobs.leftovers import JobInUse, check_job_free, reap_jobs_dir
 from orchestra.jobs.plan import (
     Plan,
     PlannedJob,
@@ -53,7 +58,9 @@ from orchestra.stack.info import scripts_dir
 from orchestra.stack.readiness import StackError
 from orchestra.stack.select import ModeError, Modes, choose_modes, running_stack
 from orchestra.stack.state import StateError, load_state
+from orchestra.stack.watch import HealableStack, StackWatch
 from orchestra.trial.context import RunOptions
+from orchestra.trial.env.sandbox import sandbox_support
 
 AGENT_PROGRAMS = ("buzz-acp", "buzz-agent", "buzz-dev-mcp")
 SUMMARY_WIDTH = 180
@@ -278,6 +285,7 @@ def _check_resumable(
             )
         JobResult.load_if_readable(paths.result_json)
         scan_trials(paths)
+        check_job_free(paths)
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -305,6 +313,9 @@ def _run_plan(
     except (JobConfigMismatch, DocumentError) as error:
         error_lines(str(error))
         return EXIT_USAGE
+    except JobInUse as error:
+        error_lines(str(error))
+        return EXIT_PREFLIGHT
     try:
         api_keys = _api_keys(condition)
         _check_programs(options.buzz_bin_dir)
@@ -314,6 +325,9 @@ def _run_plan(
         error_lines(str(error))
         return EXIT_PREFLIGHT
     console = Console()
+    sandbox = sandbox_support()
+    if modes.env == "local" and sandbox.kind is SandboxKind.NONE:
+        print(sandbox.warning(), file=sys.stderr)  # one line, whatever the terminal's width
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
@@ -326,18 +340,23 @@ def _run_plan(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupt.trigger)
         outcomes: list[JobOutcome] = []
-        async with running_stack(
-            modes,
-            state,
-            relay_port=relay_port,
-            relay_url=relay_url,
-            database_url=database_url,
-            fresh=fresh,
-        ) as stack:
+        for note in await reap_jobs_dir(jobs_dir, skip={job.name for job in jobs}):
+            console.print(f"reaped a dead run's leftovers: {note}", markup=False)
+        async with (
+            running_stack(
+                modes,
+                state,
+                relay_port=relay_port,
+                relay_url=relay_url,
+                database_url=database_url,
+                fresh=fresh,
+            ) as stack,
+            watching(stack) as watch,
+        ):
             settings = Settings(
                 condition=condition,
                 environment=modes.env,
-                stack=stack,
+                stack=stack.info,
                 state=state,
                 options=options,
                 api_keys=api_keys,
@@ -346,6 +365,8 @@ def _run_plan(
                 keep_errors=keep_errors,
                 relay_port=relay_port,
                 endpoint_config_path=condition.endpoint_config.path,
+                sandbox=sandbox,
+                watch=watch,
             )
             progress = Progress(console, quiet=quiet)
             try:
@@ -364,7 +385,7 @@ def _run_plan(
 
     try:
         outcomes, interrupted = asyncio.run(run())
-    except StackError as error:
+    except (StackError, JobInUse) as error:
         error_lines(str(error))
         return EXIT_PREFLIGHT
     except (JobConfigMismatch, DocumentError) as error:
@@ -374,6 +395,21 @@ def _run_plan(
     if report:
         _write_reports(console, outcomes)
     return _exit_code(outcomes, interrupted, sum(job.n_trials for job in jobs))
+
+
+@asynccontextmanager
+async def watching(stack: HealableStack) -> AsyncIterator[StackWatch]:
+    """The stack watched (and healed) while the jobs run; the watch ends before the stack
+    is stopped, which is no death."""
+    watch = StackWatch(stack)
+    watch.listeners.append(lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
+    task = asyncio.create_task(watch.run(), name="stack-watch")
+    try:
+        yield watch
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def _print_summary(console: Console, outcomes: list[JobOutcome]) -> None:

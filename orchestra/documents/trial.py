@@ -14,6 +14,7 @@ from orchestra.documents.enums import (
     EnvKind,
     ErrorType,
     Phase,
+    SandboxKind,
     StopReason,
     TrialStatus,
     VerifierNetwork,
@@ -241,6 +242,8 @@ class TrialResult(TrialIdentity, Document):
     trajectories: dict[str, str] = Field(default_factory=dict)
     secret_scan: SecretScan = Field(default_factory=SecretScan)
     exception_info: ExceptionInfo | None = None
+    #: absent only in documents written before the field existed
+    sandbox: Annotated[SandboxKind | None, Field(default=None, exclude_if=_absent)]
 
     @classmethod
     def starting(cls, identity: TrialIdentity, started_at: str) -> TrialResult:

@@ -8,7 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from orchestra.config.errors import display_path
-from orchestra.documents.enums import TrialStatus
+from orchestra.documents.enums import ErrorType, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, ResumeRecord
 from orchestra.documents.trial import TrialResult
@@ -61,7 +61,8 @@ def scan_trials(paths: JobPaths) -> list[ExistingTrial]:
 def take_inventory(
     paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
 ) -> Inventory:
-    """Keep scored trials (and errors with `keep_errors`); move everything else aside.
+    """Keep scored trials (and errors with `keep_errors`, but never an `OrchestratorLost`:
+    it measured nothing); move everything else aside.
 
     A superseded trial directory is moved to `.superseded/`, never deleted. Every trial is
     read before anything moves, so a malformed one stops the resume with nothing changed.
@@ -74,6 +75,7 @@ def take_inventory(
         if (
             result is not None
             and result.status in kept_statuses
+            and result.error_type != ErrorType.ORCHESTRATOR_LOST
             and result.slot in wanted
             and result.slot not in inventory.kept
         ):

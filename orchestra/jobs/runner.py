@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,18 +20,22 @@ from orchestra.documents.job import (
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.identity import replay_components, replay_record
 from orchestra.jobs.layout import open_job, orchestrator_version
+from orchestra.jobs.leftovers import claim_job, reap_job
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
 from orchestra.stack.images import task_images
 from orchestra.stack.info import StackInfo
+from orchestra.stack.readiness import StackError
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
+from orchestra.stack.watch import StackWatch
 from orchestra.trial.context import JobContext, OracleHost, RunOptions
 from orchestra.trial.env.docker import DockerKind
 from orchestra.trial.env.local import LocalKind
 from orchestra.trial.env.protocol import EnvironmentKind
+from orchestra.trial.env.sandbox import SandboxSupport, local_launcher, sandbox_support
 from orchestra.trial.relay_ops import ClientPool
 from orchestra.trial.run import run_trial
 
@@ -80,6 +85,8 @@ class Settings:
     relay_port: int
     endpoint_config_path: Path
     oracle: OracleHost = field(default_factory=OracleHost)
+    sandbox: SandboxSupport = field(default_factory=sandbox_support)
+    watch: StackWatch = field(default_factory=StackWatch)
 
 
 @dataclass
@@ -102,7 +109,10 @@ async def environment_kind(settings: Settings, planned: PlannedJob) -> Environme
     """
     bin_dir = settings.options.buzz_bin_dir
     if settings.environment == "local":
-        return LocalKind(bin_dir)
+        hidden = [settings.state.paths.root, settings.jobs_dir]
+        socket_dir = settings.stack.database_socket_dir
+        hidden += [socket_dir] if socket_dir is not None else []
+        return LocalKind(bin_dir, local_launcher(settings.sandbox, bin_dir, hidden=hidden))
     return DockerKind(
         await task_images(settings.state.paths, planned.tasks),
         job_name=planned.name,
@@ -154,8 +164,24 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
 async def run_job(
     planned: PlannedJob, settings: Settings, progress: Progress, interrupt: Interrupt
 ) -> JobOutcome:
-    environments = await environment_kind(settings, planned)
     paths = JobPaths.of(settings.jobs_dir, planned.name)
+    lock = claim_job(paths)
+    try:
+        return await _run_claimed_job(planned, settings, progress, interrupt, paths)
+    finally:
+        lock.release()
+
+
+async def _run_claimed_job(
+    planned: PlannedJob,
+    settings: Settings,
+    progress: Progress,
+    interrupt: Interrupt,
+    paths: JobPaths,
+) -> JobOutcome:
+    environments = await environment_kind(settings, planned)
+    log = functools.partial(_append, paths.job_log)
+    await reap_job(paths, log)  # trials an orchestrator that died left running
     slots = [(attempt, task.name) for attempt, task in planned.slots()]
     config, inventory, _ = open_job(
         paths, job_config(planned, settings), slots=slots, keep_errors=settings.keep_errors
@@ -167,6 +193,9 @@ async def run_job(
     registry = Registry(settings.stack.database_url)
     await registry.open()
     stable_clients = ClientPool(settings.stack.relay_ws_url)
+    watch = settings.watch
+    watch.after_restart.append(registry.reopen)
+    watch.listeners.append(log)
 
     def on_update(trial_result: TrialResult) -> None:
         result.update(trial_result)
@@ -184,9 +213,10 @@ async def run_job(
         stable_clients=stable_clients,
         registry=registry,
         oracle=settings.oracle,
-        log=lambda line: _append(paths.job_log, line),
+        log=log,
         on_trial_update=on_update,
         hurry=interrupt.hurry,
+        watch=watch,
     )
     progress.start_job(planned.name, planned.n_trials, list(inventory.kept.values()))
     ctx.log(
@@ -208,13 +238,16 @@ async def run_job(
         async with asyncio.TaskGroup() as group:
             for attempt, task_name in inventory.owed:
                 await slots_free.acquire()
-                if interrupt.requested.is_set():
+                # a stack being restarted starts no trial; one that cannot come back, none
+                if interrupt.requested.is_set() or not await watch.usable():
                     slots_free.release()
                     break
                 task = group.create_task(run_one(attempt, task_name))
                 interrupt.running.add(task)
                 task.add_done_callback(interrupt.running.discard)
     finally:
+        watch.after_restart.remove(registry.reopen)
+        watch.listeners.remove(log)
         if settings.oracle.server is not None:
             ctx.log(
                 f"oracle: {settings.oracle.server.unauthorized_requests} unauthorized request(s)"
@@ -223,6 +256,10 @@ async def run_job(
         await stable_clients.close()
         await registry.close()
         result.write()
+    if watch.failure is not None:
+        raise StackError(
+            f"stack unavailable: {watch.failure}; resume the job with `orchestra resume {paths.root}`"
+        )
     return JobOutcome(planned.name, paths.root, finished, interrupt.requested.is_set())
 
 
