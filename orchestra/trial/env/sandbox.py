@@ -212,12 +212,12 @@ def bwrap_argv(
 ) -> list[str]:
     argv = [program, *_NAMESPACES, *_FIRST, "--info-fd", str(info_fd)]
     bound: list[Path] = []
-    for tree in SYSTEM_TREES:
-        path = Path(tree)
+    for system in SYSTEM_TREES:
+        path = Path(system)
         if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), tree]
+            argv += ["--symlink", os.readlink(path), system]
         elif path.is_dir():
-            argv += ["--ro-bind", tree, tree]
+            argv += ["--ro-bind", system, system]
             bound.append(path)
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for name in MASKED_FILES:
@@ -429,11 +429,3 @@ async def _read_info(reader: int) -> int:
     finally:
         transport.close()
 
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [
-            int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        ]
-    except (OSError, ValueError):
-        return []

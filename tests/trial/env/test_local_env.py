@@ -2,11 +2,14 @@
 
 import asyncio
 import os
+import signal
 import stat
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from orchestra.config.fixture import Fixture
 from orchestra.config.task import Task, TaskToml
@@ -14,6 +17,7 @@ from orchestra.jobs.runner import Interrupt
 from orchestra.paths import TrialPaths
 from orchestra.trial.env import local
 from orchestra.trial.env.local import LocalAgentProcess, LocalEnvironment
+from orchestra.trial.env.protocol import EnvCommandError
 from orchestra.trial.env.sandbox import AgentFiles, HostLauncher
 from orchestra.trial.filewatch import watch_file
 from orchestra.trial.setup_phase import prepare_environment
@@ -132,3 +136,20 @@ def test_the_second_signal_hurries_the_stopping_trials() -> None:
     assert interrupt.requested.is_set() and not interrupt.hurry.is_set()
     interrupt.trigger()
     assert interrupt.hurry.is_set()
+
+
+#: prctl(PR_GET_PDEATHSIG): the signal this process gets when its parent dies
+READ_PDEATHSIG = (
+    "import ctypes; signal = ctypes.c_int(); "
+    "ctypes.CDLL(None).prctl(2, ctypes.byref(signal)); print(signal.value)"
+)
+
+
+async def test_exec_runs_tied_and_names_a_missing_program(tmp_path: Path) -> None:
+    """Env commands die with the orchestrator (PDEATHSIG set on the command itself); a program
+    that does not exist is an error naming it, not the tie's exit status."""
+    environment = local_trial(tmp_path, Fixture.empty()).env
+    result = await environment.exec([sys.executable, "-c", READ_PDEATHSIG])
+    assert result.exit_code == 0 and result.output.strip() == str(int(signal.SIGKILL))
+    with pytest.raises(EnvCommandError, match="cannot run no-such-program-xyz"):
+        await environment.exec(["no-such-program-xyz"])
