@@ -31,7 +31,7 @@ from orchestra.trial.env.protocol import (
     TrialEnvironment,
     Verifier,
 )
-from orchestra.trial.env.sandbox import AgentFiles, AgentTree, Launcher
+from orchestra.trial.env.sandbox import AgentFiles, AgentTree, Launcher, TreeLaunch
 from orchestra.trial.env.verifiers import HostVerifier
 
 #: Host variables a local-env agent keeps besides what the orchestrator sets (§7.9).
@@ -60,9 +60,7 @@ class LocalAgentProcess:
         stderr: Path,
     ) -> None:
         try:
-            self.tree = await launcher.start(
-                [str(program)], files, env=env, stdout=stdout, stderr=stderr
-            )
+            self.tree = await launcher.start(TreeLaunch([str(program)], files, env, stdout, stderr))
         except OSError as error:
             raise EnvCommandError(f"{self.agent_id}: cannot start {program}: {error}") from None
         self._watch = asyncio.create_task(self._wait(), name=f"agent-exit-{self.agent_id}")

@@ -288,18 +288,46 @@ class AgentTree(Protocol):
         everything of the tree."""
 
 
+@dataclass(frozen=True)
+class TreeLaunch:
+    """One agent tree to start: its first program's argv, the files it may use, its
+    environment, and the host files its stdout and stderr go to. (A fork server that starts
+    the programs pre-imported would take the same and run inside the launcher's wrapping.)"""
+
+    command: Sequence[str]
+    files: AgentFiles
+    env: Mapping[str, str]
+    stdout: Path
+    stderr: Path
+
+
 class Launcher(Protocol):
+    """Starts every agent tree of the local env: the one place that does (§5.8)."""
+
     kind: SandboxKind  # what result.json records as `sandbox`
 
-    async def start(
-        self,
-        command: Sequence[str],
-        files: AgentFiles,
-        *,
-        env: Mapping[str, str],
-        stdout: Path,
-        stderr: Path,
-    ) -> AgentTree: ...
+    async def start(self, launch: TreeLaunch) -> AgentTree: ...
+
+
+async def _spawn(
+    argv: Sequence[str],
+    launch: TreeLaunch,
+    *,
+    cwd: Path | None = None,
+    pass_fds: tuple[int, ...] = (),
+) -> asyncio.subprocess.Process:
+    """`argv` in its own session, stdin closed, output appended to the launch's files."""
+    with launch.stdout.open("ab") as out, launch.stderr.open("ab") as err:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=dict(launch.env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
 
 
 @dataclass
@@ -317,26 +345,8 @@ class HostLauncher:
 
     kind = SandboxKind.NONE
 
-    async def start(
-        self,
-        command: Sequence[str],
-        files: AgentFiles,
-        *,
-        env: Mapping[str, str],
-        stdout: Path,
-        stderr: Path,
-    ) -> AgentTree:
-        with stdout.open("ab") as out, stderr.open("ab") as err:
-            process = await asyncio.create_subprocess_exec(
-                *tied(command),
-                cwd=files.cwd,
-                env=dict(env),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
-        return HostTree(process)
+    async def start(self, launch: TreeLaunch) -> AgentTree:
+        return HostTree(await _spawn(tied(launch.command), launch, cwd=launch.files.cwd))
 
 
 @dataclass
@@ -378,29 +388,13 @@ class BwrapLauncher:
     layout: SandboxLayout
     kind: SandboxKind = field(default=SandboxKind.BWRAP, init=False)
 
-    async def start(
-        self,
-        command: Sequence[str],
-        files: AgentFiles,
-        *,
-        env: Mapping[str, str],
-        stdout: Path,
-        stderr: Path,
-    ) -> AgentTree:
-        for path in files.writable_files:
+    async def start(self, launch: TreeLaunch) -> AgentTree:
+        for path in launch.files.writable_files:
             path.touch(exist_ok=True)  # a bind mount needs the file to exist
         reader, writer = os.pipe()
         try:
-            with stdout.open("ab") as out, stderr.open("ab") as err:
-                process = await asyncio.create_subprocess_exec(
-                    *bwrap_argv(self.program, self.layout, files, command, writer),
-                    env=dict(env),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                    pass_fds=(writer,),
-                )
+            argv = bwrap_argv(self.program, self.layout, launch.files, launch.command, writer)
+            process = await _spawn(argv, launch, pass_fds=(writer,))
         finally:
             os.close(writer)
         try:
@@ -428,4 +422,3 @@ async def _read_info(reader: int) -> int:
         raise OSError("bwrap exited before it started the sandbox")
     finally:
         transport.close()
-
