@@ -140,7 +140,10 @@ class LocalEnvironment:
             writable_tree=self.trial.sandbox,
             cwd=Path(paths.workspace),
             read_only_files=(Path(paths.system_prompt(agent_id)),),
-            writable_files=(Path(paths.events_log(agent_id)),),
+            writable_files=(
+                Path(paths.events_log(agent_id)),
+                Path(paths.trajectory_log(agent_id)),
+            ),
         )
         program = Path(self._facts.programs_dir) / "buzz-acp"
         await agent.start(self.launcher, program, files, env, stdout, stderr)

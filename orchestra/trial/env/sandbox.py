@@ -199,7 +199,7 @@ class SandboxLayout:
 @dataclass(frozen=True)
 class AgentFiles:
     """One agent's own part: its trial's sandbox (writable), its working directory, its
-    prompt (read-only) and event log (writable)."""
+    prompt (read-only), its event log and trajectory side file (writable)."""
 
     writable_tree: Path
     cwd: Path
