@@ -4,8 +4,8 @@
 **bwrap.** Each agent's `buzz-acp` runs under `bwrap` in its own PID and IPC namespaces and its
 own mount namespace. The PID namespace means the tree sees and can signal only its own
 processes, and the kernel kills everything in it (whatever detached itself: `setsid`, double
-forks) when the tree's program, the namespace's first process, ends; `--die-with-parent` ends it when the orchestrator
-dies, by any signal. The file system is a fresh root holding, read-only, the system directories
+forks) when the tree's program, the namespace's first process, ends; `--die-with-parent` ends
+it when the orchestrator dies, by any signal. The file system is a fresh root holding, read-only, the system directories
 (`/usr`, `/etc` without its password files, the `/bin`, `/lib` links) and the trees the agent
 programs run from (their Python environment and this package's source), then, writable, the
 trial's `sandbox/` and the agent's own event log, and its prompt read-only; `/tmp` is private,
@@ -32,7 +32,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -42,6 +41,7 @@ from typing import Protocol
 from orchestra.documents.enums import SandboxKind
 from orchestra.processes import first_of, kill_group, signal_group, stop_group, tied, wait_gone
 from orchestra.stack.info import scripts_dir
+from orchestra.trial.env.programs import program_trees
 
 #: The bwrap program (a name on PATH or a path); empty: never sandbox (a way to test the
 #: fallback, and an escape hatch while debugging an agent).
@@ -103,85 +103,6 @@ def sandbox_support() -> SandboxSupport:
 _NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL")
 #: the tree's program is the namespace's first process, so the namespace ends with it
 _FIRST = ("--as-pid-1",)
-
-
-# --- what the agent programs need -------------------------------------------------------------
-
-
-def own_program_trees() -> list[Path]:
-    """Where this package's console scripts run from: the virtual environment, the Python it
-    was made from, and the package source (an editable install lives outside both)."""
-    import orchestra
-
-    trees = [Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent]
-    trees += [Path(path) for path in orchestra.__path__]
-    return trees
-
-
-def program_trees(programs_dir: Path, *, own: bool, agent_path: str) -> list[Path]:
-    """Everything the agent programs in `programs_dir` need to run, read-only.
-
-    This package's scripts: `own_program_trees`. A `--buzz-bin-dir`: the directory, where its
-    links point, and each script's interpreter, a Python asked where it imports from.
-    """
-    trees = [programs_dir]
-    if own:
-        return trees + own_program_trees()
-    for program in sorted(programs_dir.iterdir()):
-        real = Path(os.path.realpath(program))
-        trees.append(real.parent)
-        interpreter = _interpreter(real, agent_path)
-        if interpreter is not None:
-            trees += _interpreter_trees(str(interpreter))
-    return trees
-
-
-def _interpreter(script: Path, agent_path: str) -> Path | None:
-    """The absolute interpreter of a `#!` line (`env NAME` looked up on the agents' PATH)."""
-    try:
-        with script.open("rb") as handle:
-            first = handle.readline(512)
-    except OSError:
-        return None
-    if not first.startswith(b"#!"):
-        return None
-    words = first[2:].decode(errors="replace").split()
-    if not words:
-        return None
-    if Path(words[0]).name == "env":
-        names = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
-        found = shutil.which(names[0], path=agent_path) if names else None
-        return Path(found) if found else None
-    return Path(words[0])
-
-
-_WHERE_PYTHON_IMPORTS_FROM = """\
-import json, sys
-paths = [sys.prefix, sys.base_prefix]
-try:
-    import orchestra
-    paths += list(orchestra.__path__)
-except ImportError:
-    pass
-print(json.dumps(paths))
-"""
-
-
-@cache
-def _interpreter_trees(interpreter: str) -> tuple[Path, ...]:
-    real = Path(os.path.realpath(interpreter))
-    trees = [real.parent]
-    if "python" in real.name:
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired, ValueError):
-            answer = subprocess.run(
-                [interpreter, "-c", _WHERE_PYTHON_IMPORTS_FROM],
-                capture_output=True,
-                text=True,
-                timeout=PROBE_SECONDS,
-                check=True,
-            )
-            trees += [Path(path) for path in json.loads(answer.stdout)]
-    return tuple(trees)
 
 
 # --- the bwrap command line ---------------------------------------------------------------------

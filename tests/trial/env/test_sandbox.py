@@ -8,6 +8,7 @@ import pytest
 
 from orchestra.documents.enums import SandboxKind
 from orchestra.trial.env import sandbox
+from orchestra.trial.env.programs import program_trees
 from orchestra.trial.env.sandbox import (
     AgentFiles,
     HostLauncher,
@@ -15,7 +16,6 @@ from orchestra.trial.env.sandbox import (
     SandboxSupport,
     bwrap_argv,
     local_launcher,
-    program_trees,
 )
 
 
