@@ -163,7 +163,9 @@ def bwrap_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for path in files.writable_files:
         argv += ["--bind", str(path), str(path)]
-    return [*argv, "--chdir", str(files.cwd), "--", *command]
+    # the new root itself (where bwrap made the mount points) read-only too: outside the
+    # writable binds and /tmp, nothing can be written, even privately
+    return [*argv, "--remount-ro", "/", "--chdir", str(files.cwd), "--", *command]
 
 
 def _inside_any(path: Path, trees: Iterable[Path]) -> bool:

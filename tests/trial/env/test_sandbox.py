@@ -84,7 +84,7 @@ def test_the_sandbox_file_system(tmp_path: Path) -> None:
     assert ("--tmpfs", str(tmp_path / "state")) not in pairs  # in no tree: simply absent
     assert ("--bind", str(files.writable_files[0])) in pairs
     assert ("--ro-bind", str(files.read_only_files[0])) in pairs
-    assert argv[-4:] == ["--chdir", str(files.cwd), "--", "buzz-acp"]
+    assert argv[-6:] == ["--remount-ro", "/", "--chdir", str(files.cwd), "--", "buzz-acp"]
 
 
 def test_a_buzz_bin_dir_brings_its_interpreter(tmp_path: Path) -> None:

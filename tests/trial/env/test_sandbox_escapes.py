@@ -2,7 +2,7 @@
 
 Two concurrent oracle trials replay tests/fixtures/sandbox-escape.sh through the real agent tree:
 it reads foreign /proc/*/environ, state.json and the jobs dir, logs into PostgreSQL by socket and
-TCP, signals a process outside, and leaves a `setsid` + `env -i` and a double-forked process
+TCP, signals a process outside, forges a reward file in its trial directory, and leaves a `setsid` + `env -i` and a double-forked process
 that post into the channel once the agents stop. In the bwrap sandbox every attempt fails and
 nothing reaches the channel after the stop. The same script run on the host (what
 `sandbox: none` gives an agent) shows the attempts are real: they succeed there.
@@ -115,6 +115,10 @@ def test_every_escape_fails_in_the_sandbox(
             attempt: report.get(attempt, "missing")[:7] for attempt in ATTEMPTS
         } == dict.fromkeys(ATTEMPTS, "blocked"), report
         assert report["survivors"].startswith("started"), report
+        # write_outside may land in the sandbox's private /tmp (where pytest's trial directory
+        # lies): what matters is that the host's trial directory never gets it
+        assert "write_outside" in report
+        assert not (trial / "verifier" / "forged-reward.json").exists()
         namespace = (home / "pid-namespace.txt").read_text().strip()
         assert namespace.startswith("pid:[")
         assert pids_in_namespace(namespace, started_before=job_ended) == []
@@ -148,11 +152,12 @@ def test_the_same_attempts_succeed_on_the_host(embedded_pg, tmp_path: Path, deco
     decoy's key, state.json and the jobs dir, and signals the decoy. PostgreSQL still refuses
     it: the password is required on every socket, sandbox or not."""
     victim, key = decoy
-    state_dir, jobs_dir, home = tmp_path / "state", tmp_path / "jobs", tmp_path / "home"
+    state_dir, jobs_dir = tmp_path / "state", tmp_path / "jobs"
+    home = tmp_path / "trial" / "sandbox" / "root"  # as in a trial: <trial>/sandbox/root
     load_state(state_dir)
     (jobs_dir / "job" / "trial__aaaaaaa").mkdir(parents=True)
     (jobs_dir / "job" / "trial__aaaaaaa" / "result.json").write_text("{}")
-    home.mkdir()
+    home.mkdir(parents=True)
     script = tmp_path / "escape.sh"
     script.write_text(
         escape_script(
@@ -173,8 +178,9 @@ def test_the_same_attempts_succeed_on_the_host(embedded_pg, tmp_path: Path, deco
     }
     subprocess.run(["bash", str(script)], env=environment, check=True, timeout=120)
     report = read_report(home / "escape-report.txt")
-    for attempt in ("foreign_environ", "state_json", "jobs_dir", "signal_foreign"):
+    for attempt in ("foreign_environ", "state_json", "jobs_dir", "signal_foreign", "write_outside"):
         assert report[attempt].startswith("escaped"), report
+    assert (home.parents[1] / "verifier" / "forged-reward.json").exists()
     assert report["pg_socket"] == "blocked (socket visible, login refused)", report
     assert report["pg_tcp"] == "blocked", report
     assert victim.wait(10) == -15  # the host process could signal it
