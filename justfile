@@ -42,24 +42,30 @@ benchmark *ARGS: setup
 benchmark-down: setup
     {{bin}}/orchestra stack down
 
-# Regression layer with reports, compared against --baseline DIR (exit 3 when a task regressed).
+# Regression layer with reports, compared against --baseline DIR (exit 3 on a significant regression or a missing task).
 [positional-arguments]
 nightly *ARGS: setup
     #!/usr/bin/env bash
     set -euo pipefail
     baseline=""; jobs_dir="jobs"; args=()
     while [ $# -gt 0 ]; do case "$1" in
-        --baseline) baseline="${2:?--baseline needs a job directory or report.json}"; shift 2 ;;
+        --baseline) baseline="${2:?--baseline needs a run or job directory or report.json}"; shift 2 ;;
         --baseline=*) baseline="${1#*=}"; shift ;;
         --jobs-dir) jobs_dir="${2:?}"; args+=("$1" "$2"); shift 2 ;;
         --jobs-dir=*) jobs_dir="${1#*=}"; args+=("$1"); shift ;;
         *) args+=("$1"); shift ;;
     esac; done
-    [ -n "$baseline" ] || { echo "error: just nightly needs --baseline <job dir or report.json>" >&2; exit 1; }
-    job="nightly-$(date -u +%Y%m%dT%H%M%SZ)"; ran=0; compared=0
-    {{bin}}/orchestra benchmark --layer regression --job-name "$job" --report "${args[@]}" || ran=$?
+    [ -n "$baseline" ] || { echo "error: just nightly needs --baseline <run or job dir or report.json>" >&2; exit 1; }
+    # Check the baseline before anything runs: compared with itself it is read exactly as the
+    # comparison will read it, and a bad one stops here with compare's one-line error.
+    {{bin}}/orchestra compare "$baseline" "$baseline" > /dev/null
+    run="nightly-$(date -u +%Y%m%dT%H%M%SZ)"; ran=0; compared=0
+    {{bin}}/orchestra benchmark --layer regression --run-name "$run" --report "${args[@]}" || ran=$?
     [ "$ran" -eq 0 ] || [ "$ran" -eq 3 ] || exit "$ran"
-    {{bin}}/orchestra compare "$baseline" "$jobs_dir/$job" --format markdown > "$jobs_dir/$job/compare.md" || compared=$?
-    cat "$jobs_dir/$job/compare.md"
+    out="$jobs_dir/$run/compare.md"
+    {{bin}}/orchestra compare "$baseline" "$jobs_dir/$run" --format markdown > "$out.tmp" || compared=$?
+    if [ "$compared" -ne 0 ] && [ "$compared" -ne 3 ]; then rm -f "$out.tmp"; exit "$compared"; fi
+    mv "$out.tmp" "$out"
+    cat "$out"
     [ "$compared" -eq 0 ] || exit "$compared"
     exit "$ran"

@@ -35,6 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from suite import trial_result_paths
+
 from orchestra.paths import StatePaths
 from orchestra.stack.docker import stop_docker_stack
 
@@ -101,7 +103,7 @@ def run_env(env: str, args: argparse.Namespace, work: Path, state_dir: Path) -> 
     wall = time.perf_counter() - started
     if process.returncode != 0:
         sys.stderr.write(process.stdout[-2000:] + process.stderr[-2000:])
-    trial_dirs = sorted(path.parent for path in jobs_dir.glob("*/*/result.json"))
+    trial_dirs = [path.parent for path in trial_result_paths(jobs_dir)]
     trials = [json.loads((d / "result.json").read_text(encoding="utf-8")) for d in trial_dirs]
     spans = [first_subscribed_seconds(d, t) for d, t in zip(trial_dirs, trials, strict=True)]
     first = min((timestamp(t["started_at"]) for t in trials), default=started_at)

@@ -5,8 +5,9 @@ import os
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -20,12 +21,28 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class RelayHandle:
+    url: str
+    pid: int
+    log_path: Path
+
+
 @asynccontextmanager
 async def running_relay(
     data_dir: Path, timings: dict[str, float] | None = None
 ) -> AsyncIterator[str]:
     """Yield the ws:// URL of a relay on `data_dir/db`; `timings["ready_seconds"]` gets the time
     from process start to the first 200 from /_readiness."""
+    async with relay_process(data_dir, timings) as handle:
+        yield handle.url
+
+
+@asynccontextmanager
+async def relay_process(
+    data_dir: Path, timings: dict[str, float] | None = None, env: Mapping[str, str] | None = None
+) -> AsyncIterator[RelayHandle]:
+    """`running_relay`, yielding the process id and log path as well; `env` adds variables."""
     port = free_port()
     relay_bin = Path(sys.executable).with_name("buzz-relay")
     log = (data_dir / "relay.log").open("ab")
@@ -41,7 +58,7 @@ async def running_relay(
         ],
         stdout=log,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "BUZZ_RELAY_LOG_LEVEL": "warning"},
+        env={**os.environ, "BUZZ_RELAY_LOG_LEVEL": "warning", **(env or {})},
     )
     try:
         async with httpx.AsyncClient() as http:
@@ -64,7 +81,7 @@ async def running_relay(
                 await asyncio.sleep(0.05)
         if timings is not None:
             timings["ready_seconds"] = time.perf_counter() - started
-        yield f"ws://127.0.0.1:{port}"
+        yield RelayHandle(f"ws://127.0.0.1:{port}", process.pid, Path(log.name))
     finally:
         if process.returncode is None:
             process.terminate()

@@ -176,11 +176,18 @@ def negative_dataset(checkout: Checkout, work: Path) -> Path:
     return dest
 
 
-def trial_results(jobs_dir: Path) -> list[dict[str, Any]]:
+def trial_result_paths(jobs_dir: Path) -> list[Path]:
+    """Every trial's result.json under `jobs_dir`, in either layout: `<job>/<trial>/` (a
+    baseline from before runs) or `<run>/<job>/<trial>/`; superseded trials are left out."""
     return [
-        json.loads(path.read_text(encoding="utf-8"))
-        for path in sorted(jobs_dir.glob("*/*/result.json"))
+        path
+        for path in sorted(jobs_dir.rglob("result.json"))
+        if (path.parent.parent / "job.log").is_file() and ".superseded" not in path.parts
     ]
+
+
+def trial_results(jobs_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text(encoding="utf-8")) for path in trial_result_paths(jobs_dir)]
 
 
 def trial_seconds(result: dict[str, Any]) -> float:

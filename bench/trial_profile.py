@@ -30,7 +30,7 @@ from pathlib import Path
 
 from process_kinds import tree, usage_by_kind
 from profile_report import pg_counters, probes, python_start_cpu, render, spy_hot_spots
-from suite import QUICK_TASKS
+from suite import QUICK_TASKS, trial_result_paths
 from suite_checkout import Checkout, CheckoutError, baseline_checkout, current_checkout
 from suite_report import uptime
 from taskstats import Listener
@@ -145,7 +145,7 @@ def main() -> int:
             measured,
             members,
             usage_by_kind(members),
-            sorted(work.glob("jobs/measured/*/*/result.json")),
+            trial_result_paths(work / "jobs" / "measured"),
             measured_probes,
             (before, after),
             python_start_cpu(checkout),

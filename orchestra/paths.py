@@ -155,9 +155,34 @@ def make_trial_name(short_name: str, suffix: str | None = None) -> str:
     return f"{short_name[:TRIAL_SHORT_NAME_CHARS]}__{suffix}"
 
 
+RUN_RECORD_NAME = "run.json"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """`<jobs-dir>/<run name>/`: the run record and the run's job directories."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, jobs_dir: Path, run_name: str) -> RunPaths:
+        return cls(jobs_dir / run_name)
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_RECORD_NAME
+
+    def job(self, job_name: str) -> JobPaths:
+        return JobPaths(self.root / job_name)
+
+
 @dataclass(frozen=True)
 class JobPaths:
-    """`<jobs-dir>/<job name>/`."""
+    """`<jobs-dir>/<run name>/<job name>/` (or `<jobs-dir>/<job name>/` from before runs)."""
 
     root: Path
 
@@ -196,6 +221,10 @@ class JobPaths:
 
     def trial(self, trial_name: str) -> TrialPaths:
         return TrialPaths(self.root / trial_name)
+
+
+#: The verifier's stdout and stderr, in its verifier directory (§9.3).
+VERIFIER_OUTPUT_NAME = "test-stdout.txt"
 
 
 @dataclass(frozen=True)
@@ -294,7 +323,7 @@ class TrialPaths:
 
     @property
     def test_stdout(self) -> Path:
-        return self.verifier_dir / "test-stdout.txt"
+        return self.verifier_dir / VERIFIER_OUTPUT_NAME
 
     @property
     def test_local_sh(self) -> Path:

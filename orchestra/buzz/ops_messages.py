@@ -85,16 +85,21 @@ class MessagesOps(Lookups):
         profiles = await self.profile_contents(list(members))
         return plan_recipients(channel, content, explicit, members, profiles)
 
+    async def _event_in_channel(self, channel: str, event_id: str, what: str) -> EventDict:
+        """The event, which must exist and be in the channel (`what` names it in errors)."""
+        event = await self.event_by_id(event_id)
+        if event is None:
+            raise not_found(f"{what} {event_id} not found")
+        if _channel_of(event) != channel:
+            raise user_error(f"{what} {event_id} is in another channel")
+        return event
+
     async def _thread_tags(
         self, channel: str, parent_id: str | None
     ) -> tuple[list[list[str]], str | None]:
         if parent_id is None:
             return [], None
-        parent = await self.event_by_id(parent_id)
-        if parent is None:
-            raise not_found(f"reply-to event {parent_id} not found")
-        if _channel_of(parent) != channel:
-            raise user_error(f"reply-to event {parent_id} is in another channel")
+        parent = await self._event_in_channel(channel, parent_id, "reply-to event")
         root_id = _thread_root(parent)
         return tags.reply_tags(parent_id, root_id), root_id
 
@@ -129,11 +134,7 @@ class MessagesOps(Lookups):
         channel = validate.channel_id(channel)
         event_id = validate.event_id(event, "--event id")
         validate.integer_in_range("--limit", limit, 1, MAX_READ_LIMIT)
-        anchor = await self.event_by_id(event_id)
-        if anchor is None:
-            raise not_found(f"event {event_id} not found")
-        if _channel_of(anchor) != channel:
-            raise user_error(f"event {event_id} is in another channel")
+        anchor = await self._event_in_channel(channel, event_id, "event")
         root_id = _thread_root(anchor)
         root = anchor if root_id == event_id else await self.event_by_id(root_id)
         if root is None:

@@ -1,4 +1,5 @@
-"""`orchestra benchmark` and `orchestra resume`: preflight, stack, jobs, summary (§2.3-§2.5)."""
+"""`orchestra benchmark`: the run it starts or resumes, preflight, stack, jobs, summary (§2.3-§2.5);
+`run_plan` also runs what `orchestra resume` (cli/resume.py) re-opens."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -23,21 +24,26 @@ from orchestra.cli.errors import (
     EXIT_USAGE,
     error_lines,
 )
+from orchestra.cli.runs import (
+    Invocation,
+    Unit,
+    resume_command,
+    storable_database_url,
+)
 from orchestra.config.condition import Condition, condition_problems, load_condition
 from orchestra.config.endpoints import resolve_api_key
 from orchestra.config.errors import ConfigError
-from orchestra.config.task import Layer, load_task
+from orchestra.config.task import Layer
 from orchestra.documents.enums import SandboxKind, StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
+from orchestra.documents.run import RunSettings
 from orchestra.jobs.aggregate import aggregate
+from orchestra.jobs.controls import RunControls
+from orchestra.jobs.cost_estimate import estimate_cost
+from orchestra.jobs.endpoint_probe import probe_endpoints
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
-from orchestra.jobs.layout import (
-    JobConfigMismatch,
-    load_job_config,
-    load_job_record,
-    scan_trials,
-)
+from orchestra.jobs.layout import JobConfigMismatch, scan_trials
 from orchestra.jobs.leftovers import JobInUse, check_job_free, reap_jobs_dir
 from orchestra.jobs.plan import (
     Plan,
@@ -45,15 +51,14 @@ from orchestra.jobs.plan import (
     Selection,
     dataset_path,
     discover_tasks,
-    job_base_name,
-    plan_jobs,
     render_dry_run,
     select_tasks,
 )
+from orchestra.jobs.run import RunRequest, choose_run
 from orchestra.jobs.runner import Interrupt, JobOutcome, Settings, run_job
 from orchestra.paths import JobPaths
 from orchestra.report.progress import Progress
-from orchestra.report.render import render_summary
+from orchestra.report.render import SUMMARY_WIDTH, render_summary
 from orchestra.stack.info import scripts_dir
 from orchestra.stack.readiness import StackError
 from orchestra.stack.select import ModeError, Modes, choose_modes, running_stack
@@ -63,12 +68,24 @@ from orchestra.trial.context import RunOptions
 from orchestra.trial.env.sandbox import sandbox_support
 
 AGENT_PROGRAMS = ("buzz-acp", "buzz-agent", "buzz-dev-mcp")
-SUMMARY_WIDTH = 180
 UNSAFE_PATH_CHARS = re.compile(r"""[\s'"$\\`;&|<>()*?\[\]{}!]""")
 
 
 class Preflight(Exception):
     """A preflight failure: exit 2 with the message."""
+
+
+class MissingKeys(Preflight):
+    """A roster endpoint's API-key variable is not set."""
+
+
+class Refused(Exception):
+    """A check failed before anything started: the exit code and the message."""
+
+    def __init__(self, code: int, message: str, *, missing_keys: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.missing_keys = missing_keys
 
 
 @dataclass(frozen=True)
@@ -100,13 +117,22 @@ class BenchmarkOptions:
     keep_errors: bool
     quiet: bool
     report: bool = False
+    run_name: str | None = None
+    new_run: bool = False
+    allow_missing_keys: bool = False
+    #: the live endpoint check: before a real run unless skipped; in a dry run when asked
+    check_endpoints: bool = True
+    controls: RunControls = field(default_factory=RunControls)
 
 
-def _config_errors(error: ConfigError) -> None:
+def config_errors(error: ConfigError) -> None:
     error_lines("\n".join(str(single) for single in error.errors))
 
 
 def run_benchmark_command(opts: BenchmarkOptions) -> int:
+    if opts.allow_missing_keys and not opts.dry_run:
+        error_lines("--allow-missing-keys is only valid with --dry-run")
+        return EXIT_USAGE
     try:
         selection = Selection(
             dataset_path(opts.path, opts.dataset), opts.layer, opts.include, opts.exclude
@@ -115,123 +141,142 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         condition = load_condition(
             opts.manifest, opts.endpoint_config, opts.artifact_root, verify=False
         )
-        plan = Plan(
-            selection,
-            plan_jobs(selected, opts.attempts, job_base_name(condition.name, opts.job_name)),
-            tuple(warnings),
-        )
         modes = choose_modes(opts.stack, opts.env, opts.relay_url)
+        check_condition(condition)
+        request = RunRequest(
+            condition,
+            modes.env,
+            selection,
+            tuple(selected),
+            opts.attempts,
+            _run_settings(opts, modes, condition),
+        )
+        target, run_warnings = choose_run(
+            opts.jobs_dir,
+            request,
+            run_name=opts.run_name,
+            job_name=opts.job_name,
+            new_run=opts.new_run,
+        )
     except ConfigError as error:
-        _config_errors(error)
+        config_errors(error)
         return EXIT_USAGE
     except ModeError as error:
         error_lines(str(error))
         return EXIT_USAGE
-    problems = condition_problems(condition)
-    if opts.dry_run:
-        if problems:
-            error_lines("\n".join(map(str, problems)))
-            return EXIT_USAGE
-        print(
-            render_dry_run(
-                plan, condition, stack_mode=modes.stack, env_mode=modes.env, environ=os.environ
-            ),
-            end="",
-        )
-        return EXIT_OK
-    for warning in plan.warnings:
-        Console(stderr=True).print(f"warning: {warning}")
-    if problems:
-        error_lines("\n".join(map(str, problems)))
-        return EXIT_PREFLIGHT
+    except Refused as error:  # a dry run exits 1 on every failed check (§2.4)
+        error_lines(str(error))
+        return EXIT_USAGE if opts.dry_run else error.code
+    unit = Unit(
+        target.jobs,
+        target.paths.root,
+        target.record.settings,
+        target.record.environment.value,
+        target.paths.root,
+        target,
+    )
+    warnings += run_warnings
     options = RunOptions(
         opts.timeout_multiplier, opts.keep_channels, opts.buzz_bin_dir, opts.keep_containers
     )
-    return _run_plan(
-        list(plan.jobs),
-        condition,
-        modes,
-        options,
-        jobs_dir=opts.jobs_dir,
-        state_dir=opts.state_dir,
-        relay_port=opts.relay_port,
-        relay_url=opts.relay_url,
-        database_url=opts.database_url,
+    invocation = Invocation(
         n_concurrent=opts.n_concurrent,
         keep_errors=opts.keep_errors,
         quiet=opts.quiet,
         report=opts.report,
+        state_dir=opts.state_dir,
+        relay_port=opts.relay_port,
+        relay_url=opts.relay_url,
+        database_url=opts.database_url,
+        endpoint_config=opts.endpoint_config,
         fresh=opts.fresh,
+        check_endpoints=opts.check_endpoints,
+        controls=opts.controls,
+    )
+    if opts.dry_run:
+        return _dry_run(unit, condition, modes, options, invocation, selection, warnings, opts)
+    for warning in warnings:
+        Console(stderr=True).print(f"warning: {warning}")
+    return run_plan(unit, condition, modes, options, invocation)
+
+
+def _run_settings(opts: BenchmarkOptions, modes: Modes, condition: Condition) -> RunSettings:
+    """What a new run records so that `orchestra resume RUN_DIR` starts its jobs the same way."""
+    return RunSettings(
+        manifest=condition.manifest_path.absolute().as_posix(),
+        endpoint_config=condition.endpoint_config.path.absolute().as_posix(),
+        artifact_root=condition.artifact_root.as_posix(),
+        stack=StackMode(modes.stack),
+        relay_url=opts.relay_url,
+        database_url=storable_database_url(opts.database_url),
+        relay_port=opts.relay_port,
+        state_dir=opts.state_dir.absolute().as_posix(),
+        n_concurrent=opts.n_concurrent,
+        timeout_multiplier=opts.timeout_multiplier,
+        keep_channels=opts.keep_channels,
+        keep_containers=opts.keep_containers,
+        buzz_bin_dir=opts.buzz_bin_dir.absolute().as_posix() if opts.buzz_bin_dir else None,
+        report=opts.report,
     )
 
 
-def run_resume_command(
-    job_dir: Path,
-    *,
-    n_concurrent: int,
-    keep_errors: bool,
-    endpoint_config: Path | None,
-    stack: str,
-    env: str,
-    relay_url: str | None,
-    database_url: str | None,
-    relay_port: int | None,
-    state_dir: Path | None,
-    quiet: bool,
+def _dry_run(
+    unit: Unit,
+    condition: Condition,
+    modes: Modes,
+    options: RunOptions,
+    invocation: Invocation,
+    selection: Selection,
+    warnings: list[str],
+    opts: BenchmarkOptions,
 ) -> int:
+    """Every check the real run makes before it starts the stack; the plan; nothing written."""
     try:
-        config = load_job_config(JobPaths(job_dir))
-        stored = config.options
-        condition = load_condition(
-            Path(config.manifest.path),
-            endpoint_config or Path(stored.endpoint_config),
-            Path(stored.artifact_root),
-            verify=False,
+        api_keys = _preflight(
+            unit, condition, modes, options, allow_missing_keys=opts.allow_missing_keys
         )
-        tasks = tuple(load_task(Path(task.dir)) for task in config.plan.tasks)
-        job = PlannedJob(config.job_name, config.plan.layer, config.plan.attempts, tasks)
-        # A resumed job keeps the stack and environment it started with unless told otherwise.
-        if env == "auto":
-            env = config.environment.value
-        if stack == "auto" and relay_url is None and config.stack.mode is not StackMode.EXTERNAL:
-            stack = config.stack.mode.value
-        modes = choose_modes(stack, env, relay_url)
-    except ConfigError as error:  # a malformed config.json is a DocumentError, a ConfigError
-        _config_errors(error)
+        owed = unit.owed(invocation.keep_errors)
+    except Refused as error:
+        error_lines(str(error))
+        if error.missing_keys:
+            sys.stderr.write("note: --allow-missing-keys prints the plan without the keys\n")
         return EXIT_USAGE
-    except ModeError as error:
+    except DocumentError as error:
         error_lines(str(error))
         return EXIT_USAGE
-    problems = condition_problems(condition)
-    if problems:
-        error_lines("\n".join(map(str, problems)))
-        return EXIT_PREFLIGHT
-    options = RunOptions(
-        stored.timeout_multiplier,
-        stored.keep_channels,
-        Path(stored.buzz_bin_dir) if stored.buzz_bin_dir else None,
-        stored.keep_containers,
-    )
-    return _run_plan(
-        [job],
+    plan = Plan(selection, unit.jobs, tuple(warnings))
+    text = render_dry_run(
+        plan,
         condition,
-        modes,
-        options,
-        jobs_dir=job_dir.absolute().parent,
-        state_dir=state_dir or Path(stored.state_dir),
-        relay_port=relay_port or stored.relay_port,
-        relay_url=relay_url,
-        database_url=database_url,
-        n_concurrent=n_concurrent,
-        keep_errors=keep_errors,
-        quiet=quiet,
+        stack_mode=modes.stack,
+        env_mode=modes.env,
+        environ=os.environ,
+        run=unit.describe(owed),
     )
+    print(text, end="")
+    _print_cost_estimate(opts.jobs_dir, condition, unit.n_planned)
+    if invocation.check_endpoints:  # the live check, asked for with --check-endpoints
+        try:
+            _check_endpoints(condition, api_keys, Console())
+        except Preflight as error:
+            error_lines(str(error))
+            return EXIT_PREFLIGHT
+    return EXIT_OK
 
 
 # --- preflight --------------------------------------------------------------------------------
 
 
-def _api_keys(condition: Condition) -> dict[str, str]:
+def check_condition(condition: Condition) -> None:
+    """Artifact hashes, endpoints the config lacks, unsupported providers (exit 2): checked
+    before the run is chosen, whose record names the endpoints."""
+    problems = condition_problems(condition)
+    if problems:
+        raise Refused(EXIT_PREFLIGHT, "\n".join(map(str, problems)))
+
+
+def _api_keys(condition: Condition, *, allow_missing: bool = False) -> dict[str, str]:
+    """Every roster endpoint's key (`Preflight` naming each missing one unless allowed)."""
     keys: dict[str, str] = {}
     missing = []
     for name, endpoint in condition.used_endpoints().items():
@@ -242,9 +287,29 @@ def _api_keys(condition: Condition) -> dict[str, str]:
             missing.append(f"{endpoint.api_key_env} is not set (endpoint {name})")
         else:
             keys[endpoint.api_key_env] = value
-    if missing:
-        raise Preflight("\n".join(missing))
+    if missing and not allow_missing:
+        raise MissingKeys("\n".join(missing))
     return keys
+
+
+def _check_endpoints(condition: Condition, api_keys: dict[str, str], console: Console) -> None:
+    """The live check: one minimal authenticated request per endpoint, all at once."""
+    if condition.is_oracle:
+        return
+    results = asyncio.run(probe_endpoints(condition, api_keys))
+    failed = [result for result in results if result.problem is not None]
+    if failed:
+        raise Preflight("\n".join(result.line() for result in failed))
+    names = ", ".join(result.endpoint for result in results)
+    console.print(f"endpoint check: {names} answered", markup=False, highlight=False)
+
+
+def _print_cost_estimate(jobs_dir: Path, condition: Condition, planned: int) -> None:
+    estimate = estimate_cost(jobs_dir, condition.manifest_sha256, planned)
+    if estimate is None:
+        print(f"Cost estimate  none (no earlier job of this condition in {jobs_dir})")
+    else:
+        print(estimate.line())
 
 
 def _check_programs(buzz_bin_dir: Path | None) -> None:
@@ -267,7 +332,7 @@ def _check_jobs_dir(jobs_dir: Path) -> None:
 
 
 def _check_resumable(
-    jobs: list[PlannedJob], condition: Condition, env: str, jobs_dir: Path
+    jobs: tuple[PlannedJob, ...], condition: Condition, env: str, jobs_dir: Path
 ) -> None:
     """Refuse before anything starts: a job that exists with another identity, or whose
     documents do not load (`DocumentError` naming the file and field)."""
@@ -288,51 +353,69 @@ def _check_resumable(
         check_job_free(paths)
 
 
-# --- running ----------------------------------------------------------------------------------
-
-
-def _run_plan(
-    jobs: list[PlannedJob],
+def _preflight(
+    unit: Unit,
     condition: Condition,
     modes: Modes,
     options: RunOptions,
     *,
-    jobs_dir: Path,
-    state_dir: Path,
-    relay_port: int,
-    relay_url: str | None,
-    database_url: str | None,
-    n_concurrent: int,
-    keep_errors: bool,
-    quiet: bool,
-    report: bool = False,
-    fresh: bool = False,
+    allow_missing_keys: bool = False,
+) -> dict[str, str]:
+    """Every check that needs no stack, after the condition's own (`_check_condition`), in
+    the real run's order, for the real run and `--dry-run` alike (`Refused` with the real
+    run's exit code); the API keys."""
+    try:
+        _check_resumable(unit.jobs, condition, modes.env, unit.jobs_dir)
+    except (JobConfigMismatch, DocumentError) as error:
+        raise Refused(EXIT_USAGE, str(error)) from None
+    except JobInUse as error:
+        raise Refused(EXIT_PREFLIGHT, str(error)) from None
+    try:
+        api_keys = _api_keys(condition, allow_missing=allow_missing_keys)
+        _check_programs(options.buzz_bin_dir)
+        _check_jobs_dir(unit.jobs_dir)
+    except Preflight as error:
+        missing_keys = isinstance(error, MissingKeys)
+        raise Refused(EXIT_PREFLIGHT, str(error), missing_keys=missing_keys) from None
+    return api_keys
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def run_plan(
+    unit: Unit, condition: Condition, modes: Modes, options: RunOptions, invocation: Invocation
 ) -> int:
     try:
-        _check_resumable(jobs, condition, modes.env, jobs_dir)
-    except (JobConfigMismatch, DocumentError) as error:
+        api_keys = _preflight(unit, condition, modes, options)
+        owed = unit.owed(invocation.keep_errors)
+        state = load_state(invocation.state_dir)
+    except Refused as error:
+        error_lines(str(error))
+        return error.code
+    except DocumentError as error:
         error_lines(str(error))
         return EXIT_USAGE
-    except JobInUse as error:
-        error_lines(str(error))
-        return EXIT_PREFLIGHT
-    try:
-        api_keys = _api_keys(condition)
-        _check_programs(options.buzz_bin_dir)
-        _check_jobs_dir(jobs_dir)
-        state = load_state(state_dir)
-    except (Preflight, StateError) as error:
+    except StateError as error:
         error_lines(str(error))
         return EXIT_PREFLIGHT
     console = Console()
     sandbox = sandbox_support()
     if modes.env == "local" and sandbox.kind is SandboxKind.NONE:
         print(sandbox.warning(), file=sys.stderr)  # one line, whatever the terminal's width
+    console.print(unit.describe(owed), highlight=False, soft_wrap=True)
+    if invocation.check_endpoints:
+        try:
+            _check_endpoints(condition, api_keys, console)
+        except Preflight as error:
+            error_lines(str(error))
+            return EXIT_PREFLIGHT
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "
             "scores measure the pipeline, not a model[/yellow]"
         )
+    unit.begin(owed)
 
     async def run() -> tuple[list[JobOutcome], bool]:
         interrupt = Interrupt()
@@ -340,16 +423,17 @@ def _run_plan(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupt.trigger)
         outcomes: list[JobOutcome] = []
-        for note in await reap_jobs_dir(jobs_dir, skip={job.name for job in jobs}):
+        skip = {JobPaths.of(unit.jobs_dir, job.name).root for job in unit.jobs}
+        for note in await reap_jobs_dir(unit.jobs_root, skip=skip):
             console.print(f"reaped a dead run's leftovers: {note}", markup=False)
         async with (
             running_stack(
                 modes,
                 state,
-                relay_port=relay_port,
-                relay_url=relay_url,
-                database_url=database_url,
-                fresh=fresh,
+                relay_port=invocation.relay_port,
+                relay_url=invocation.relay_url,
+                database_url=invocation.database_url,
+                fresh=invocation.fresh,
             ) as stack,
             watching(stack) as watch,
         ):
@@ -360,21 +444,24 @@ def _run_plan(
                 state=state,
                 options=options,
                 api_keys=api_keys,
-                jobs_dir=jobs_dir,
-                n_concurrent=n_concurrent,
-                keep_errors=keep_errors,
-                relay_port=relay_port,
+                jobs_dir=unit.jobs_dir,
+                jobs_root=unit.jobs_root,
+                n_concurrent=invocation.n_concurrent,
+                keep_errors=invocation.keep_errors,
+                relay_port=invocation.relay_port,
                 endpoint_config_path=condition.endpoint_config.path,
                 sandbox=sandbox,
                 watch=watch,
+                controls=invocation.controls,
             )
-            progress = Progress(console, quiet=quiet)
+            progress = Progress(console, quiet=invocation.quiet)
             try:
-                for job in jobs:
+                for job in unit.jobs:
                     outcome = await run_job(job, settings, progress, interrupt)
                     outcomes.append(outcome)
                     if (
                         outcome.interrupted
+                        or outcome.stop is not None
                         or outcome.count(TrialStatus.SCORED) + outcome.count(TrialStatus.ERROR)
                         < job.n_trials
                     ):
@@ -383,18 +470,33 @@ def _run_plan(
                 await settings.oracle.stop()
         return outcomes, interrupt.requested.is_set()
 
+    resume = resume_command(unit, modes, options, invocation)
     try:
         outcomes, interrupted = asyncio.run(run())
     except (StackError, JobInUse) as error:
         error_lines(str(error))
+        _print_resume(resume)
         return EXIT_PREFLIGHT
     except (JobConfigMismatch, DocumentError) as error:
         error_lines(str(error))
         return EXIT_USAGE
-    _print_summary(console, outcomes)
-    if report:
-        _write_reports(console, outcomes)
-    return _exit_code(outcomes, interrupted, sum(job.n_trials for job in jobs))
+    _print_summary(console, unit)
+    for outcome in outcomes:
+        if outcome.stop is not None:
+            console.print(
+                f"job {outcome.name} stopped early ({outcome.stop.reason}): {outcome.stop.message}",
+                markup=False,
+                highlight=False,
+            )
+    _write_reports(console, unit, invocation.report)
+    code = _exit_code(outcomes, interrupted, unit.n_planned)
+    if (
+        interrupted
+        or any(o.stop is not None for o in outcomes)
+        or sum(len(o.results) for o in outcomes) < unit.n_planned
+    ):
+        _print_resume(resume)
+    return code
 
 
 @asynccontextmanager
@@ -412,27 +514,33 @@ async def watching(stack: HealableStack) -> AsyncIterator[StackWatch]:
             await task
 
 
-def _print_summary(console: Console, outcomes: list[JobOutcome]) -> None:
-    if not outcomes:
-        return
-    records = [load_job_record(outcome.path) for outcome in outcomes]
+def _print_summary(console: Console, unit: Unit) -> None:
+    records = unit.records()
     console.print()
-    # a summary table is read, not glanced at: never squeeze it below its natural width
     wide = Console(width=max(console.width, SUMMARY_WIDTH), soft_wrap=True)
     render_summary(aggregate(records), wide)
 
 
-def _write_reports(console: Console, outcomes: list[JobOutcome]) -> None:
+def _write_reports(console: Console, unit: Unit, requested: bool) -> None:
     from orchestra.cli.report_commands import write_reports
 
-    for outcome in outcomes:
-        files = write_reports([outcome.path], outcome.path)
+    for job_dirs, out_dir in unit.report_dirs(requested):
+        files = write_reports(job_dirs, out_dir)
         console.print(f"reports: {files.report_json}, {files.junit_xml}, {files.report_html}")
+
+
+def _print_resume(command: str) -> None:
+    """The last line a stopped command prints: the command that finishes the plan."""
+    sys.stdout.flush()
+    sys.stderr.write(f"the plan is not finished; to resume it:\n{command}\n")
+    sys.stderr.flush()
 
 
 def _exit_code(outcomes: list[JobOutcome], interrupted: bool, planned: int) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
+    if any(outcome.stop is not None for outcome in outcomes):
+        return EXIT_PREFLIGHT  # stopped early: not everything was run (issue 13)
     results = [r for o in outcomes for r in o.results]
     if any(r.status is not TrialStatus.SCORED for r in results) or len(results) < planned:
         return EXIT_TRIAL_ERRORS

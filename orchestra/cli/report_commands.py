@@ -12,7 +12,13 @@ import typer
 
 from orchestra.cli.errors import fail
 from orchestra.documents.io import DocumentError
-from orchestra.report.compare import FORMATTERS, CompareInputError, compare_paths, exit_code
+from orchestra.report.compare import (
+    ALPHA,
+    FORMATTERS,
+    CompareInputError,
+    compare_paths,
+    exit_code,
+)
 from orchestra.report.html import write_report_html
 from orchestra.report.junit import write_junit_xml
 from orchestra.report.report_json import build_report, write_report_json
@@ -30,9 +36,9 @@ class ReportFiles:
 
 
 def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
-    """Write report.json, junit.xml and report.html for these jobs into `out_dir`.
+    """Write report.json, junit.xml and report.html for these runs or jobs into `out_dir`.
 
-    Raises `DocumentError` when a directory is not a readable job.
+    Raises `DocumentError` when a directory is neither a readable run nor a job.
     """
     report = build_report(job_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -50,18 +56,20 @@ class CompareFormat(StrEnum):
 
 
 def report(
-    job_dirs: Annotated[list[Path], typer.Argument(help="One or more job directories.")],
+    job_dirs: Annotated[list[Path], typer.Argument(help="One or more run or job directories.")],
     out_dir: Annotated[
         Path | None,
         typer.Option(
-            "--out-dir", "-o", help="Where to write the files (default: the only job directory)."
+            "--out-dir",
+            "-o",
+            help="Where to write the files (default: the only run or job directory).",
         ),
     ] = None,
 ) -> None:
-    """Write report.json, junit.xml and report.html for one or more jobs."""
+    """Write report.json, junit.xml and report.html for one or more runs or jobs."""
     if out_dir is None:
         if len(job_dirs) != 1:
-            fail("--out-dir is required when reporting on more than one job directory")
+            fail("--out-dir is required when reporting on more than one directory")
         out_dir = job_dirs[0]
     try:
         files = write_reports(job_dirs, out_dir)
@@ -74,15 +82,28 @@ def report(
 
 
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="Baseline job directory (or its report.json).")],
+    baseline: Annotated[
+        Path, typer.Argument(help="Baseline run or job directory (or its report.json).")
+    ],
     candidate: Annotated[
-        Path, typer.Argument(help="Candidate job directory (or its report.json).")
+        Path, typer.Argument(help="Candidate run or job directory (or its report.json).")
     ],
     output_format: Annotated[CompareFormat, typer.Option("--format")] = CompareFormat.text,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            "--alpha",
+            help="Significance level of the one-sided Fisher test a regression must pass "
+            "to fail the comparison.",
+        ),
+    ] = ALPHA,
 ) -> None:
-    """Regressions and improvements per task and metric; exit 3 when any task regressed."""
+    """Regressions and improvements per task and metric; exit 3 on a regression significant
+    at --alpha or a baseline task the candidate has no scored trial of."""
+    if not 0 < alpha < 1:
+        fail(f"--alpha must be between 0 and 1 (got {alpha:g})")
     try:
-        comparison = compare_paths(baseline, candidate)
+        comparison = compare_paths(baseline, candidate, alpha)
     except (DocumentError, CompareInputError) as error:
         fail(str(error))
     sys.stdout.write(FORMATTERS[output_format.value](comparison))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,18 @@ def display_path(path: Path | str) -> str:
         except ValueError:
             return path.as_posix()
     return path.as_posix()
+
+
+def matching(pattern: re.Pattern[str], requirement: str) -> Callable[[str], str]:
+    """A pydantic after-validator: the value when `pattern` matches it, else a `ValueError`
+    that states the requirement and shows the value."""
+
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"{requirement} (got {show_value(value)})")
+        return value
+
+    return check
 
 
 def show_value(value: Any) -> str:

@@ -6,13 +6,14 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestra.config.errors import (
     ConfigError,
     display_path,
     find_duplicates,
     from_validation_error,
+    matching,
     raise_if_any,
     show_value,
 )
@@ -95,7 +96,9 @@ class FixtureFile(BaseModel):
 
     path: str
     content: str
-    mode: str = "0644"
+    mode: Annotated[
+        str, AfterValidator(matching(FILE_MODE_RE, 'must be an octal string such as "0644"'))
+    ] = "0644"
 
     @field_validator("path")
     @classmethod
@@ -103,13 +106,6 @@ class FixtureFile(BaseModel):
         pure = PurePosixPath(value)
         if not pure.is_absolute() or ".." in pure.parts or value.endswith("/"):
             raise ValueError(f"must be an absolute file path without .. (got {show_value(value)})")
-        return value
-
-    @field_validator("mode")
-    @classmethod
-    def _octal(cls, value: str) -> str:
-        if not FILE_MODE_RE.match(value):
-            raise ValueError(f'must be an octal string such as "0644" (got {show_value(value)})')
         return value
 
     @property

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+)
 
 from orchestra.config.canonical import canonical_sha256
 from orchestra.config.endpoints import TRIAL_IDENTITY_VARIABLES, forbidden_override_problem
@@ -18,6 +26,7 @@ from orchestra.config.errors import (
     display_path,
     find_duplicates,
     from_validation_error,
+    matching,
     raise_if_any,
     show_value,
 )
@@ -57,7 +66,9 @@ class ArtifactRef(BaseModel):
     model_config = _STRICT
 
     path: str
-    sha256: str
+    sha256: Annotated[
+        str, AfterValidator(matching(SHA256_RE, "must be 64 lowercase hex characters"))
+    ]
 
     @field_validator("path")
     @classmethod
@@ -71,13 +82,6 @@ class ArtifactRef(BaseModel):
             raise ValueError(f"must be relative to the artifact root (got {show_value(value)})")
         if ".." in pure.parts:
             raise ValueError(f'must not contain a ".." component (got {show_value(value)})')
-        return value
-
-    @field_validator("sha256")
-    @classmethod
-    def _lower_hex(cls, value: str) -> str:
-        if not SHA256_RE.match(value):
-            raise ValueError(f"must be 64 lowercase hex characters (got {show_value(value)})")
         return value
 
 

@@ -60,8 +60,36 @@ class ErrorType(StrEnum):
     REWARD_PARSE_ERROR = "RewardParseError"
     VERIFIER_REPORTED_ERROR = "VerifierReportedError"
     ORCHESTRATOR_LOST = "OrchestratorLost"  # left `running` by an orchestrator that died
+    PROVIDER_UNAVAILABLE = "ProviderUnavailable"  # the model provider failed (issue 13)
+    PROVIDER_AUTH_FAILED = "ProviderAuthFailed"  # the provider refused the key (401/403)
     CANCELLED = "Cancelled"  # status `cancelled`, not `error`
     INTERNAL_ERROR = "InternalError"
+
+    @property
+    def cause(self) -> str:
+        """Whose failure this is, for reports: `provider` (the model's API failed: not the
+        agent's score), `verifier` (the task's verifier), `internal` (a bug), `cancelled`,
+        or `harness` (the stack, environment or agent tree)."""
+        if self in (ErrorType.PROVIDER_UNAVAILABLE, ErrorType.PROVIDER_AUTH_FAILED):
+            return "provider"
+        if self in _VERIFIER_ERRORS:
+            return "verifier"
+        if self is ErrorType.INTERNAL_ERROR:
+            return "internal"
+        if self is ErrorType.CANCELLED:
+            return "cancelled"
+        return "harness"
+
+
+_VERIFIER_ERRORS = frozenset(
+    {
+        ErrorType.VERIFIER_TIMEOUT,
+        ErrorType.REWARD_FILE_NOT_FOUND,
+        ErrorType.REWARD_FILE_EMPTY,
+        ErrorType.REWARD_PARSE_ERROR,
+        ErrorType.VERIFIER_REPORTED_ERROR,
+    }
+)
 
 
 class EnvKind(StrEnum):

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
-from orchestra.config.endpoints import Provider
+from orchestra.config.endpoints import Endpoint, Provider
 from orchestra.documents.enums import EnvKind, StackMode, TrialStatus
 from orchestra.documents.io import Document, Sha256, Timestamp
 from orchestra.documents.summary import LayerSummary
 from orchestra.documents.trial import Attempt, Count, Part, TaskRecord, TokenCounts
 
 PlanLayer = Literal["regression", "workflow", "mixed"]
+#: Why a job started no more trials before its plan was done (issue 13): the run's cost cap
+#: was reached, or the circuit breaker saw provider errors in a row.
+JobStopReason = Literal["cost_cap", "circuit_breaker"]
 
 
 # --- config.json -------------------------------------------------------------------------------
@@ -31,6 +35,14 @@ class PlanRecord(Part):
     attempts: Attempt
     tasks: list[TaskRecord]
 
+    @property
+    def n_trials(self) -> int:
+        return self.attempts * len(self.tasks)
+
+    def slots(self) -> list[tuple[int, str]]:
+        """(attempt, task name) in start order: attempt-major (§2.3 item 7)."""
+        return [(a, task.name) for a in range(1, self.attempts + 1) for task in self.tasks]
+
 
 class ManifestRecord(Part):
     path: str
@@ -46,6 +58,16 @@ class EndpointRecord(Part):
     api_key_env: str | None
     base_url: str | None
     env_keys: list[str]
+
+
+def endpoint_records(endpoints: Mapping[str, Endpoint]) -> dict[str, EndpointRecord]:
+    """The `endpoints` object of a job config or a run record, from the condition's endpoints."""
+    return {name: EndpointRecord.model_validate(ep.summary()) for name, ep in endpoints.items()}
+
+
+def is_oracle_roster(endpoints: dict[str, EndpointRecord]) -> bool:
+    """The roster runs the built-in oracle, not a model."""
+    return any(endpoint.provider == "oracle" for endpoint in endpoints.values())
 
 
 class StackRecord(Part):
@@ -96,8 +118,7 @@ class JobConfig(Document):
 
     @property
     def is_oracle(self) -> bool:
-        """The roster runs the built-in oracle, not a model."""
-        return any(endpoint.provider == "oracle" for endpoint in self.endpoints.values())
+        return is_oracle_roster(self.endpoints)
 
 
 # --- result.json -------------------------------------------------------------------------------
@@ -136,3 +157,7 @@ class JobResult(Document):
     stats: JobStats
     aggregates: dict[str, LayerSummary]
     trials: list[JobTrialEntry]
+    stopped: JobStopReason | None = None  # null: the job was not stopped early
+    stopped_at: Timestamp | None = None
+    stop_message: str | None = None
+    spent_usd: float | None = None  # with `cost_cap`: the run's cost (finished + in flight)

@@ -10,10 +10,14 @@ from orchestra.documents.trial import Count, Part, TokenCounts
 
 
 class Rates(Part):
+    """Trial counts that add up: planned = scored + errors + cancelled + running + not_started."""
+
     planned: Count
     scored: Count
     errors: Count
     cancelled: Count
+    running: Count  # no terminal status yet (or the process that ran it died)
+    not_started: Count  # planned slots with no trial result
     pass_rate: float | None  # mean reward over scored trials; None when none was scored
     pass_rate_all: float | None  # successes / planned
 
@@ -53,6 +57,10 @@ class LayerSummary(GroupSummary):
 class JobRef(Part):
     name: str
     path: str
+    started: bool  # False: a job of the run's plan that was never started (no directory)
+    stopped: str | None = None  # the job result's `stopped` (issue 13)
+    stop_message: str | None = None
+    spent_usd: float | None = None
 
 
 class ConditionSummary(Part):

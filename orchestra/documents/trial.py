@@ -215,6 +215,14 @@ class ExceptionInfo(Part):
     phase: Phase
 
 
+class RetriedAttempt(Part):
+    """An earlier attempt at the same slot that ended in a harness error and was rerun in the
+    same job; its directory is `.superseded/<trial_name>` (issue 13)."""
+
+    trial_name: str
+    exception_type: ErrorType
+
+
 class TrialResult(TrialIdentity, Document):
     """The trial's status and outcome, rewritten at every phase change (§10.3).
 
@@ -244,6 +252,7 @@ class TrialResult(TrialIdentity, Document):
     exception_info: ExceptionInfo | None = None
     #: absent only in documents written before the field existed
     sandbox: Annotated[SandboxKind | None, Field(default=None, exclude_if=_absent)]
+    retried_from: list[RetriedAttempt] = Field(default_factory=list)
 
     @classmethod
     def starting(cls, identity: TrialIdentity, started_at: str) -> TrialResult:

@@ -9,7 +9,7 @@ from math import comb
 from pathlib import Path
 
 from orchestra.documents.enums import TrialStatus
-from orchestra.documents.job import JobConfig
+from orchestra.documents.job import JobConfig, PlanRecord
 from orchestra.documents.summary import (
     ConditionSummary,
     GroupPassAtK,
@@ -46,18 +46,40 @@ class JobRecord:
     tasks: list[PlannedTask]
     trials: list[TrialResult] = field(default_factory=list)
     oracle: bool = False  # the roster runs the built-in oracle, not a model
+    started: bool = True  # False: a job of a run's plan whose directory does not exist yet
+    stopped: str | None = None  # the job result's early stop, if any (issue 13)
+    stop_message: str | None = None
+    spent_usd: float | None = None
 
     @classmethod
     def from_config(cls, config: JobConfig, path: Path) -> JobRecord:
         """The plan part of the record (no trials yet)."""
+        return cls.of_plan(
+            config.job_name, path, config.manifest.condition, config.manifest.sha256,
+            config.plan, oracle=config.is_oracle,
+        )  # fmt: skip
+
+    @classmethod
+    def of_plan(
+        cls,
+        name: str,
+        path: Path,
+        condition: str,
+        manifest_sha256: str,
+        plan: PlanRecord,
+        *,
+        oracle: bool,
+        started: bool = True,
+    ) -> JobRecord:
         return cls(
-            name=config.job_name,
+            name=name,
             path=str(path),
-            condition=config.manifest.condition,
-            manifest_sha256=config.manifest.sha256,
-            attempts=config.plan.attempts,
-            tasks=[PlannedTask(task.name, task.layer) for task in config.plan.tasks],
-            oracle=config.is_oracle,
+            condition=condition,
+            manifest_sha256=manifest_sha256,
+            attempts=plan.attempts,
+            tasks=[PlannedTask(task.name, task.layer) for task in plan.tasks],
+            oracle=oracle,
+            started=started,
         )
 
 
@@ -116,6 +138,8 @@ def _rates(trials: Sequence[TrialResult], planned: int) -> Rates:
         scored=len(scored),
         errors=sum(1 for t in trials if t.status is TrialStatus.ERROR),
         cancelled=sum(1 for t in trials if t.status is TrialStatus.CANCELLED),
+        running=sum(1 for t in trials if t.status is TrialStatus.RUNNING),
+        not_started=max(0, planned - len(trials)),
         pass_rate=sum(rewards) / len(rewards) if rewards else None,
         pass_rate_all=successes / planned if planned else None,
     )
@@ -195,7 +219,17 @@ def aggregate(jobs: Iterable[JobRecord]) -> Summary:
                 condition=condition,
                 manifest_sha256=manifest_sha256,
                 oracle=any(job.oracle for job in records),
-                jobs=[JobRef(name=job.name, path=job.path) for job in records],
+                jobs=[
+                    JobRef(
+                        name=job.name,
+                        path=job.path,
+                        started=job.started,
+                        stopped=job.stopped,
+                        stop_message=job.stop_message,
+                        spent_usd=job.spent_usd,
+                    )
+                    for job in records
+                ],
                 layers=layers,
                 totals=_group_summary(all_tasks, all_trials),
                 error_types=_error_types(all_trials),

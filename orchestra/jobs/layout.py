@@ -10,7 +10,7 @@ from pathlib import Path
 from orchestra.config.errors import display_path
 from orchestra.documents.enums import ErrorType, TrialStatus
 from orchestra.documents.io import DocumentError
-from orchestra.documents.job import JobConfig, ResumeRecord
+from orchestra.documents.job import JobConfig, JobResult, ResumeRecord
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.identity import differing_fields
@@ -58,19 +58,23 @@ def scan_trials(paths: JobPaths) -> list[ExistingTrial]:
     return trials
 
 
-def take_inventory(
-    paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
-) -> Inventory:
-    """Keep scored trials (and errors with `keep_errors`, but never an `OrchestratorLost`:
-    it measured nothing); move everything else aside.
+def supersede_directory(paths: JobPaths, trial_name: str) -> None:
+    """Move a trial's directory to `.superseded/<trial name>`: replaced, never deleted."""
+    target = paths.superseded(trial_name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(paths.trial(trial_name).root), str(target))
 
-    A superseded trial directory is moved to `.superseded/`, never deleted. Every trial is
-    read before anything moves, so a malformed one stops the resume with nothing changed.
-    """
+
+def plan_inventory(
+    trials: list[ExistingTrial], slots: list[tuple[int, str]], *, keep_errors: bool
+) -> Inventory:
+    """Which trials a resume keeps (scored, and errors with `keep_errors` but never an
+    `OrchestratorLost`: it measured nothing; one per slot), which it supersedes and which slots
+    it still owes; reads nothing, moves nothing (§2.5)."""
     inventory = Inventory()
     wanted = {(task, attempt) for attempt, task in slots}
     kept_statuses = {TrialStatus.SCORED} | ({TrialStatus.ERROR} if keep_errors else set())
-    for trial in scan_trials(paths):
+    for trial in trials:
         result = trial.result
         if (
             result is not None
@@ -80,12 +84,22 @@ def take_inventory(
             and result.slot not in inventory.kept
         ):
             inventory.kept[result.slot] = result
-            continue
-        target = paths.superseded(trial.name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(trial.path), str(target))
-        inventory.superseded.append(trial.name)
+        else:
+            inventory.superseded.append(trial.name)
     inventory.owed = [(a, t) for a, t in slots if (t, a) not in inventory.kept]
+    return inventory
+
+
+def take_inventory(
+    paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
+) -> Inventory:
+    """`plan_inventory` of the job's trials, then every superseded trial directory moved to
+    `.superseded/`, never deleted. Every trial is read before anything moves, so a malformed
+    one stops the resume with nothing changed."""
+    trials = scan_trials(paths)
+    inventory = plan_inventory(trials, slots, keep_errors=keep_errors)
+    for name in inventory.superseded:
+        supersede_directory(paths, name)
     return inventory
 
 
@@ -120,7 +134,7 @@ def load_job_config(paths: JobPaths) -> JobConfig:
         raise DocumentError(
             display_path(paths.config_json),
             "",
-            "missing or not a JSON object (not a job directory?)",
+            "missing or not a JSON object (not a run or job directory?)",
         )
     return config
 
@@ -131,4 +145,8 @@ def load_job_record(job_dir: Path) -> JobRecord:
     paths = JobPaths(job_dir)
     record = JobRecord.from_config(load_job_config(paths), job_dir)
     record.trials = [t.result for t in scan_trials(paths) if t.result is not None]
+    result = JobResult.load_if_readable(paths.result_json)
+    if result is not None:
+        record.stopped, record.stop_message = result.stopped, result.stop_message
+        record.spent_usd = result.spent_usd
     return record

@@ -23,6 +23,7 @@ from orchestra.documents.job import JobConfig, JobResult
 from orchestra.documents.trial import ExceptionInfo, TrialResult
 from orchestra.errors import OrchestraError
 from orchestra.jobs.layout import ExistingTrial, scan_trials
+from orchestra.jobs.run import job_dirs_in
 from orchestra.jsonio import utc_timestamp
 from orchestra.locks import OwnerLock
 from orchestra.paths import JobPaths
@@ -128,23 +129,25 @@ async def reap_job(paths: JobPaths, log: Callable[[str], None]) -> list[str]:
     return [trial.name for trial in trials]
 
 
-async def reap_jobs_dir(jobs_dir: Path, *, skip: set[str]) -> list[str]:
-    """End the leftovers of every job in `jobs_dir` that nobody runs but that has running
-    trials (other than the jobs in `skip`, which this command claims and reaps itself)."""
+async def reap_jobs_dir(jobs_dir: Path, *, skip: set[Path]) -> list[str]:
+    """End the leftovers of every job in `jobs_dir` (each run's, and those from before runs)
+    that nobody runs but that has running trials, other than the job directories in `skip`,
+    which this command claims and reaps itself."""
     notes: list[str] = []
     for paths, trials in abandoned_jobs(jobs_dir, skip=skip):
         notes += [f"{paths.name}: {note}" for note in await end_leftovers(paths, trials)]
     return notes
 
 
-def abandoned_jobs(jobs_dir: Path, *, skip: set[str]) -> list[tuple[JobPaths, list[ExistingTrial]]]:
+def abandoned_jobs(
+    jobs_dir: Path, *, skip: set[Path]
+) -> list[tuple[JobPaths, list[ExistingTrial]]]:
     """Jobs whose last holder died with trials still running, and those trials."""
     found: list[tuple[JobPaths, list[ExistingTrial]]] = []
-    if not jobs_dir.is_dir():
-        return found
-    for job_dir in sorted(jobs_dir.iterdir()):
+    skipped = {path.resolve() for path in skip}
+    for _, job_dir in job_dirs_in(jobs_dir):
         paths = JobPaths(job_dir)
-        if job_dir.name in skip or not paths.lock.exists():
+        if job_dir.resolve() in skipped or not paths.lock.exists():
             continue
         lock = OwnerLock(paths.lock)
         if not lock.acquire():

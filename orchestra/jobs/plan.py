@@ -23,6 +23,7 @@ from orchestra.config.task import (
 from orchestra.documents.job import PlanLayer, PlanRecord
 from orchestra.documents.trial import TaskRecord
 from orchestra.paths import DEFAULT_DATASET
+from orchestra.plural import plural
 
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 JOB_STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -223,13 +224,17 @@ def render_dry_run(
     stack_mode: str,
     env_mode: str,
     environ: Mapping[str, str],
+    run: str | None = None,
 ) -> str:
     """The `--dry-run` report (§2.4). Key *names* only: values never appear.
 
     `stack_mode`/`env_mode` are what `auto` resolved to, described by the caller,
-    e.g. `embedded (auto: no Docker engine)`.
+    e.g. `embedded (auto: no Docker engine)`; `run` names the run the command would start or
+    resume.
     """
     lines = ["Dry run: configuration is valid; nothing was started or written.", ""]
+    if run is not None:
+        lines += [f"Run        {run}", ""]
     lines.append(f"Condition  {condition.name}")
     lines.append(f"  manifest  {display_path(condition.manifest_path)}")
     lines.append(f"  hash      {condition.manifest_sha256}")
@@ -257,13 +262,13 @@ def render_dry_run(
     for number, job in enumerate(plan.jobs, start=1):
         lines.append(
             f"Job {number}/{len(plan.jobs)}  {job.name}  layer={job.layer}  k={job.attempts}  "
-            f"{len(job.tasks)} tasks × {job.attempts} = {job.n_trials} trials"
+            f"{plural(len(job.tasks), 'task')} × {job.attempts} = {plural(job.n_trials, 'trial')}"
         )
         lines.extend(f"  {task.name}  ({task.layer})" for task in job.tasks)
     if len(plan.jobs) > 1:
         lines.append(
             "Jobs run one after the other; the second starts only after the first finished."
         )
-    lines.append(f"Total: {len(plan.jobs)} job(s), {plan.n_trials} trial(s)")
+    lines.append(f"Total: {plural(len(plan.jobs), 'job')}, {plural(plan.n_trials, 'trial')}")
     lines.extend(f"warning: {text}" for text in warnings)
     return "\n".join(lines) + "\n"

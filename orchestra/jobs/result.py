@@ -8,6 +8,7 @@ from orchestra.documents.enums import TrialStatus
 from orchestra.documents.job import JobConfig, JobResult, JobStats, JobTrialEntry
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import JobRecord, aggregate, token_totals
+from orchestra.jobs.controls import RunControls
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
 
@@ -20,10 +21,17 @@ def trial_state(result: TrialResult) -> tuple[TrialStatus, str | None]:
 
 
 class JobResultRecorder:
-    def __init__(self, paths: JobPaths, config: JobConfig, n_planned: int) -> None:
+    def __init__(
+        self,
+        paths: JobPaths,
+        config: JobConfig,
+        n_planned: int,
+        controls: RunControls | None = None,
+    ) -> None:
         self.paths = paths
         self.config = config
         self.n_planned = n_planned
+        self.controls = controls  # what may stop the run early (its `stopped` record)
         self.trials: dict[str, TrialResult] = {}  # trial name -> latest result
         self._states: dict[str, tuple[TrialStatus, str | None]] = {}  # last written per trial
         previous = JobResult.load_if_readable(paths.result_json)  # a resume keeps started_at
@@ -46,6 +54,11 @@ class JobResultRecorder:
             self._states[name] = state
             self.write()
 
+    def forget(self, trial_name: str) -> None:
+        """A trial moved to `.superseded/` (rerun in the job) is no longer the job's."""
+        self.trials.pop(trial_name, None)
+        self._states.pop(trial_name, None)
+
     def record(self) -> JobRecord:
         record = JobRecord.from_config(self.config, self.paths.root)
         record.trials = list(self.trials.values())
@@ -58,6 +71,7 @@ class JobResultRecorder:
         finished = len(trials) - running >= self.n_planned and running == 0
         conditions = aggregate([self.record()]).conditions
         tokens, cost = token_totals(trials)
+        stop = self.controls.stop if self.controls is not None else None
         return JobResult(
             id=self.config.id,
             job_name=self.config.job_name,
@@ -87,6 +101,14 @@ class JobResultRecorder:
                 )
                 for t in sorted(trials, key=lambda t: (t.attempt, t.task_name, t.trial_name))
             ],
+            stopped=stop.reason if stop else None,
+            stopped_at=stop.at if stop else None,
+            stop_message=stop.message if stop else None,
+            spent_usd=(
+                self.controls.cost_cap.spent_usd
+                if stop and stop.reason == "cost_cap" and self.controls
+                else None
+            ),
         )
 
     def write(self) -> None:

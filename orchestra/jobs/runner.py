@@ -11,18 +11,15 @@ from typing import Any, Protocol
 
 from orchestra.config.condition import Condition
 from orchestra.documents.enums import EnvKind, TrialStatus
-from orchestra.documents.job import (
-    EndpointRecord,
-    JobConfig,
-    JobOptions,
-    ManifestRecord,
-)
-from orchestra.documents.trial import TrialResult
+from orchestra.documents.job import JobConfig, JobOptions, ManifestRecord, endpoint_records
+from orchestra.documents.trial import RetriedAttempt, TrialResult
+from orchestra.jobs.controls import RunControls, Stop
 from orchestra.jobs.identity import replay_components, replay_record
 from orchestra.jobs.layout import open_job, orchestrator_version
 from orchestra.jobs.leftovers import claim_job, reap_job
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
+from orchestra.jobs.retries import retried, supersede
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
 from orchestra.stack.images import task_images
@@ -46,6 +43,8 @@ class Progress(Protocol):
     def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None: ...
 
     def trial_update(self, result: TrialResult) -> None: ...
+
+    def stopped(self, reason: str, message: str) -> None: ...
 
     def end_job(self) -> None: ...
 
@@ -85,8 +84,12 @@ class Settings:
     relay_port: int
     endpoint_config_path: Path
     oracle: OracleHost = field(default_factory=OracleHost)
+    #: the jobs directory that holds the run (`jobs_dir`): hidden, with every run in it, from
+    #: sandboxed agents; None: `jobs_dir` itself
+    jobs_root: Path | None = None
     sandbox: SandboxSupport = field(default_factory=sandbox_support)
     watch: StackWatch = field(default_factory=StackWatch)
+    controls: RunControls = field(default_factory=RunControls)
 
 
 @dataclass
@@ -95,6 +98,7 @@ class JobOutcome:
     path: Path
     results: list[TrialResult]
     interrupted: bool
+    stop: Stop | None = None  # the run was stopped early (cost cap, circuit breaker)
 
     def count(self, status: TrialStatus) -> int:
         return sum(1 for r in self.results if r.status is status)
@@ -109,7 +113,7 @@ async def environment_kind(settings: Settings, planned: PlannedJob) -> Environme
     """
     bin_dir = settings.options.buzz_bin_dir
     if settings.environment == "local":
-        hidden = [settings.state.paths.root, settings.jobs_dir]
+        hidden = [settings.state.paths.root, settings.jobs_root or settings.jobs_dir]
         socket_dir = settings.stack.database_socket_dir
         hidden += [socket_dir] if socket_dir is not None else []
         return LocalKind(bin_dir, local_launcher(settings.sandbox, bin_dir, hidden=hidden))
@@ -140,10 +144,7 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
             condition=condition.name,
             normalized=condition.manifest.normalized(),
         ),
-        endpoints={
-            name: EndpointRecord.model_validate(ep.summary())
-            for name, ep in condition.used_endpoints().items()
-        },
+        endpoints=endpoint_records(condition.used_endpoints()),
         stack=settings.stack.config_record(),
         environment=EnvKind(settings.environment),
         options=JobOptions(
@@ -186,7 +187,8 @@ async def _run_claimed_job(
     config, inventory, _ = open_job(
         paths, job_config(planned, settings), slots=slots, keep_errors=settings.keep_errors
     )
-    result = JobResultRecorder(paths, config, planned.n_trials)
+    controls = settings.controls
+    result = JobResultRecorder(paths, config, planned.n_trials, controls)
     result.seed(inventory.kept.values())
     result.write()
     tasks_by_name = {task.name: task for task in planned.tasks}
@@ -197,9 +199,24 @@ async def _run_claimed_job(
     watch.after_restart.append(registry.reopen)
     watch.listeners.append(log)
 
+    def stop_run(stop: Stop | None) -> None:
+        if stop is None:
+            return
+        ctx.log(f"stopped ({stop.reason}): {stop.message}; no new trials")
+        progress.stopped(stop.reason, stop.message)
+        if stop.reason == "cost_cap" and controls.cost_cap.hard:
+            for task in list(interrupt.running):
+                task.cancel()
+        result.write()
+
     def on_update(trial_result: TrialResult) -> None:
         result.update(trial_result)
         progress.trial_update(trial_result)
+        if trial_result.status.terminal:
+            stop_run(controls.trial_finished(trial_result))
+
+    def on_live_cost(trial_name: str, cost_usd: float) -> None:
+        stop_run(controls.live_cost(trial_name, cost_usd))
 
     ctx = JobContext(
         job_name=planned.name,
@@ -215,6 +232,7 @@ async def _run_claimed_job(
         oracle=settings.oracle,
         log=log,
         on_trial_update=on_update,
+        on_live_cost=on_live_cost,
         hurry=interrupt.hurry,
         watch=watch,
     )
@@ -228,7 +246,17 @@ async def _run_claimed_job(
 
     async def run_one(attempt: int, task_name: str) -> None:
         try:
-            finished.append(await run_trial(ctx, tasks_by_name[task_name], attempt))
+            earlier: list[RetriedAttempt] = []
+            while True:
+                trial = await run_trial(ctx, tasks_by_name[task_name], attempt, earlier)
+                if len(earlier) >= controls.retries or controls.stop or not retried(trial):
+                    break
+                if not await watch.usable():  # a rerun waits for a restarting stack
+                    break
+                earlier.append(supersede(paths, trial))
+                result.forget(trial.trial_name)
+                ctx.log(f"trial {trial.trial_name}: {trial.error_type}; rerunning the slot")
+            finished.append(trial)
         except Exception as error:  # a trial that cannot even write its record
             ctx.log(f"trial of {task_name} #{attempt} failed: {type(error).__name__}: {error}")
         finally:
@@ -239,7 +267,8 @@ async def _run_claimed_job(
             for attempt, task_name in inventory.owed:
                 await slots_free.acquire()
                 # a stack being restarted starts no trial; one that cannot come back, none
-                if interrupt.requested.is_set() or not await watch.usable():
+                stopped = interrupt.requested.is_set() or controls.stop is not None
+                if stopped or not await watch.usable():
                     slots_free.release()
                     break
                 task = group.create_task(run_one(attempt, task_name))
@@ -256,11 +285,11 @@ async def _run_claimed_job(
         await stable_clients.close()
         await registry.close()
         result.write()
-    if watch.failure is not None:
-        raise StackError(
-            f"stack unavailable: {watch.failure}; resume the job with `orchestra resume {paths.root}`"
-        )
-    return JobOutcome(planned.name, paths.root, finished, interrupt.requested.is_set())
+    if watch.failure is not None:  # the command prints how to resume the run
+        raise StackError(f"stack unavailable: {watch.failure}")
+    return JobOutcome(
+        planned.name, paths.root, finished, interrupt.requested.is_set(), controls.stop
+    )
 
 
 def _append(path: Path, line: str) -> None:

@@ -78,6 +78,18 @@ def _is_nonnegative_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SAFE_INTEGER
 
 
+def _is_valid_unicode(text: str) -> bool:
+    """False for strings with lone surrogates (from `\\ud800` escapes), which no event can
+    contain and no database can store."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _value_list(name: str, value: object, max_values: int) -> list[Any]:
     if not isinstance(value, list):
         raise FilterError(f"invalid: {name} must be an array")
@@ -128,6 +140,8 @@ def parse_filter(
                 raw_values = _value_list(key, value, max_values)
                 if not all(isinstance(v, str) for v in raw_values):
                     raise FilterError(f"invalid: {key} must be an array of strings")
+                if not all(_is_valid_unicode(v) for v in raw_values):
+                    raise FilterError("invalid: filter contains invalid unicode")
                 tags[letter] = frozenset(raw_values)
         elif key == "since":
             since = _optional_int("since", value)

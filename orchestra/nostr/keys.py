@@ -2,6 +2,7 @@
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import coincurve
@@ -10,6 +11,20 @@ from orchestra.nostr.bech32 import Bech32Error, decode_npub, decode_nsec, encode
 from orchestra.nostr.hexutil import is_hex64
 
 _CURVE_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+
+
+def _hex_or_bech32(
+    text: str, prefix: str, decode: Callable[[str], str], invalid: str
+) -> str | None:
+    """Lowercase hex of a key written as `<prefix>…` (bech32) or as 64 hex characters; None
+    when it is neither. A bad bech32 string raises `ValueError` with `invalid` first."""
+    if text[:5].lower() == prefix:
+        try:
+            return decode(text)
+        except Bech32Error as exc:
+            raise ValueError(f"{invalid} ({exc})") from None
+    lowered = text.lower()
+    return lowered if is_hex64(lowered) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +58,8 @@ class Keys:
         The error message never repeats the input, which may be a secret.
         """
         text = text.strip()
-        if text[:5].lower() == "nsec1":
-            try:
-                secret_hex = decode_nsec(text)
-            except Bech32Error as exc:
-                raise ValueError(f"invalid nsec private key ({exc})") from None
-        elif len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text):
-            secret_hex = text.lower()
-        else:
+        secret_hex = _hex_or_bech32(text, "nsec1", decode_nsec, "invalid nsec private key")
+        if secret_hex is None:
             raise ValueError("private key must be 64 hex characters or an nsec1 string")
         return cls.from_secret(bytes.fromhex(secret_hex))
 
@@ -97,14 +106,8 @@ def verify_signature(pubkey_hex: str, message32: bytes, signature64: bytes) -> b
 def parse_pubkey(text: str) -> str:
     """A public key given as 64 hex characters or `npub1…`, returned as lowercase hex."""
     text = text.strip()
-    if text[:5].lower() == "npub1":
-        try:
-            pubkey = decode_npub(text)
-        except Bech32Error as exc:
-            raise ValueError(f"invalid npub {text!r} ({exc})") from None
-    elif is_hex64(text.lower()):
-        pubkey = text.lower()
-    else:
+    pubkey = _hex_or_bech32(text, "npub1", decode_npub, f"invalid npub {text!r}")
+    if pubkey is None:
         raise ValueError(f"invalid public key {text!r}: expected 64 hex characters or npub1…")
     if not is_valid_pubkey(pubkey):
         raise ValueError(f"invalid public key {text!r}: not a point on secp256k1")

@@ -7,10 +7,8 @@ import re
 from typing import Any
 
 from orchestra.nostr.keys import Keys
-from orchestra.nostr.kinds import Kind
 from orchestra.nostr.nip44 import conversation_key
 
-MEMORY_KIND = Kind.MEMORY  # the relay's name for it (orchestra/relay/pipeline.py)
 SLUG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
 _SLUG_DOMAIN = b"buzz-mem-slug-v1:"
 

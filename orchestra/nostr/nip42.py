@@ -7,7 +7,6 @@ from orchestra.nostr.event import Event, EventError, parse_event, sign_event
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.kinds import Kind
 
-AUTH_KIND = Kind.AUTH  # the relay's name for it (orchestra/relay/pipeline.py)
 AUTH_WINDOW_SECONDS = 600
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _DEFAULT_PORTS = {"ws": 80, "wss": 443}

@@ -1,3 +1,3 @@
-from orchestra.relay.cli import main
+from orchestra.relay.launch import main
 
-main()
+main(module="orchestra.relay")

@@ -2,22 +2,22 @@
 
 Stored-result queries apply the same rule in SQL (storage/queries.py)."""
 
+from orchestra.nostr import tags
 from orchestra.nostr.event import Event
-from orchestra.relay.channels import STATE_KINDS, ChannelCache
-
-MEMORY_KIND = 30174
+from orchestra.nostr.kinds import CHANNEL_STATE_KINDS, Kind
+from orchestra.relay.channels import ChannelCache
 
 
 def event_channel_id(event: Event) -> str | None:
     """The channel an event belongs to for access control: its `h`, or `d` for state kinds."""
-    if event.kind in STATE_KINDS:
-        return event.first_tag_value("d")
-    return event.first_tag_value("h")
+    if event.kind in CHANNEL_STATE_KINDS:
+        return tags.first_value(event.tags, "d")
+    return tags.channel_id(event.tags)
 
 
 def can_read(reader: str | None, event: Event, channel_id: str | None, cache: ChannelCache) -> bool:
     # Both rules apply (as in the SQL of §15.3): an h-tagged memory event stays author-only
     # and channel-restricted.
-    if event.kind == MEMORY_KIND and event.pubkey != reader:
+    if event.kind == Kind.MEMORY and event.pubkey != reader:
         return False
     return channel_id is None or cache.can_read(channel_id, reader)

@@ -4,22 +4,19 @@ it changes the channel. Pure functions over the cache; the writer applies the re
 import unicodedata
 from dataclasses import dataclass, field
 
+from orchestra.nostr import tags
 from orchestra.nostr.event import Event
 from orchestra.nostr.hexutil import is_hex64
-from orchestra.relay.channels import (
-    ADMINS_KIND,
-    MEMBERS_KIND,
-    METADATA_KIND,
-    UUID_RE,
-    Channel,
-    ChannelCache,
+from orchestra.nostr.kinds import (
+    CHANNEL_OPERATION_KINDS,
+    CHANNEL_STATE_KINDS,
+    UNSUPPORTED_CHANNEL_OPERATIONS,
+    Kind,
 )
+from orchestra.relay.channels import UUID_RE, Channel, ChannelCache, ChannelChanges
 from orchestra.relay.outcome import NOT_A_MEMBER, Rejected
 
-CREATE, PUT_USER, REMOVE_USER, EDIT_METADATA, JOIN, LEAVE = 9007, 9000, 9001, 9002, 9021, 9022
-MESSAGE = 9
-STATE_CHANGING_KINDS = frozenset({CREATE, PUT_USER, REMOVE_USER, EDIT_METADATA, JOIN, LEAVE})
-UNSUPPORTED_OPERATIONS = frozenset(range(9003, 9007)) | frozenset(range(9008, 9021))
+STATE_CHANGING_KINDS = frozenset(CHANNEL_OPERATION_KINDS)
 TTL_MIN, TTL_MAX = 60, 31_536_000
 ABOUT_MAX = 2000
 METADATA_FIELDS = ("name", "about", "visibility", "ttl", "archived")
@@ -31,24 +28,24 @@ class ChannelPlan:
 
     channel_id: str
     new_channel: Channel | None = None
-    state_kinds: tuple[int, ...] = ()
+    state_kinds: tuple[Kind, ...] = ()
     thread_refs: tuple[tuple[str, str], ...] = field(default=())  # (marker, event id)
 
 
 def is_channel_scoped(event: Event) -> bool:
     return (
-        event.kind == MESSAGE
+        event.kind == Kind.MESSAGE
         or event.kind in STATE_CHANGING_KINDS
-        or any(tag[0] == "h" for tag in event.tags)
+        or tags.has(event.tags, "h")
     )
 
 
 def check_static(event: Event) -> None:
     """Rules that need no channel state (run before the event is queued)."""
-    if event.kind in UNSUPPORTED_OPERATIONS:
+    if event.kind in UNSUPPORTED_CHANNEL_OPERATIONS:
         raise Rejected(f"invalid: unsupported channel operation (kind {event.kind})")
-    h_tags = [tag for tag in event.tags if tag[0] == "h"]
-    if event.kind in (MESSAGE, *STATE_CHANGING_KINDS) and not h_tags:
+    h_tags = tags.named(event.tags, "h")
+    if (event.kind == Kind.MESSAGE or event.kind in STATE_CHANGING_KINDS) and not h_tags:
         raise Rejected("invalid: channel-scoped events must include an h tag")
     if not h_tags:
         return
@@ -56,74 +53,69 @@ def check_static(event: Event) -> None:
         raise Rejected("invalid: only one h tag is allowed")
     if len(h_tags[0]) < 2 or not UUID_RE.match(h_tags[0][1]):
         raise Rejected("invalid: h tag must be a lowercase UUID")
-    if event.kind == MESSAGE:
+    if event.kind == Kind.MESSAGE:
         _check_message_tags(event)
 
 
 def _check_message_tags(event: Event) -> None:
-    markers = {"root": 0, "reply": 0}
     for tag in event.tags:
-        if tag[0] == "e":
-            if len(tag) < 2 or not is_hex64(tag[1]):
-                raise Rejected("invalid: e tag value must be 64-character lowercase hex")
-            if len(tag) >= 4 and tag[3] in markers:
-                markers[tag[3]] += 1
-        elif tag[0] == "p" and (len(tag) < 2 or not is_hex64(tag[1])):
+        if tag[0] == "e" and (len(tag) < 2 or not is_hex64(tag[1])):
+            raise Rejected("invalid: e tag value must be 64-character lowercase hex")
+        if tag[0] == "p" and (len(tag) < 2 or not is_hex64(tag[1])):
             raise Rejected("invalid: p tag value must be 64-character lowercase hex")
-    if markers["root"] > 1 or markers["reply"] > 1:
+    markers = [marker for marker, _ in tags.thread_references(event.tags)]
+    if markers.count(tags.ROOT) > 1 or markers.count(tags.REPLY) > 1:
         raise Rejected("invalid: at most one root and one reply e tag are allowed")
 
 
 def thread_refs(event: Event) -> tuple[tuple[str, str], ...]:
-    if event.kind != MESSAGE:
-        return ()
-    return tuple(
-        (tag[3], tag[1])
-        for tag in event.tags
-        if tag[0] == "e" and len(tag) >= 4 and tag[3] in ("root", "reply")
-    )
+    """The references a message's channel must hold (§9.6); none for other kinds."""
+    return tags.thread_references(event.tags) if event.kind == Kind.MESSAGE else ()
 
 
 def plan(event: Event, cache: ChannelCache, now: int) -> ChannelPlan:
     """Check a channel-scoped event (after `check_static`) against current state."""
-    channel_id = next(tag[1] for tag in event.tags if tag[0] == "h")
-    if event.kind == CREATE:
+    channel_id = tags.channel_id(event.tags)
+    assert channel_id is not None  # check_static required exactly one h tag with a UUID
+    if event.kind == Kind.CREATE_CHANNEL:
         return _plan_create(event, channel_id, cache, now)
     channel = cache.get(channel_id)
     if channel is None:
         raise Rejected("invalid: unknown channel")
     if channel.archived and not (
-        event.kind == EDIT_METADATA and _tag(event, "archived") is not None
+        event.kind == Kind.EDIT_METADATA and _tag(event, "archived") is not None
     ):
         raise Rejected("invalid: channel is archived")
     role = channel.role_of(event.pubkey)
-    if event.kind == JOIN:
+    if event.kind == Kind.JOIN_REQUEST:
         if role is not None:
             raise Rejected("duplicate: already a member")
         if channel.is_private:
             raise Rejected("restricted: channel is private; ask an admin to add you")
         members = {**channel.members, event.pubkey: "member"}
-        return ChannelPlan(channel_id, channel.replace(members=members), (MEMBERS_KIND,))
+        return ChannelPlan(channel_id, channel.replace(members=members), (Kind.CHANNEL_MEMBERS,))
     if role is None:
         raise Rejected(NOT_A_MEMBER)
-    if event.kind == PUT_USER:
+    if event.kind == Kind.PUT_USER:
         return _plan_put_user(event, channel, role)
-    if event.kind == REMOVE_USER:
+    if event.kind == Kind.REMOVE_USER:
         return _plan_remove(event, channel, role, _single_p(event))
-    if event.kind == LEAVE:
+    if event.kind == Kind.LEAVE_REQUEST:
         if role == "owner":
             raise Rejected("restricted: the owner cannot leave the channel")
         return _plan_remove(event, channel, role, event.pubkey)
-    if event.kind == EDIT_METADATA:
+    if event.kind == Kind.EDIT_METADATA:
         return _plan_edit(event, channel, role, now)
     return ChannelPlan(channel_id, thread_refs=thread_refs(event))
 
 
 def _tag(event: Event, name: str) -> str | None:
-    for tag in event.tags:
-        if tag[0] == name:
-            return tag[1] if len(tag) >= 2 else ""
-    return None
+    """The first `name` tag's value, `""` when that tag has none, None without such a tag (a
+    present but empty field still counts, e.g. `["about"]` clears the about text)."""
+    found = tags.named(event.tags, name)
+    if not found:
+        return None
+    return found[0][1] if len(found[0]) >= 2 else ""
 
 
 def _valid_name(value: str) -> str:
@@ -180,11 +172,11 @@ def _plan_create(event: Event, channel_id: str, cache: ChannelCache, now: int) -
         create_event_id=event.id,
         members={event.pubkey: "owner"},
     )
-    return ChannelPlan(channel_id, channel, (METADATA_KIND, ADMINS_KIND, MEMBERS_KIND))
+    return ChannelPlan(channel_id, channel, CHANNEL_STATE_KINDS)
 
 
 def _single_p(event: Event) -> str:
-    p_tags = [tag for tag in event.tags if tag[0] == "p"]
+    p_tags = tags.named(event.tags, "p")
     if len(p_tags) != 1:
         raise Rejected("invalid: exactly one p tag is required")
     if len(p_tags[0]) < 2 or not is_hex64(p_tags[0][1]):
@@ -194,7 +186,7 @@ def _single_p(event: Event) -> str:
 
 def _plan_put_user(event: Event, channel: Channel, role: str) -> ChannelPlan:
     target = _single_p(event)
-    p_tag = next(tag for tag in event.tags if tag[0] == "p")
+    p_tag = tags.named(event.tags, "p")[0]
     new_role = (p_tag[2] if len(p_tag) > 2 else "") or "member"
     if new_role not in ("member", "bot", "admin"):
         raise Rejected("invalid: role must be member, bot or admin")
@@ -209,7 +201,9 @@ def _plan_put_user(event: Event, channel: Channel, role: str) -> ChannelPlan:
         return ChannelPlan(channel.channel_id)
     members = {**channel.members, target: new_role}
     admins_changed = "admin" in (current, new_role)
-    kinds = (ADMINS_KIND, MEMBERS_KIND) if admins_changed else (MEMBERS_KIND,)
+    kinds = (
+        (Kind.CHANNEL_ADMINS, Kind.CHANNEL_MEMBERS) if admins_changed else (Kind.CHANNEL_MEMBERS,)
+    )
     return ChannelPlan(channel.channel_id, channel.replace(members=members), kinds)
 
 
@@ -225,18 +219,21 @@ def _plan_remove(event: Event, channel: Channel, role: str, target: str) -> Chan
     if current is None:
         return ChannelPlan(channel.channel_id)
     members = {pk: r for pk, r in channel.members.items() if pk != target}
-    kinds = (ADMINS_KIND, MEMBERS_KIND) if current == "admin" else (MEMBERS_KIND,)
+    kinds = (
+        (Kind.CHANNEL_ADMINS, Kind.CHANNEL_MEMBERS)
+        if current == "admin"
+        else (Kind.CHANNEL_MEMBERS,)
+    )
     return ChannelPlan(channel.channel_id, channel.replace(members=members), kinds)
 
 
 def _plan_edit(event: Event, channel: Channel, role: str, now: int) -> ChannelPlan:
-    present = {name: _tag(event, name) for name in METADATA_FIELDS}
-    present = {name: value for name, value in present.items() if value is not None}
+    present = {name: value for name in METADATA_FIELDS if (value := _tag(event, name)) is not None}
     if not present:
         raise Rejected("invalid: no metadata fields to change")
     if role not in ("owner", "admin"):
         raise Rejected("restricted: only the owner or an admin can edit channel metadata")
-    changes: dict[str, object] = {}
+    changes: ChannelChanges = {}
     if "name" in present:
         changes["name"] = _valid_name(present["name"])
     if "about" in present:
@@ -256,10 +253,10 @@ def _plan_edit(event: Event, channel: Channel, role: str, now: int) -> ChannelPl
             changes["archived_at"] = now if archive else None
             if not archive:
                 changes["last_activity_at"] = now
-    changed = {k: v for k, v in changes.items() if getattr(channel, k) != v}
-    if not changed:
+    edited = channel.replace(**changes)
+    if edited == channel:
         return ChannelPlan(channel.channel_id)
-    return ChannelPlan(channel.channel_id, channel.replace(**changed), (METADATA_KIND,))
+    return ChannelPlan(channel.channel_id, edited, (Kind.CHANNEL_METADATA,))
 
 
 def archive_for_ttl(channel: Channel, now: int) -> Channel | None:

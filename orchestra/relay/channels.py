@@ -7,15 +7,14 @@ updated only after a commit, by the single writer task (storage/writes.py).
 import dataclasses
 import re
 from dataclasses import dataclass, field
-
-import asyncpg
+from typing import TypedDict, Unpack
 
 from orchestra.nostr.event import Event, sign_event
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.kinds import CHANNEL_STATE_KINDS, Kind
+from orchestra.relay.storage import DbConnection
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-STATE_KINDS = (39000, 39001, 39002)
-METADATA_KIND, ADMINS_KIND, MEMBERS_KIND = STATE_KINDS
 ROLE_ORDER = {"owner": 0, "admin": 1, "member": 2, "bot": 3}
 
 
@@ -45,8 +44,21 @@ class Channel:
     def admins(self) -> list[str]:
         return sorted(pk for pk, role in self.members.items() if role == "admin")
 
-    def replace(self, **changes: object) -> "Channel":
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+    def replace(self, **changes: Unpack["ChannelChanges"]) -> "Channel":
+        return dataclasses.replace(self, **changes)
+
+
+class ChannelChanges(TypedDict, total=False):
+    """What channel operations change: metadata edits, membership, archiving, activity."""
+
+    name: str
+    about: str
+    visibility: str
+    ttl_seconds: int | None
+    archived: bool
+    archived_at: int | None
+    last_activity_at: int
+    members: dict[str, str]
 
 
 class ChannelCache:
@@ -68,7 +80,7 @@ class ChannelCache:
             return True
         return reader is not None and reader in channel.members
 
-    async def load(self, connection: asyncpg.Connection, relay_pubkey: str) -> None:
+    async def load(self, connection: DbConnection, relay_pubkey: str) -> None:
         rows = await connection.fetch("SELECT * FROM channels")
         members: dict[str, dict[str, str]] = {}
         for row in await connection.fetch(
@@ -96,7 +108,7 @@ class ChannelCache:
         state_rows = await connection.fetch(
             "SELECT kind, d_tag, created_at FROM events WHERE pubkey = $1 AND kind = ANY($2::int[])",
             relay_pubkey,
-            list(STATE_KINDS),
+            list(CHANNEL_STATE_KINDS),
         )
         self.state_created_at = {(r["kind"], r["d_tag"]): r["created_at"] for r in state_rows}
 
@@ -131,11 +143,15 @@ def members_tags(channel: Channel) -> list[list[str]]:
     return [["d", channel.channel_id], *(["p", pubkey, role] for pubkey, role in ordered)]
 
 
-_TAG_BUILDERS = {METADATA_KIND: metadata_tags, ADMINS_KIND: admins_tags, MEMBERS_KIND: members_tags}
+_TAG_BUILDERS = {
+    Kind.CHANNEL_METADATA: metadata_tags,
+    Kind.CHANNEL_ADMINS: admins_tags,
+    Kind.CHANNEL_MEMBERS: members_tags,
+}
 
 
 def build_state_events(
-    channel: Channel, kinds: tuple[int, ...], relay_keys: Keys, cache: ChannelCache, now: int
+    channel: Channel, kinds: tuple[Kind, ...], relay_keys: Keys, cache: ChannelCache, now: int
 ) -> list[Event]:
     """Sign the new versions; `created_at` = max(now, previous + 1) so versions always order."""
     events = []

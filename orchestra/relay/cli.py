@@ -7,18 +7,19 @@ import logging
 import resource
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
 from orchestra.relay.config import ConfigError, RelayConfig, ignored_variables_set, load_config
 from orchestra.relay.embedded_db import EmbeddedPostgres
+from orchestra.relay.memory import manual_full_collections
 from orchestra.relay.server import DatabaseUnavailable, Relay, connect_pool
 from orchestra.relay.storage.migrate import migrate
 
 log = logging.getLogger("buzz.relay")
 
 EXIT_USAGE = 2
-EXIT_DATABASE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,7 +56,7 @@ def _setup_logging(level: str) -> None:
         logging.getLogger("websockets").setLevel(logging.WARNING)
 
 
-async def _with_database(config: RelayConfig, work) -> int:
+async def _with_database(config: RelayConfig, work: Callable[[str], Awaitable[int]]) -> int:
     embedded = EmbeddedPostgres(config.embedded_db_dir) if config.embedded_db_dir else None
     try:
         url = await embedded.start() if embedded else config.database_url
@@ -78,6 +79,7 @@ async def _serve(config: RelayConfig, url: str) -> int:
     _raise_open_file_limit()
     relay = Relay(config, url)
     await relay.start()
+    manual_full_collections()  # the process is the relay's alone
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -114,7 +116,10 @@ def main() -> None:
             public_urls=getattr(args, "public_urls", None),
             embedded_db_dir=getattr(args, "embedded_db", None),
         )
-    except (ConfigError, ValueError) as error:
+    except ConfigError as error:
+        print(f"buzz-relay: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+    except ValueError as error:  # a value the configuration model refuses
         print(f"buzz-relay: {error}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     _setup_logging(config.log_level)
@@ -123,12 +128,14 @@ def main() -> None:
         log.info("ignoring settings with no meaning for this relay: %s", ", ".join(ignored))
     if command == "serve" and config.public_urls is None:
         log.warning("BUZZ_RELAY_PUBLIC_URLS is unset: AUTH accepts any ws:// or wss:// relay URL")
-    work = (lambda url: _serve(config, url)) if command == "serve" else _migrate
+    work: Callable[[str], Awaitable[int]] = (
+        (lambda url: _serve(config, url)) if command == "serve" else _migrate
+    )
     try:
         code = asyncio.run(_with_database(config, work))
     except DatabaseUnavailable as error:
         print(f"buzz-relay: {error}", file=sys.stderr)
-        sys.exit(EXIT_DATABASE)
+        sys.exit(error.exit_code)
     except (OSError, asyncpg.PostgresError, RuntimeError) as error:
         print(f"buzz-relay: {error}", file=sys.stderr)
         sys.exit(1)

@@ -1,28 +1,35 @@
-"""One WebSocket connection: frame parsing, dispatch, authentication, subscriptions and a
-policed send queue (protocol.md §3, §5, §7, §14)."""
+"""One WebSocket connection: frame parsing, dispatch, authentication, subscriptions and the
+per-connection limits (protocol.md §3, §5, §7, §13, §14).
+
+Reading stops (backpressure) while the connection's unacknowledged writes or queued REQs are
+at their limit; rates answer `rate-limited:`; outbound frames go through the bounded outbox.
+"""
 
 import asyncio
-import json
+import contextlib
+import functools
 import logging
 import secrets
-import socket
-from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeVar
 
-import orjson
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
+from orchestra.nostr import wire
 from orchestra.nostr.event import kind_class
-from orchestra.nostr.filters import FilterError, parse_filter
+from orchestra.nostr.filters import Filter
 from orchestra.nostr.nip42 import AuthError, check_auth_event
 from orchestra.relay import channel_rules
-from orchestra.relay.fanout import Subscription, event_frame
+from orchestra.relay.fanout import Subscription
+from orchestra.relay.outbox import Outbox
 from orchestra.relay.outcome import AUTH_FIRST, INTERNAL_ERROR, NOT_A_MEMBER, Rejected, WriteResult
 from orchestra.relay.pipeline import validate_event
-from orchestra.relay.storage.queries import query_events
-from orchestra.relay.wire import dumps
+from orchestra.relay.quotas import PubkeyQuota
+from orchestra.relay.storage.writes import write_charge
+from orchestra.relay.stored import send_stored
+from orchestra.relay.throttle import Budget, LimitLog, TimeSlice
 
 if TYPE_CHECKING:
     from orchestra.relay.server import Relay
@@ -30,233 +37,234 @@ if TYPE_CHECKING:
 log = logging.getLogger("buzz.relay.connection")
 
 
-_UNPARSEABLE = object()
+T = TypeVar("T")
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
+class _Closed(Exception):
+    """The connection closed while its reading was paused."""
 
 
-def parse_frame(message: str) -> Any:
-    """orjson first; the stdlib parser only for what orjson refuses but JSON allows (lone
-    surrogate escapes, integers beyond 64 bits), so those get the precise `invalid:` replies."""
-    try:
-        return orjson.loads(message)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(message, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return _UNPARSEABLE
+def filter_values(f: Filter) -> int:
+    lists = (f.ids, f.authors, f.kinds, *f.tags.values())
+    return max(1, sum(len(values) for values in lists if values is not None))
 
 
-def _readable_id(obj: object) -> str | None:
-    if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-        return obj["id"]
-    return None
+def describe_peer(websocket: ServerConnection) -> str:
+    peer = websocket.remote_address
+    if not peer:
+        return "unknown peer"
+    host = str(peer[0])
+    return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
 
 
 class Connection:
     def __init__(self, relay: "Relay", websocket: ServerConnection) -> None:
         self.relay = relay
+        self.limits = relay.config.limits
         self.websocket = websocket
+        self.limit_log = LimitLog(f"connection {describe_peer(websocket)}")
+        self.outbox = Outbox(
+            websocket, self.limits.max_pending_send_bytes, relay.send_total, self.limit_log
+        )
         self.challenge = secrets.token_hex(32)
         self.pubkey: str | None = None
+        self.quota: PubkeyQuota | None = None
         self.subscriptions: dict[str, Subscription] = {}
-        self._outbox: deque[str] = deque()
-        self._pending_bytes = 0
-        self._wake = asyncio.Event()
-        self._closing = False
-        self._close_task: asyncio.Task[None] | None = None
+        self._filter_values = 0
+        self._writes = Budget(self.limits.max_pending_write_bytes)
+        self._stored_queue: asyncio.Queue[Subscription] = asyncio.Queue(
+            self.limits.max_pending_reqs
+        )
+        self._closed: asyncio.Future[None] | None = None
 
     # ---- outbound -------------------------------------------------------------------------
 
     def send(self, frame: str) -> None:
-        if self._closing:
-            return
-        self._outbox.append(frame)
-        self._pending_bytes += len(frame)
-        if self._pending_bytes > self.relay.config.limits.max_pending_send_bytes:
-            self._closing = True
-            self._outbox.clear()
-            log.warning("closing slow consumer %s", self.websocket.remote_address)
-            self._close_task = asyncio.create_task(
-                self.websocket.close(CloseCode.POLICY_VIOLATION, "slow consumer")
-            )
-        self._wake.set()
-
-    def notice(self, message: str) -> None:
-        self.send(dumps(["NOTICE", message]))
+        self.outbox.put(frame)
 
     def ok(self, event_id: str, accepted: bool, message: str) -> None:
-        self.send(dumps(["OK", event_id, accepted, message]))
+        self.send(wire.relay_ok(event_id, accepted, message))
 
     def closed(self, subid: str, message: str) -> None:
-        self.send(dumps(["CLOSED", subid, message]))
-
-    async def _sender(self) -> None:
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
-                # Several queued frames (e.g. the OKs of one group commit): let the kernel
-                # coalesce them into few segments instead of one per frame.
-                corked = len(self._outbox) > 1 and self._set_cork(True)
-                while self._outbox:
-                    frame = self._outbox.popleft()
-                    self._pending_bytes -= len(frame)
-                    await self.websocket.send(frame)
-                if corked:
-                    self._set_cork(False)
-        except ConnectionClosed:
-            self._closing = True
-
-    def _set_cork(self, on: bool) -> bool:
-        sock = self.websocket.transport.get_extra_info("socket")
-        if sock is None or not hasattr(socket, "TCP_CORK"):
-            return False
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1 if on else 0)
-        except OSError:
-            return False
-        return True
+        self.send(wire.relay_closed(subid, message))
 
     # ---- lifecycle ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        sender = asyncio.create_task(self._sender())
-        self.send(dumps(["AUTH", self.challenge]))
+        self._closed = asyncio.ensure_future(self.websocket.wait_closed())
+        sender = asyncio.create_task(self.outbox.run())
+        answerer = asyncio.create_task(self._answer_reqs())
+        deadline = asyncio.get_running_loop().call_later(
+            self.limits.auth_timeout_seconds, self._auth_deadline_passed
+        )
+        self.send(wire.relay_auth(self.challenge))
+        turn = TimeSlice()
         try:
             async for message in self.websocket:
-                if self._closing:
+                if self.outbox.closing:
                     break
                 await self.handle_frame(message)
-        except ConnectionClosed:
+                await turn.pause_if_due()
+        except (ConnectionClosed, _Closed):
             pass
         finally:
-            self._closing = True  # replies still due (pending writes) are dropped
+            self.outbox.finish()  # replies still due (pending writes) are dropped
+            self._closed.cancel()
+            deadline.cancel()
             for sub in self.subscriptions.values():
-                self.relay.index.remove(sub)
+                self.relay.fanout.unsubscribe(sub)
             self.subscriptions.clear()
+            answerer.cancel()
             sender.cancel()
+            if self.pubkey is not None:
+                self.relay.quotas.detach(self.pubkey)
+
+    async def _paused(self, wait: Awaitable[T]) -> T:
+        """Await `wait` (reading is paused meanwhile) unless the connection closes first."""
+        assert self._closed is not None
+        waiting = asyncio.ensure_future(wait)
+        await asyncio.wait((waiting, self._closed), return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done():
+            return waiting.result()
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        raise _Closed
+
+    def _auth_deadline_passed(self) -> None:
+        if self.pubkey is not None:
+            return
+        seconds = f"{self.limits.auth_timeout_seconds:g}"
+        self.limit_log.hit("auth_timeout_seconds", f"no AUTH within {seconds} s; closing 1008")
+        self.outbox.close(CloseCode.POLICY_VIOLATION, f"auth-required: no AUTH within {seconds} s")
 
     # ---- inbound --------------------------------------------------------------------------
 
-    async def handle_frame(self, message: str | bytes) -> None:
-        limits = self.relay.config.limits
-        if isinstance(message, bytes):
-            self.notice("invalid: binary frames are not supported")
-            return
-        if len(message) * 4 > limits.max_message_bytes:
-            size = len(message.encode("utf-8", "surrogatepass"))
-            if size > limits.max_message_bytes:
-                self.notice(
-                    f"invalid: message too large ({size} bytes > {limits.max_message_bytes})"
-                )
-                return
-        frame = parse_frame(message)
-        if frame is _UNPARSEABLE:
-            self.notice("invalid: could not parse message as JSON")
-            return
-        if not isinstance(frame, list) or not frame or not isinstance(frame[0], str):
-            self.notice("invalid: message must be a JSON array starting with a string")
+    async def handle_frame(self, frame: str | bytes) -> None:
+        try:
+            message = wire.parse_client_message(
+                frame,
+                max_message_bytes=self.limits.max_message_bytes,
+                max_subid_length=self.limits.max_subid_length,
+            )
+        except wire.FrameError as refusal:
+            self.send(refusal.reply())
             return
         try:
-            await self._dispatch(frame)
+            await self._dispatch(message, len(frame))
+        except _Closed:
+            raise
         except Exception:
-            log.exception("unexpected error while handling a %s frame", frame[0][:16])
-            self._internal_error(frame)
+            if self.limit_log.allows("internal error"):
+                kind = type(message).__name__.removeprefix("Client").upper()
+                log.exception("unexpected error while handling a %s frame", kind)
+            self._internal_error(message)
 
-    async def _dispatch(self, frame: list[Any]) -> None:
-        kind = frame[0]
-        if kind == "EVENT":
-            self.on_event(frame)
-        elif kind == "REQ":
-            await self.on_req(frame)
-        elif kind == "CLOSE":
-            self.on_close(frame)
-        elif kind == "AUTH":
-            self.on_auth(frame)
-        else:
-            self.notice(f"invalid: unknown message type: {kind}")
+    async def _dispatch(self, message: wire.ClientMessage, size: int) -> None:
+        match message:
+            case wire.ClientEvent():
+                await self.on_event(message, size)
+            case wire.ClientReq():
+                await self.on_req(message)
+            case wire.ClientClose(subid=subid):
+                self._unsubscribe(subid)
+            case wire.ClientAuth():
+                self.on_auth(message)
 
-    def _internal_error(self, frame: list[Any]) -> None:
+    def _internal_error(self, message: wire.ClientMessage) -> None:
         """Answer an unexpected failure in the form the message expects (§14)."""
-        target = frame[1] if len(frame) >= 2 else None
-        if frame[0] in ("EVENT", "AUTH") and _readable_id(target) is not None:
-            self.ok(_readable_id(target), False, INTERNAL_ERROR)  # type: ignore[arg-type]
-        elif frame[0] == "REQ" and isinstance(target, str):
-            self._unsubscribe(target)
-            self.closed(target, INTERNAL_ERROR)
-        else:
-            self.notice(INTERNAL_ERROR)
+        match message:
+            case (
+                wire.ClientEvent(readable_id=str(event_id))
+                | wire.ClientAuth(readable_id=str(event_id))
+            ):
+                self.ok(event_id, False, INTERNAL_ERROR)
+            case wire.ClientReq(subid=subid):
+                self._unsubscribe(subid)
+                self.closed(subid, INTERNAL_ERROR)
+            case _:
+                self.send(wire.relay_notice(INTERNAL_ERROR))
 
-    def on_event(self, frame: list[Any]) -> None:
-        obj = frame[1] if len(frame) >= 2 else None
-        event_id = _readable_id(obj)
-        if len(frame) != 2 or not isinstance(obj, dict):
-            self._refuse_event(event_id, "invalid: EVENT needs exactly one event object")
-            return
-        if self.pubkey is None:
+    async def on_event(self, message: wire.ClientEvent, size: int) -> None:
+        event_id = message.readable_id
+        if self.pubkey is None or self.quota is None:
             self._refuse_event(event_id, AUTH_FIRST)
             return
+        over_rate = self.quota.charge(size)
+        if over_rate is not None:
+            self.limit_log.hit("event rate", over_rate)
+            self._refuse_event(event_id, over_rate)
+            return
         try:
-            event = validate_event(obj, self.pubkey, self.relay.config.limits, self.relay.now())
-            if kind_class(event.kind) == "ephemeral":
-                if channel_rules.is_channel_scoped(event):
-                    channel_rules.plan(event, self.relay.cache, self.relay.now())
-                self.relay.index.publish(event)
-                self.ok(event.id, True, "")
-                return
+            event = validate_event(message.event, self.pubkey, self.limits, self.relay.now())
+            if kind_class(event.kind) == "ephemeral" and channel_rules.is_channel_scoped(event):
+                channel_rules.plan(event, self.relay.cache, self.relay.now())
         except Rejected as rejected:
             self._refuse_event(event_id, rejected.message)
             return
-        future = self.relay.writer.submit(event)
-        future.add_done_callback(lambda done: self._reply_written(event.id, done))
+        if kind_class(event.kind) == "ephemeral":
+            await self.relay.fanout.publish(event)
+            self.ok(event.id, True, "")
+            return
+        charge = write_charge(event)
+        if self._writes.would_wait(charge):
+            self.limit_log.hit(
+                "max_pending_write_bytes",
+                f"{self._writes.used} bytes of events await the writer; pausing reads",
+            )
+            await self._paused(self._writes.acquire(charge))
+        else:
+            await self._writes.acquire(charge)
+        submit = self.relay.writer.submit(self, event, charge)
+        try:
+            if self.relay.writer.budget.would_wait(charge):
+                self.limit_log.hit(
+                    "max_queued_write_bytes", "the writer's queue is full; pausing reads"
+                )
+                future = await self._paused(submit)
+            else:
+                future = await submit
+        except BaseException:
+            self._writes.release(charge)
+            raise
+        future.add_done_callback(lambda done: self._reply_written(event.id, charge, done))
 
-    def _reply_written(self, event_id: str, done: asyncio.Future[WriteResult]) -> None:
+    def _reply_written(self, event_id: str, charge: int, done: asyncio.Future[WriteResult]) -> None:
+        self._writes.release(charge)
         result = done.result() if not done.cancelled() else WriteResult(False, INTERNAL_ERROR)
         self.ok(event_id, result.accepted, result.message)
 
     def _refuse_event(self, event_id: str | None, message: str) -> None:
-        if event_id is None:
-            self.notice(message)
-        else:
-            self.ok(event_id, False, message)
+        self.send(wire.relay_refusal(message, event_id=event_id))
 
-    async def on_req(self, frame: list[Any]) -> None:
-        limits = self.relay.config.limits
-        subid = frame[1] if len(frame) >= 2 else None
-        if not isinstance(subid, str):
-            self.notice("invalid: REQ needs a subscription id string")
-            return
-        if not 1 <= len(subid) <= limits.max_subid_length:
-            self.closed(
-                subid, f"invalid: subscription id must be 1-{limits.max_subid_length} characters"
-            )
-            return
+    async def on_req(self, message: wire.ClientReq) -> None:
+        limits = self.limits
+        subid = message.subid
         if self.pubkey is None:
             self.closed(subid, AUTH_FIRST)
             return
-        raw_filters = frame[2:]
-        if not raw_filters:
-            self.closed(subid, "invalid: REQ needs at least one filter")
-            return
-        if len(raw_filters) > limits.max_filters_per_req:
-            self.closed(subid, f"invalid: too many filters (max {limits.max_filters_per_req})")
-            return
         try:
-            filters = [
-                parse_filter(obj, max_values=limits.max_filter_values, max_limit=limits.max_limit)
-                for obj in raw_filters
-            ]
-        except FilterError as error:
-            self.closed(subid, str(error))
+            filters = message.parse_filters(
+                max_filters=limits.max_filters_per_req,
+                max_values=limits.max_filter_values,
+                max_limit=limits.max_limit,
+            )
+        except wire.FrameError as refusal:
+            self.send(refusal.reply())
             return
-        if subid not in self.subscriptions and len(self.subscriptions) >= limits.max_subscriptions:
+        replaced = self.subscriptions.get(subid)
+        if replaced is None and len(self.subscriptions) >= limits.max_subscriptions:
+            self.limit_log.hit("max_subscriptions", f"{limits.max_subscriptions} subscriptions")
             self.closed(
                 subid, f"restricted: too many subscriptions (max {limits.max_subscriptions})"
             )
+            return
+        values = sum(filter_values(f) for f in filters)
+        held = self._filter_values - (self._values_of(replaced) if replaced else 0)
+        if held + values > limits.max_filter_values_per_connection:
+            cap = limits.max_filter_values_per_connection
+            self.limit_log.hit("max_filter_values_per_connection", f"{cap} filter values")
+            self.closed(subid, f"restricted: too many filter values on this connection (max {cap})")
             return
         for f in filters:
             for channel_id in f.tags.get("h", ()):
@@ -264,45 +272,67 @@ class Connection:
                     self.closed(subid, NOT_A_MEMBER)
                     return
         self._unsubscribe(subid)
-        sub = Subscription(subid, filters, self.pubkey, self.send)
+        sub = Subscription(subid, filters, self.pubkey, self.outbox)
         self.subscriptions[subid] = sub
-        self.relay.index.add(sub)
-        try:
-            rows = await query_events(self.relay.pool, filters, self.pubkey)
-        except Exception:
-            log.exception("query for subscription failed")
-            self._unsubscribe(subid)
-            self.closed(subid, INTERNAL_ERROR)
-            return
-        if self.subscriptions.get(subid) is not sub:
-            return  # closed or replaced while the query ran
-        sent = set()
-        for raw, event_id, _ in rows:
-            sent.add(event_id)
-            self.send(event_frame(subid, raw))
-        self.send(dumps(["EOSE", subid]))
-        pending, sub.pending = sub.pending or [], None
-        for event_id, raw in pending:
-            if event_id not in sent:
-                self.send(event_frame(subid, raw))
+        self._filter_values += values
+        self.relay.fanout.subscribe(sub)
+        if self._stored_queue.full():
+            self.limit_log.hit(
+                "max_pending_reqs", f"{limits.max_pending_reqs} REQs await results; pausing reads"
+            )
+            await self._paused(self._stored_queue.put(sub))
+        else:
+            self._stored_queue.put_nowait(sub)
+
+    @staticmethod
+    def _values_of(sub: Subscription) -> int:
+        return sum(filter_values(f) for f in sub.filters)
+
+    async def _answer_reqs(self) -> None:
+        """Send stored results, one REQ at a time in arrival order, then EOSE and the live
+        matches held back meanwhile (no gap, no duplicate: §5.3)."""
+        while True:
+            sub = await self._stored_queue.get()
+            if not self._is_current(sub):
+                continue
+            try:
+                sent = await send_stored(
+                    self.relay.pool,
+                    sub.filters,
+                    self.pubkey,
+                    self.outbox,
+                    sub.frame_prefix,
+                    functools.partial(self._is_current, sub),
+                )
+            except Exception as error:
+                if self.limit_log.allows("query failed"):
+                    log.warning("stored results for a subscription failed: %s", error)
+                if self._is_current(sub):
+                    self._unsubscribe(sub.subid)
+                    self.closed(sub.subid, INTERNAL_ERROR)
+                continue
+            if sent is None:
+                continue  # closed or replaced meanwhile
+            self.send(wire.relay_eose(sub.subid))
+            for event_id, raw in sub.take_pending():
+                if event_id not in sent:
+                    self.outbox.put_event(sub.frame_prefix, raw)
+
+    def _is_current(self, sub: Subscription) -> bool:
+        """Whether `sub` is still open (not closed, nor replaced by a REQ with its id)."""
+        return self.subscriptions.get(sub.subid) is sub
 
     def _unsubscribe(self, subid: str) -> None:
         sub = self.subscriptions.pop(subid, None)
         if sub is not None:
-            self.relay.index.remove(sub)
+            self._filter_values -= self._values_of(sub)
+            self.relay.fanout.unsubscribe(sub)
 
-    def on_close(self, frame: list[Any]) -> None:
-        if len(frame) >= 2 and isinstance(frame[1], str):
-            self._unsubscribe(frame[1])
-        else:
-            self.notice("invalid: CLOSE needs a subscription id string")
-
-    def on_auth(self, frame: list[Any]) -> None:
-        obj = frame[1] if len(frame) >= 2 else None
-        event_id = _readable_id(obj) or ""
+    def on_auth(self, message: wire.ClientAuth) -> None:
+        event_id = message.readable_id or ""
         try:
             event = check_auth_event(
-                obj,
+                message.event,
                 challenge=self.challenge,
                 accepted_urls=list(self.relay.config.public_urls)
                 if self.relay.config.public_urls
@@ -317,5 +347,7 @@ class Connection:
                 event.id, False, "restricted: connection is already authenticated as another pubkey"
             )
             return
-        self.pubkey = event.pubkey
+        if self.pubkey is None:
+            self.pubkey = event.pubkey
+            self.quota = self.relay.quotas.attach(event.pubkey)
         self.ok(event.id, True, "")

@@ -16,6 +16,10 @@ to the data.
 * **Lifetime.** The server is this process's child in its own process group; `tied` (the
   default) makes the kernel kill it when this process dies (`orchestra.processes.tied`). A
   server already running on the directory is attached to, not started.
+* **Ctrl-C.** The terminal signals its whole foreground process group. The short programs
+  (initdb, single-user postgres) run in a worker thread with SIGINT blocked, which they inherit,
+  so none is killed halfway; the server runs in its own session. A start whose caller is
+  cancelled meanwhile (Ctrl-C under `asyncio.run`) stops the server it started.
 """
 
 from __future__ import annotations
@@ -88,6 +92,21 @@ def _quote_ident(name: str) -> str:
 
 def _fingerprint(password: str) -> str:
     return hashlib.sha256(password.encode()).hexdigest()
+
+
+def _shielded_from_ctrl_c(function: Callable[[], T]) -> T:
+    """Run `function` in this worker thread with SIGINT blocked.
+
+    The programs it starts (initdb, single-user postgres) inherit the mask, so a Ctrl-C on the
+    terminal, which signals the whole foreground process group, no longer kills one of them
+    halfway (a traceback, a half-prepared cluster); the orchestrator's own handler sees the
+    interrupt in the main thread and stops the run once the server is up or down.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return function()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class EmbeddedPostgres:
@@ -169,12 +188,35 @@ class EmbeddedPostgres:
         return self.database_url
 
     async def start(self) -> str:
+        """`start_sync`'s work without blocking the loop: the directory is prepared in a worker
+        thread shielded from Ctrl-C, the server spawned on the loop's thread. A thread cannot be
+        stopped halfway: when the caller is cancelled meanwhile, wait for it; a server this call
+        started is stopped when the start does not complete, so none outlives the command that
+        was interrupted."""
         self._forget_dead()
-        if self.pid is None and not await asyncio.to_thread(self._prepare):
-            self._spawn()
-            while not self._ready():  # noqa: ASYNC110 - postgres tells readiness in a file only
+        spawned = False
+        if self.pid is None:
+            preparing = asyncio.ensure_future(
+                asyncio.to_thread(_shielded_from_ctrl_c, self._prepare)
+            )
+            try:
+                attached = await asyncio.shield(preparing)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await preparing
+                raise
+            if not attached:
+                self._spawn()
+                spawned = True
+        try:
+            # postgres tells readiness in a file only
+            while spawned and not self._ready():  # noqa: ASYNC110
                 await asyncio.sleep(POLL_SECONDS)
-        await self.create_database(self.database, exist_ok=True)
+            await self.create_database(self.database, exist_ok=True)
+        except BaseException:
+            if spawned and self.process is not None:
+                await self.stop()
+            raise
         return self.database_url
 
     def stop_sync(self) -> bool:

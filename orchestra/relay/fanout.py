@@ -1,93 +1,108 @@
-"""Live subscriptions and fan-out (protocol.md §5.4, §15.4)."""
+"""Live subscriptions and the fan-out stage (protocol.md §5.4, §15.4).
 
-import itertools
+The writer hands every committed event (and connections every ephemeral one) to `Fanout`,
+whose own task delivers them in commit order to the subscriptions the index names, after the
+read check of §10. Delivery only appends to the subscriber's outbox, so a slow reader never
+holds up the writer or the other readers.
+"""
+
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from orchestra.nostr import wire
 from orchestra.nostr.event import Event
 from orchestra.nostr.filters import Filter
 from orchestra.relay.access import can_read, event_channel_id
 from orchestra.relay.channels import ChannelCache
-from orchestra.relay.wire import dumps
+from orchestra.relay.index import Entry, SubscriptionIndex
+from orchestra.relay.outbox import Outbox
+from orchestra.relay.throttle import TimeSlice
 
 log = logging.getLogger("buzz.relay.fanout")
 
-
-def event_frame(subid: str, raw: str) -> str:
-    return '["EVENT",' + dumps(subid) + "," + raw + "]"
+MAX_QUEUED_EVENTS = 10_000
 
 
 @dataclass(eq=False)
 class Subscription:
-    """One REQ of one connection. While `pending` is a list, live matches are buffered there
-    (the stored results are still being sent) instead of being delivered."""
+    """One REQ of one connection. While `pending` is a list, live matches are held there (the
+    stored results are still being sent) and counted against the connection's outbox."""
 
     subid: str
     filters: list[Filter]
     reader: str | None
-    send: Callable[[str], None]
-    channel_keys: frozenset[str] = frozenset()
+    outbox: Outbox
+    entries: list[Entry["Subscription"]] = field(default_factory=list)
     pending: list[tuple[str, str]] | None = field(default_factory=list)
+    pending_bytes: int = 0
     frame_prefix: str = ""
 
     def __post_init__(self) -> None:
-        self.frame_prefix = '["EVENT",' + dumps(self.subid) + ","
+        self.frame_prefix = wire.relay_event_prefix(self.subid)
 
     def deliver(self, event: Event) -> None:
-        if self.pending is not None:
+        if self.pending is None:
+            self.outbox.put_event(self.frame_prefix, event.raw)
+        elif self.outbox.hold(len(event.raw)):
             self.pending.append((event.id, event.raw))
-        else:
-            self.send(self.frame_prefix + event.raw + "]")
+            self.pending_bytes += len(event.raw)
+
+    def take_pending(self) -> list[tuple[str, str]]:
+        """End holding back: the held matches, oldest first; later ones are delivered."""
+        pending, self.pending = self.pending or [], None
+        self.outbox.unhold(self.pending_bytes)
+        self.pending_bytes = 0
+        return pending
 
 
-def channel_keys_of(filters: list[Filter]) -> frozenset[str]:
-    """Channels to index a subscription under; empty when some filter has no `#h`."""
-    keys: set[str] = set()
-    for f in filters:
-        values = f.tags.get("h")
-        if values is None:
-            return frozenset()
-        keys.update(values)
-    return frozenset(keys)
-
-
-class SubscriptionIndex:
-    def __init__(self, cache: ChannelCache) -> None:
+class Fanout:
+    def __init__(
+        self, cache: ChannelCache, clock: Callable[[], int], lower_limit_seconds: int
+    ) -> None:
         self._cache = cache
-        self._by_channel: dict[str, set[Subscription]] = {}
-        self._unscoped: set[Subscription] = set()
+        self._clock = clock
+        self.index: SubscriptionIndex[Subscription] = SubscriptionIndex(lower_limit_seconds)
+        self._queue: asyncio.Queue[Event] = asyncio.Queue(MAX_QUEUED_EVENTS)
 
-    def __len__(self) -> int:
-        return len(self._unscoped) + sum(len(subs) for subs in self._by_channel.values())
+    def subscribe(self, sub: Subscription) -> None:
+        now = self._clock()
+        for f in sub.filters:
+            if f.matches_nothing():
+                continue
+            entry = self.index.add(sub, f, now)
+            if entry is not None:
+                sub.entries.append(entry)
 
-    def add(self, sub: Subscription) -> None:
-        sub.channel_keys = channel_keys_of(sub.filters)
-        if not sub.channel_keys:
-            self._unscoped.add(sub)
-        for key in sub.channel_keys:
-            self._by_channel.setdefault(key, set()).add(sub)
+    def unsubscribe(self, sub: Subscription) -> None:
+        for entry in sub.entries:
+            self.index.remove(entry)
+        sub.entries.clear()
+        sub.take_pending()
 
-    def remove(self, sub: Subscription) -> None:
-        self._unscoped.discard(sub)
-        for key in sub.channel_keys:
-            subs = self._by_channel.get(key)
-            if subs is not None:
-                subs.discard(sub)
-                if not subs:
-                    del self._by_channel[key]
+    async def publish(self, event: Event) -> None:
+        """Queue a committed (or ephemeral) event for delivery; waits while the queue is full."""
+        await self._queue.put(event)
 
-    def publish(self, event: Event) -> None:
-        """Deliver a committed (or ephemeral) event to every matching subscription allowed to read it."""
+    async def run(self) -> None:
+        turn = TimeSlice()
+        while True:
+            self.deliver(await self._queue.get())
+            await turn.pause_if_due()
+
+    def deliver(self, event: Event) -> None:
+        """Deliver to every matching subscription allowed to read the event."""
+        self.index.advance(self._clock())
         channel_id = event_channel_id(event)
-        h_value = event.first_tag_value("h")
-        # A subscription is either unscoped or indexed by channel, never both.
-        scoped = self._by_channel.get(h_value, ()) if h_value is not None else ()
-        for sub in itertools.chain(self._unscoped, scoped):
+        done: set[Subscription] = set()
+        for entry in self.index.candidates(event):
+            sub = entry.owner
+            if sub is None or sub in done or not entry.filter.matches(event):
+                continue
+            done.add(sub)
             try:
-                if any(f.matches(event) for f in sub.filters) and can_read(
-                    sub.reader, event, channel_id, self._cache
-                ):
+                if can_read(sub.reader, event, channel_id, self._cache):
                     sub.deliver(event)
             except Exception:  # one broken subscriber must not stop delivery to the others
                 log.exception("delivery to subscription %r failed", sub.subid)

@@ -1,6 +1,7 @@
 """Plain HTTP on the relay port (protocol.md §1.3-§1.4): NIP-11, health checks, 404."""
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -9,7 +10,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from orchestra.relay.channels import STATE_KINDS
+from orchestra.nostr.kinds import CHANNEL_KINDS, CHANNEL_STATE_KINDS, Kind
 
 if TYPE_CHECKING:
     from orchestra.relay.server import Relay
@@ -55,9 +56,19 @@ def relay_information(relay: "Relay") -> dict[str, Any]:
             "max_filters_per_req": limits.max_filters_per_req,
             "max_filter_values": limits.max_filter_values,
             "auth_window_seconds": limits.auth_window_seconds,
-            "channel_kinds": [9, 9000, 9001, 9002, 9007, 9021, 9022],
-            "state_kinds": list(STATE_KINDS),
-            "memory_kind": 30174,
+            "auth_timeout_seconds": limits.auth_timeout_seconds,
+            "max_connections": relay.admission.max_total,
+            "max_connections_per_ip": limits.max_connections_per_ip,
+            "max_events_per_second": limits.max_events_per_second,
+            "max_event_bytes_per_second": limits.max_event_bytes_per_second,
+            "max_pending_send_bytes": limits.max_pending_send_bytes,
+            "max_pending_send_bytes_total": limits.max_pending_send_bytes_total,
+            "max_pending_write_bytes": limits.max_pending_write_bytes,
+            "max_pending_reqs": limits.max_pending_reqs,
+            "max_filter_values_per_connection": limits.max_filter_values_per_connection,
+            "channel_kinds": list(CHANNEL_KINDS),
+            "state_kinds": list(CHANNEL_STATE_KINDS),
+            "memory_kind": Kind.MEMORY,
         },
     }
 
@@ -78,14 +89,16 @@ def _json(status: int, reason: str, payload: dict[str, Any]) -> Response:
 async def readiness(relay: "Relay") -> Response:
     try:
         async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
-            await relay.pool.fetchval("SELECT 1")
+            await relay.write_pool.fetchval("SELECT 1")
     except Exception as error:  # any failure means "not ready"; the reason is reported
         reason = str(error) or type(error).__name__
         return _json(503, "Service Unavailable", {"status": "unavailable", "error": reason})
     return _json(200, "OK", {"status": "ready"})
 
 
-def make_process_request(relay: "Relay"):
+def make_process_request(
+    relay: "Relay",
+) -> Callable[[ServerConnection, Request], Awaitable[Response | None]]:
     async def process_request(connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         if path == "/_readiness":
@@ -95,6 +108,7 @@ def make_process_request(relay: "Relay"):
         if path != "/":
             return _response(404, "Not Found", "text/plain", b"Not found\n")
         if "websocket" in request.headers.get("Upgrade", "").lower():
+            await relay.handshakes.wait_turn()
             return None
         if "application/nostr+json" in request.headers.get("Accept", ""):
             return _response(

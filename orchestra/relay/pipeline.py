@@ -2,20 +2,17 @@
 
 import orjson
 
+from orchestra.nostr import tags
 from orchestra.nostr.event import Event, EventError, check_id_and_signature, parse_event
 from orchestra.nostr.hexutil import is_hex64
-from orchestra.nostr.memory import MEMORY_KIND
-from orchestra.nostr.nip42 import AUTH_KIND
+from orchestra.nostr.kinds import RELAY_ONLY_KINDS, UNSUPPORTED_CHANNEL_OPERATIONS, Kind
 from orchestra.nostr.nip44 import is_v2_payload_shape
 from orchestra.relay import channel_rules
 from orchestra.relay.config import Limits
 from orchestra.relay.outcome import Rejected
 
-RELAY_ONLY_KINDS = range(39000, 39010)
-PROFILE_KIND = 0
 
-
-def validate_event(obj: dict, author: str, limits: Limits, now: int) -> Event:
+def validate_event(obj: object, author: str, limits: Limits, now: int) -> Event:
     """Return the verified event, or raise `Rejected` with the exact `OK false` message."""
     try:
         event = parse_event(obj, verify=False, max_event_bytes=limits.max_event_bytes)
@@ -23,7 +20,7 @@ def validate_event(obj: dict, author: str, limits: Limits, now: int) -> Event:
         raise Rejected(str(error)) from None
     if event.pubkey != author:
         raise Rejected("restricted: event pubkey does not match the authenticated pubkey")
-    if event.kind == AUTH_KIND:
+    if event.kind == Kind.AUTH:
         raise Rejected("invalid: AUTH events must be sent with the AUTH message")
     if event.kind in RELAY_ONLY_KINDS:
         raise Rejected("restricted: relay-only kind")
@@ -41,17 +38,17 @@ def validate_event(obj: dict, author: str, limits: Limits, now: int) -> Event:
 
 def check_kind_rules(event: Event) -> None:
     """Kind rules that need no stored state: channel tag shapes, memory (§11.1), profiles (§12)."""
-    if channel_rules.is_channel_scoped(event) or event.kind in channel_rules.UNSUPPORTED_OPERATIONS:
+    if channel_rules.is_channel_scoped(event) or event.kind in UNSUPPORTED_CHANNEL_OPERATIONS:
         channel_rules.check_static(event)
-    if event.kind == MEMORY_KIND:
-        d_tags = [tag for tag in event.tags if tag[0] == "d"]
+    if event.kind == Kind.MEMORY:
+        d_tags = tags.named(event.tags, "d")
         if len(d_tags) != 1 or len(d_tags[0]) < 2 or not is_hex64(d_tags[0][1]):
             raise Rejected(
                 "invalid: agent memory events need exactly one d tag of 64 lowercase hex"
             )
         if not is_v2_payload_shape(event.content):
             raise Rejected("invalid: agent memory content must be NIP-44 v2 ciphertext")
-    elif event.kind == PROFILE_KIND:
+    elif event.kind == Kind.PROFILE:
         try:
             profile = orjson.loads(event.content)
         except orjson.JSONDecodeError:

@@ -2,10 +2,13 @@
 
 A metric's pass count is the number of scored trials in which it held (≥ 1.0 − 1e-9), out of
 the scored trials that carried it. A metric regressed when the candidate's pass rate is lower
-than the baseline's; a task regressed when any of its metrics did, or when the baseline scored
-it and the candidate has no scored trial left to show the contract holds. With more than one
-scored trial on a side, each change carries a one-sided Fisher exact p-value and Wilson 95%
-intervals, so a reader can tell a real regression from sampling noise at small k.
+than the baseline's; each change carries a one-sided Fisher exact p-value (and, with more than
+one scored trial on a side, Wilson 95% intervals), and a regression is **significant** when its
+p-value is at most α. A task regressed when any of its metrics did. A baseline task is
+**missing** from the candidate when the candidate has no scored trial of it (not run, or only
+errors and cancellations): nothing shows the contract still holds. The exit code fails (3)
+only on a significant regression or a missing task, so sampling noise at small k never fails
+a nightly, and a candidate that lost tasks always does.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import read_json_object
+from orchestra.plural import plural
 from orchestra.report.report_json import build_report
 from orchestra.report.stats import fisher_exact_greater, fisher_exact_less, wilson_interval
 
@@ -23,6 +27,10 @@ ALPHA = 0.05
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
+MISSING = "missing"
+UNSCORED = "unscored"
+#: Fisher p-values are sums of floats; 3/3 → 0/3 must come out exactly at α = 0.05.
+P_VALUE_TOLERANCE = 1e-12
 
 
 class CompareInputError(Exception):
@@ -43,6 +51,7 @@ class MetricChange:
     candidate: tuple[int, int] | None
     change: str  # regression, improvement, unchanged, metric-added, metric-removed
     p_value: float | None = None
+    significant: bool = False  # a regression with p-value ≤ α
     baseline_interval: tuple[float, float] | None = None
     candidate_interval: tuple[float, float] | None = None
     note: str = ""
@@ -56,9 +65,18 @@ class TaskComparison:
     note: str = ""
     metrics: list[MetricChange] = field(default_factory=list)
 
+    @property
+    def significant(self) -> bool:
+        return any(metric.significant for metric in self.metrics)
+
+    @property
+    def lost(self) -> bool:
+        """The candidate has no scored trial of a baseline task (§ module docstring)."""
+        return self.status in (MISSING, UNSCORED)
+
 
 def load_side(path: Path) -> Side:
-    """A job directory (the report is built from it) or a saved report.json."""
+    """A run or job directory (the report is built from it) or a saved report.json."""
     if path.is_file():
         report = read_json_object(path)
         if report is None or not isinstance(report.get("conditions"), list):
@@ -68,7 +86,7 @@ def load_side(path: Path) -> Side:
         report = build_report([path])
         label = ", ".join(job["name"] for job in report["jobs"])
     else:
-        raise CompareInputError(f"{path}: no such job directory or report file")
+        raise CompareInputError(f"{path}: no such run or job directory or report file")
     try:
         conditions = report["conditions"]
         if len(conditions) != 1:
@@ -91,7 +109,10 @@ def _fmt_interval(interval: tuple[float, float]) -> str:
 
 
 def compare_metric(
-    metric: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
+    metric: str,
+    baseline: dict[str, Any] | None,
+    candidate: dict[str, Any] | None,
+    alpha: float = ALPHA,
 ) -> MetricChange:
     if baseline is None or candidate is None:
         counts = baseline or candidate or {}
@@ -108,34 +129,34 @@ def compare_metric(
     b_rate, c_rate = b_pass / b_n, c_pass / c_n
     change = REGRESSION if c_rate < b_rate else IMPROVEMENT if c_rate > b_rate else UNCHANGED
     result = MetricChange(metric, (b_pass, b_n), (c_pass, c_n), change)
-    if b_n == 1 and c_n == 1:
-        if change != UNCHANGED:
-            result.note = "single attempt on each side: no significance test possible"
-        return result
-    result.baseline_interval = wilson_interval(b_pass, b_n)
-    result.candidate_interval = wilson_interval(c_pass, c_n)
+    intervals = None
+    if not (b_n == 1 and c_n == 1):
+        intervals = wilson_interval(b_pass, b_n), wilson_interval(c_pass, c_n)
+        result.baseline_interval, result.candidate_interval = intervals
     if change == UNCHANGED:
         return result
     test = fisher_exact_less if change == REGRESSION else fisher_exact_greater
     result.p_value = test(c_pass, c_n, b_pass, b_n)
-    verdict = (
-        f"significant at α={ALPHA}"
-        if result.p_value < ALPHA
-        else "not significant: may be sampling noise"
-    )
-    result.note = (
-        f"Fisher one-sided p={result.p_value:.3f} ({verdict}); Wilson 95% "
-        f"{_fmt_interval(result.baseline_interval)} → {_fmt_interval(result.candidate_interval)}"
-    )
+    held = result.p_value <= alpha + P_VALUE_TOLERANCE
+    result.significant = change == REGRESSION and held
+    verdict = f"significant at α={alpha:g}" if held else f"not significant at α={alpha:g}"
+    result.note = f"Fisher one-sided p={result.p_value:.3f} ({verdict})"
+    if intervals is None:
+        result.note += "; a single attempt on each side: p is never below 0.5"
+    else:
+        result.note += f"; Wilson 95% {_fmt_interval(intervals[0])} → {_fmt_interval(intervals[1])}"
     return result
 
 
 def compare_task(
-    name: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
+    name: str,
+    baseline: dict[str, Any] | None,
+    candidate: dict[str, Any] | None,
+    alpha: float = ALPHA,
 ) -> TaskComparison:
     if candidate is None:
         assert baseline is not None
-        return TaskComparison(name, baseline["layer"], "missing", "not run by the candidate")
+        return TaskComparison(name, baseline["layer"], MISSING, "not run by the candidate")
     if baseline is None:
         return TaskComparison(name, candidate["layer"], "new", "not run by the baseline")
     layer = str(candidate["layer"])
@@ -143,13 +164,13 @@ def compare_task(
         return TaskComparison(
             name,
             layer,
-            "unscored",
+            UNSCORED,
             f"the baseline scored {baseline['scored']} trial(s); the candidate none "
             f"({candidate['errors']} error(s), {candidate['cancelled']} cancelled)",
         )
     b_metrics, c_metrics = baseline.get("metrics", {}), candidate.get("metrics", {})
     names = sorted(set(b_metrics) | set(c_metrics), key=lambda m: (m != "reward", m))
-    metrics = [compare_metric(m, b_metrics.get(m), c_metrics.get(m)) for m in names]
+    metrics = [compare_metric(m, b_metrics.get(m), c_metrics.get(m), alpha) for m in names]
     changes = {m.change for m in metrics}
     status = (
         REGRESSION
@@ -161,31 +182,33 @@ def compare_task(
     return TaskComparison(name, layer, status, metrics=metrics)
 
 
-def compare_sides(baseline: Side, candidate: Side) -> dict[str, Any]:
+def compare_sides(baseline: Side, candidate: Side, alpha: float = ALPHA) -> dict[str, Any]:
     names = sorted(set(baseline.tasks) | set(candidate.tasks))
-    tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n)) for n in names]
-    regressed = [t.task for t in tasks if t.status in (REGRESSION, "unscored")]
+    tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n), alpha) for n in names]
     return {
         "baseline": {"label": baseline.label, "condition": baseline.condition},
         "candidate": {"label": candidate.label, "condition": candidate.condition},
-        "regressed_tasks": regressed,
+        "alpha": alpha,
+        "regressed_tasks": [t.task for t in tasks if t.status == REGRESSION],
+        "significant_regressions": [t.task for t in tasks if t.significant],
+        "missing_tasks": [t.task for t in tasks if t.lost],
         "improved_tasks": [t.task for t in tasks if t.status == IMPROVEMENT],
         "tasks": [asdict(t) for t in tasks],
     }
 
 
-def compare_paths(baseline: Path, candidate: Path) -> dict[str, Any]:
+def compare_paths(baseline: Path, candidate: Path, alpha: float = ALPHA) -> dict[str, Any]:
     sides = load_side(baseline), load_side(candidate)
     try:
-        return compare_sides(*sides)
+        return compare_sides(*sides, alpha=alpha)
     except (KeyError, TypeError, ValueError) as error:
         # Job directories always give well-formed task summaries; a hand-edited report.json may not.
         raise CompareInputError(f"malformed report: task summary lacks {error!r}") from None
 
 
 def exit_code(comparison: dict[str, Any]) -> int:
-    """0 when no task regressed, 3 when any did."""
-    return 3 if comparison["regressed_tasks"] else 0
+    """3 on a significant regression or a baseline task missing from the candidate, else 0."""
+    return 3 if comparison["significant_regressions"] or comparison["missing_tasks"] else 0
 
 
 # --- output formats ----------------------------------------------------------------------------
@@ -202,12 +225,33 @@ def _changed_metrics(task: dict[str, Any]) -> list[dict[str, Any]]:
 def _headline(comparison: dict[str, Any]) -> str:
     statuses = [t["status"] for t in comparison["tasks"]]
     parts = [
-        f"{len(comparison['regressed_tasks'])} task(s) regressed",
+        f"{plural(len(comparison['regressed_tasks']), 'task')} regressed "
+        f"({len(comparison['significant_regressions'])} significant at "
+        f"α={comparison['alpha']:g})",
         f"{statuses.count(IMPROVEMENT)} improved",
         f"{statuses.count(UNCHANGED)} unchanged",
     ]
-    parts += [f"{statuses.count(s)} {s}" for s in ("missing", "new") if s in statuses]
+    parts += [f"{statuses.count(s)} {s}" for s in (UNSCORED, MISSING, "new") if s in statuses]
     return ", ".join(parts)
+
+
+def verdict(comparison: dict[str, Any]) -> str:
+    """Why the exit code is what it is, naming the tasks that make it fail."""
+    regressions, missing = comparison["significant_regressions"], comparison["missing_tasks"]
+    failing = [
+        f"{what}: {', '.join(tasks)}"
+        for what, tasks in (
+            (plural(len(regressions), "significant regression"), regressions),
+            (f"{plural(len(missing), 'task')} missing from the candidate", missing),
+        )
+        if tasks
+    ]
+    if failing:
+        return "exit 3: " + "; ".join(failing)
+    return (
+        f"exit 0: no regression significant at α={comparison['alpha']:g} "
+        "and no baseline task missing from the candidate"
+    )
 
 
 def _sides_lines(comparison: dict[str, Any]) -> list[str]:
@@ -236,6 +280,7 @@ def format_text(comparison: dict[str, Any]) -> str:
                 + (f"  ({metric['note']})" if metric["note"] else "")
             )
     lines.append(f"result: {_headline(comparison)}")
+    lines.append(verdict(comparison))
     return "\n".join(lines) + "\n"
 
 
@@ -246,7 +291,8 @@ def _md(text: str) -> str:
 def format_markdown(comparison: dict[str, Any]) -> str:
     lines = ["## Benchmark comparison", ""]
     lines += [f"- {_md(line)}" for line in _sides_lines(comparison)]
-    lines += [f"- **result: {_md(_headline(comparison))}**", ""]
+    lines += [f"- **result: {_md(_headline(comparison))}**"]
+    lines += [f"- **{_md(verdict(comparison))}**", ""]
     lines += [
         "| Task | Layer | Status | Metric | Baseline | Candidate | Note |",
         "|---|---|---|---|---|---|---|",

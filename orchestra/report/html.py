@@ -11,14 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import write_text_atomic
+from orchestra.plural import plural
 from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
 from orchestra.report.html_trajectory import TRAJECTORY_STYLE
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
-from orchestra.report.render import ORACLE_NOTE
-
-
-def _rate(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+from orchestra.report.render import ORACLE_NOTE, pass_at_k_text, rate_text
 
 
 def _tokens(summary: dict[str, Any]) -> str:
@@ -34,10 +31,10 @@ def _numbers(summary: dict[str, Any], pass_at_k: str, failing: str) -> str:
     cells = [
         *(
             f'<td class="num">{summary[key]}</td>'
-            for key in ("planned", "scored", "errors", "cancelled")
+            for key in ("planned", "scored", "errors", "cancelled", "not_started")
         ),
-        f'<td class="num">{_rate(summary["pass_rate"])}</td>',
-        f'<td class="num">{_rate(summary["pass_rate_all"])}</td>',
+        f'<td class="num">{rate_text(summary["pass_rate"])}</td>',
+        f'<td class="num">{rate_text(summary["pass_rate_all"])}</td>',
         f"<td>{pass_at_k}</td>",
         f"<td>{failing}</td>",
         f"<td>{_counted(summary.get('stop_reasons', {}))}</td>",
@@ -47,9 +44,12 @@ def _numbers(summary: dict[str, Any], pass_at_k: str, failing: str) -> str:
     return "".join(cells)
 
 
-def _group_pass_at_k(summary: dict[str, Any]) -> str:
-    value = summary["pass_at_k"]
-    return "—" if value is None else f"{value['value']:.2f} ({value['n_tasks']} tasks)"
+def _layer_pass_at_k(layer: dict[str, Any]) -> str:
+    value = layer["pass_at_k"]
+    if value is None:
+        return "—"
+    ks = [task["pass_at_k"]["k"] for task in layer["tasks"].values() if task["pass_at_k"]]
+    return pass_at_k_text(value["value"], ks, value["n_tasks"])
 
 
 def _summary_table(condition: dict[str, Any]) -> str:
@@ -57,7 +57,8 @@ def _summary_table(condition: dict[str, Any]) -> str:
         f'<th class="{"num" if numeric else ""}">{name}</th>'
         for name, numeric in (
             ("Layer", False), ("Task", False), ("Trials", True), ("Scored", True),
-            ("Errors", True), ("Cancelled", True), ("Pass rate", True), ("Pass rate (all)", True),
+            ("Errors", True), ("Cancelled", True), ("Not started", True),
+            ("Pass rate", True), ("Pass rate (all)", True),
             ("pass@k", False), ("Failing dimensions", False), ("Stop reasons", False),
             ("Tokens in / out", True), ("Cost", True),
         )
@@ -70,14 +71,17 @@ def _summary_table(condition: dict[str, Any]) -> str:
                 f"<tr><td>{escape(layer_name)}</td><td>{escape(task_name)}</td>"
                 + _numbers(
                     task,
-                    "incomplete" if pass_k is None else f"{pass_k['value']:.2f} (k={pass_k['k']})",
+                    "incomplete"
+                    if pass_k is None
+                    else pass_at_k_text(pass_k["value"], [pass_k["k"]]),
                     _counted(task["failing_dimensions"]),
                 )
                 + "</tr>"
             )
         rows.append(
-            f'<tr class="group"><td>{escape(layer_name)}</td><td>(layer, {layer["n_tasks"]} tasks)</td>'
-            + _numbers(layer, _group_pass_at_k(layer), "")
+            f'<tr class="group"><td>{escape(layer_name)}</td>'
+            f"<td>(layer, {plural(layer['n_tasks'], 'task')})</td>"
+            + _numbers(layer, _layer_pass_at_k(layer), "")
             + "</tr>"
         )
     rows.append(
@@ -190,7 +194,7 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
 <body>
 <header class="page"><h1>Buzz Orchestra report</h1>
 <div class="sub">jobs: {escape(jobs)} · generated {escape(report["generated_at"])} ·
-{len(trials)} trials</div></header>
+{plural(len(trials), "trial")}</div></header>
 <main>
 {"".join(body)}
 </main>

@@ -145,15 +145,30 @@ def _facts(trial: dict[str, Any]) -> str:
     )
 
 
+CAUSE_NOTES = {
+    "provider": "The model provider failed: a harness error, not a score (excluded from "
+    "pass rates; its rewards are kept for inspection).",
+    "verifier": "The task's verifier failed; its exit code and output are below.",
+    "harness": "The benchmark harness failed: not a score.",
+    "internal": "An orchestrator bug: the traceback is below.",
+}
+
+
 def _error(trial: dict[str, Any]) -> str:
     info = trial["exception_info"]
     if not isinstance(info, dict):
         return ""
+    cause = trial.get("error_cause")
+    traceback = (
+        f"<pre>{escape(str(info.get('exception_traceback') or ''))}</pre>"
+        if cause == "internal"
+        else ""
+    )
     return (
         f'<div class="error"><h3 class="status-error">{escape(str(info.get("exception_type")))}'
         f" in phase {escape(str(info.get('phase')))}</h3>"
-        f"<pre>{escape(str(info.get('exception_message') or ''))}</pre>"
-        f"<pre>{escape(str(info.get('exception_traceback') or ''))}</pre></div>"
+        f"<p>{escape(CAUSE_NOTES.get(str(cause), ''))}</p>"
+        f"<pre>{escape(str(info.get('exception_message') or ''))}</pre>{traceback}</div>"
     )
 
 

@@ -57,6 +57,17 @@ def _token_line(tokens: object) -> str:
     return " ".join(f"{key}={tokens.get(key)}" for key in ("input", "cached_input", "output"))
 
 
+def _error_text(trial: dict[str, Any], info: dict[str, Any]) -> str:
+    """What went wrong in the words of whoever failed: a provider's or a verifier's error is
+    its message (their status and output); only a bug (`InternalError`) shows the traceback."""
+    message = str(info.get("exception_message") or "")
+    if trial.get("error_cause") == "internal":
+        return str(info.get("exception_traceback") or message)
+    if trial.get("error_cause") == "provider":
+        message += "\n(the model provider failed: a harness error, not the agent's score)"
+    return message
+
+
 def _summary_text(trial: dict[str, Any]) -> str:
     """Every metric and the facts a CI reader needs, whatever the outcome (the schema has no
     per-testcase properties)."""
@@ -72,18 +83,19 @@ def _summary_text(trial: dict[str, Any]) -> str:
     )
 
 
+def _testcase_element(suite: ET.Element, classname: str, name: str, seconds: str) -> ET.Element:
+    return ET.SubElement(
+        suite, "testcase", {"classname": _clean(classname), "name": _clean(name), "time": seconds}
+    )
+
+
 def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
     """Append the trial's testcase; return its outcome (passed/failure/error/skipped)."""
-    case = ET.SubElement(
+    case = _testcase_element(
         suite,
-        "testcase",
-        {
-            "classname": _clean(trial["task_name"]),
-            "name": _clean(
-                f"{trial['short_name']} attempt {trial['attempt']} ({trial['trial_name']})"
-            ),
-            "time": _seconds(trial),
-        },
+        trial["task_name"],
+        f"{trial['short_name']} attempt {trial['attempt']} ({trial['trial_name']})",
+        _seconds(trial),
     )
     status = trial["status"]
     if status == "scored" and trial["succeeded"]:
@@ -106,12 +118,17 @@ def _testcase(suite: ET.Element, trial: dict[str, Any]) -> str:
             "error",
             {"message": _clean(f"{kind}: {info.get('exception_message') or ''}"), "type": kind},
         )
-        element.text = _clean(info.get("exception_traceback") or info.get("exception_message"))
+        element.text = _clean(_error_text(trial, info))
     else:
         outcome = "skipped"
         ET.SubElement(case, "skipped", {"message": _clean(f"trial {status}")})
     ET.SubElement(case, "system-out").text = _clean(_summary_text(trial))
     return outcome
+
+
+def _count_attributes(counts: dict[str, float]) -> dict[str, str]:
+    """The tests/failures/errors/skipped/time attributes of a testsuite or testsuites."""
+    return {key: f"{value:.3f}" if key == "time" else str(value) for key, value in counts.items()}
 
 
 def junit_xml(report: dict[str, Any]) -> str:
@@ -134,16 +151,11 @@ def junit_xml(report: dict[str, Any]) -> str:
         outcomes = [_testcase(suite, trial) for trial in trials]
         for slot in job["pending"]:
             # A planned trial that never started still shows up, so CI sees the full plan.
-            case = ET.SubElement(
+            case = _testcase_element(
                 suite,
-                "testcase",
-                {
-                    "classname": _clean(slot["task_name"]),
-                    "name": _clean(
-                        f"{slot['task_name'].rpartition('/')[2]} attempt {slot['attempt']} (not run)"
-                    ),
-                    "time": "0.000",
-                },
+                slot["task_name"],
+                f"{slot['task_name'].rpartition('/')[2]} attempt {slot['attempt']} (not run)",
+                "0.000",
             )
             ET.SubElement(
                 case, "skipped", {"message": "not run: the job stopped before this trial started"}
@@ -161,24 +173,12 @@ def junit_xml(report: dict[str, Any]) -> str:
         started = min((str(t["started_at"]) for t in trials if t["started_at"]), default=None)
         suite.attrib.update(
             {
-                "tests": str(counts["tests"]),
-                "failures": str(counts["failures"]),
-                "errors": str(counts["errors"]),
-                "skipped": str(counts["skipped"]),
-                "time": f"{counts['time']:.3f}",
+                **_count_attributes(counts),
                 "hostname": hostname,
                 **({"timestamp": started[:19]} if started else {}),
             }
         )
-    root.attrib.update(
-        {
-            "tests": str(totals["tests"]),
-            "failures": str(totals["failures"]),
-            "errors": str(totals["errors"]),
-            "skipped": str(totals["skipped"]),
-            "time": f"{totals['time']:.3f}",
-        }
-    )
+    root.attrib.update(_count_attributes(totals))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

@@ -10,7 +10,17 @@ from rich.text import Text
 
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.trial import TrialResult
+from orchestra.plural import plural
+from orchestra.report.render import counts_text
 
+#: In `counts_text`'s argument order.
+COUNTED_STATUSES = (
+    TrialStatus.SCORED,
+    TrialStatus.ERROR,
+    TrialStatus.CANCELLED,
+    TrialStatus.RUNNING,
+)
+MESSAGE_CHARS = 240
 STATUS_STYLE = {
     TrialStatus.SCORED: "green",
     TrialStatus.ERROR: "red",
@@ -38,7 +48,7 @@ class Progress:
         self._status = {r.trial_name: r.status for r in kept}
         self._started = time.monotonic()
         if kept and not self.quiet:
-            self.console.print(f"{name}: resuming, {len(kept)} trial(s) kept")
+            self.console.print(f"{name}: resuming, {plural(len(kept), 'trial')} kept")
         self._live = Live(self._line(), console=self.console, refresh_per_second=4, transient=True)
         self._live.start()
 
@@ -50,26 +60,34 @@ class Progress:
             reward = result.reward
             detail = f" reward={reward:.2f}" if reward is not None else ""
             info = result.exception_info
+            explained: list[str] = []
             if status is not TrialStatus.SCORED and info is not None:
-                detail = f" {info.exception_type}: {info.exception_message[:120]}"
+                # a multi-line message (a verifier's output) goes below its first line
+                first, *explained = info.exception_message.splitlines() or [""]
+                detail = f" {info.exception_type}: {first[:MESSAGE_CHARS]}"
             self.console.print(
                 Text.assemble(
                     (f"{status:9}", STATUS_STYLE[status]),
                     f" {result.task_name} #{result.attempt} ({name}){detail}",
                 )
             )
+            for line in explained:
+                self.console.print(Text(f"          {line}", style="dim"))
         if self._live is not None:
             self._live.update(self._line())
 
     def _line(self) -> Text:
         statuses = list(self._status.values())
-        done = sum(1 for s in statuses if s in STATUS_STYLE)
-        errors = statuses.count(TrialStatus.ERROR)
-        running = statuses.count(TrialStatus.RUNNING)
+        counts = counts_text(
+            self._planned, *(statuses.count(status) for status in COUNTED_STATUSES)
+        )
         elapsed = int(time.monotonic() - self._started)
-        return Text(
-            f"{self._job}: {done}/{self._planned} done, {running} running, {errors} errors, "
-            f"elapsed {elapsed // 60}:{elapsed % 60:02d}"
+        return Text(f"{self._job}: {counts}, elapsed {elapsed // 60}:{elapsed % 60:02d}")
+
+    def stopped(self, reason: str, message: str) -> None:
+        """The run starts no more trials; the ones in flight finish (or are cancelled)."""
+        self.console.print(
+            Text.assemble(("stopped  ", "bold red"), f" {reason}: {message}; no new trials")
         )
 
     def end_job(self) -> None:

@@ -5,25 +5,31 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
+from orchestra.documents.enums import ErrorType
 from orchestra.documents.summary import (
-    GroupSummary,
+    LayerSummary,
     Rates,
     Summary,
     TaskPassAtK,
     UsageSummary,
 )
+from orchestra.plural import plural
 
+#: The table's natural width: a summary is read, not glanced at, so it is never squeezed
+#: below this (a narrower terminal wraps the lines instead).
+SUMMARY_WIDTH = 220
 ORACLE_NOTE = (
     "oracle condition: these scores replay the tasks' reference solutions through the agent "
     "stack; they measure the pipeline, not a model"
 )
 
 
-def _rate(value: float | None) -> str:
+def rate_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
@@ -48,8 +54,39 @@ def failing_text(dimensions: dict[str, int]) -> str:
     return ", ".join(f"{name}×{count}" for name, count in dimensions.items()) or "-"
 
 
+def pass_at_k_text(value: float, ks: Iterable[int], n_tasks: int | None = None) -> str:
+    """One notation for every row: `0.67 (k=3)` for a task, `0.92 (k=3, 4 tasks)` for a layer
+    (the mean over the `n_tasks` tasks that have one)."""
+    k = "k=" + "/".join(str(k) for k in sorted(set(ks)))
+    return f"{value:.2f} ({k}{'' if n_tasks is None else ', ' + plural(n_tasks, 'task')})"
+
+
 def task_pass_at_k_text(pass_at_k: TaskPassAtK | None) -> str:
-    return "incomplete" if pass_at_k is None else f"{pass_at_k.value:.2f} (k={pass_at_k.k})"
+    return "incomplete" if pass_at_k is None else pass_at_k_text(pass_at_k.value, [pass_at_k.k])
+
+
+def layer_pass_at_k_text(layer: LayerSummary) -> str:
+    value = layer.pass_at_k
+    if value is None:
+        return "—"
+    ks = [task.pass_at_k.k for task in layer.tasks.values() if task.pass_at_k]
+    return pass_at_k_text(value.value, ks, value.n_tasks)
+
+
+def counts_text(planned: int, scored: int, errors: int, cancelled: int, running: int) -> str:
+    """Trial counts that add up to `planned`: `4/6 done (3 scored, 1 error), 1 cancelled,
+    0 running, 1 not started`; done = scored + errors (the trials that ran to the end)."""
+    not_started = max(0, planned - scored - errors - cancelled - running)
+    return (
+        f"{scored + errors}/{planned} done ({scored} scored, {plural(errors, 'error')}), "
+        f"{cancelled} cancelled, {running} running, {not_started} not started"
+    )
+
+
+def summary_counts_text(summary: Rates) -> str:
+    return counts_text(
+        summary.planned, summary.scored, summary.errors, summary.cancelled, summary.running
+    )
 
 
 def _counts(summary: Rates) -> list[str]:
@@ -58,7 +95,9 @@ def _counts(summary: Rates) -> list[str]:
         str(summary.scored),
         str(summary.errors),
         str(summary.cancelled),
-        _rate(summary.pass_rate),
+        str(summary.not_started),
+        rate_text(summary.pass_rate),
+        rate_text(summary.pass_rate_all),
     ]
 
 
@@ -69,7 +108,9 @@ _SUMMARY_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("Scored", "right"),
     ("Errors", "right"),
     ("Cancelled", "right"),
+    ("Not started", "right"),
     ("Pass rate", "right"),
+    ("Pass rate (all)", "right"),
     ("pass@k", "left"),
     ("Failing dimensions", "left"),
     ("Tokens in/out", "left"),
@@ -104,9 +145,9 @@ def render_summary(document: Summary, console: Console) -> None:
                 )
             table.add_row(
                 layer_name,
-                f"(layer, {layer.n_tasks} tasks)",
+                f"(layer, {plural(layer.n_tasks, 'task')})",
                 *_counts(layer),
-                _group_pass_k(layer),
+                layer_pass_at_k_text(layer),
                 "",
                 _tokens(layer),
                 _cost(layer),
@@ -126,15 +167,24 @@ def render_summary(document: Summary, console: Console) -> None:
             style="bold",
         )
         console.print(table)
+        console.print(f"trials: {summary_counts_text(totals)}", highlight=False)
         for kind, names in condition.error_types.items():
-            console.print(f"{kind}: {len(names)} ({', '.join(names)})")
+            note = PROVIDER_NOTE if kind in PROVIDER_ERROR_TYPES else ""
+            console.print(f"{kind}: {len(names)} ({', '.join(names)}){note}")
         for job in condition.jobs:
-            console.print(f"job directory: {job.path}")
+            started = "" if job.started else " (not started)"
+            console.print(f"job directory: {job.path}{started}", highlight=False)
+            if job.stopped is not None:
+                spent = f" (${job.spent_usd:.4f} spent)" if job.spent_usd is not None else ""
+                console.print(
+                    f"stopped: {job.stopped}{spent}: {job.stop_message}",
+                    markup=False,
+                    highlight=False,
+                )
 
 
-def _group_pass_k(summary: GroupSummary) -> str:
-    value = summary.pass_at_k
-    return "—" if value is None else f"{value.value:.2f} ({value.n_tasks})"
+PROVIDER_ERROR_TYPES = frozenset(t.value for t in ErrorType if t.cause == "provider")
+PROVIDER_NOTE = " — the model provider failed: errors, not scores of 0"
 
 
 def summary_json(document: Summary) -> str:
@@ -153,6 +203,8 @@ CSV_FIELDS = (
     "scored",
     "errors",
     "cancelled",
+    "running",
+    "not_started",
     "pass_rate",
     "pass_rate_all",
     "pass_at_k",
@@ -185,6 +237,8 @@ def summary_csv(document: Summary) -> str:
                         task.scored,
                         task.errors,
                         task.cancelled,
+                        task.running,
+                        task.not_started,
                         task.pass_rate,
                         task.pass_rate_all,
                         pass_k.value if pass_k else None,

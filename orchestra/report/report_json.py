@@ -14,7 +14,7 @@ from typing import Any
 from orchestra.documents.enums import Phase, TrialStatus
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import JobRecord, aggregate, metric_passed, seconds_between
-from orchestra.jobs.layout import load_job_record
+from orchestra.jobs.run import job_records
 from orchestra.jsonio import read_json_object, utc_timestamp, write_json_atomic
 from orchestra.paths import JobPaths, TrialPaths
 
@@ -111,6 +111,9 @@ def trial_entry(job: JobRecord, result: TrialResult) -> dict[str, Any]:
         "verifier_inputs": _dumped(result.verifier_inputs),
         "details": read_json_object(paths.details_json),
         "exception_info": _dumped(result.exception_info),
+        "error_cause": (
+            result.exception_info.exception_type.cause if result.exception_info else None
+        ),
         "budget_exceeded": _dumped(result.budget_exceeded),
         "tokens": _dumped(result.tokens),
         "cost_usd": result.cost_usd,
@@ -182,9 +185,10 @@ def pending_slots(job: JobRecord) -> list[dict[str, Any]]:
     ]
 
 
-def build_report(job_dirs: Sequence[Path]) -> dict[str, Any]:
-    """The report document for these job directories (`DocumentError` if one is not a job)."""
-    records = [load_job_record(job_dir) for job_dir in job_dirs]
+def build_report(paths: Sequence[Path]) -> dict[str, Any]:
+    """The report document for these run or job directories (a run as all its jobs, those
+    not started too); `DocumentError` if one is neither."""
+    records = [record for path in paths for record in job_records(path)]
     summary = aggregate(records).model_dump(mode="json")
     _add_outcomes(summary, [result for record in records for result in record.trials])
     trials = [

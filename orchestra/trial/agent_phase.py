@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from orchestra.trial import relay_ops
-from orchestra.trial.budget import budget_exceeded
+from orchestra.trial.budget import budget_exceeded, trial_cost
 from orchestra.trial.completion import (
     AgentProcessExited,
     CompletionRules,
@@ -35,7 +35,7 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
         state.observer,
         state.log_states(),
         state.agents,
-        lambda: budget_exceeded(ctx.condition.manifest, state.slots, state.log_states()),
+        lambda: check_usage(state, ctx),
         lambda agent: describe_exit(state.paths, agent),
         state.changed,
     )
@@ -45,6 +45,14 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
     except AgentProcessExited as error:
         raise TrialError("AgentProcessExited", str(error)) from error
     state.recorder.log(f"agent phase ended: {state.completion.stop_reason}")
+
+
+def check_usage(state: TrialState, ctx: JobContext) -> dict[str, Any] | None:
+    """On every usage change: report the trial's live cost to the job (its cost cap), then
+    check the budgets (§7.13)."""
+    manifest, states = ctx.condition.manifest, state.log_states()
+    ctx.on_live_cost(state.name, trial_cost(manifest, state.slots, states))
+    return budget_exceeded(manifest, state.slots, states)
 
 
 async def post_task(state: TrialState, ctx: JobContext, orchestrator_pubkey: str) -> float:

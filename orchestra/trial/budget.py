@@ -12,6 +12,17 @@ from orchestra.trial.eventlog import AgentLogState
 AGENT_LIMITS = ("max_input_tokens", "max_output_tokens", "max_cost_usd")
 
 
+def trial_cost(
+    manifest: Manifest, slots: Sequence[AgentSlot], states: Mapping[str, AgentLogState]
+) -> float:
+    """The trial's cost so far, from its agents' usage (§7.14)."""
+    return sum(
+        agent_usage(states[slot.agent_id], manifest.prices[slot.entry.endpoint]).cost_usd
+        for slot in slots
+        if slot.agent_id in states
+    )
+
+
 def budget_exceeded(
     manifest: Manifest, slots: Sequence[AgentSlot], states: Mapping[str, AgentLogState]
 ) -> dict[str, Any] | None:

@@ -75,6 +75,7 @@ class AgentLogState:
     queued: list[str] = field(default_factory=list)
     discarded: set[str] = field(default_factory=set)
     awaiting_retry: list[frozenset[str]] = field(default_factory=list)
+    given_up: list[TurnFailed] = field(default_factory=list)  # `will_retry: false` failures
     sessions: dict[str, SessionUsage] = field(default_factory=dict)
     active_seconds: float = 0.0
     notes: list[dict[str, object]] = field(default_factory=list)
@@ -121,6 +122,8 @@ class AgentLogState:
                 self.ends += 1
                 if record.will_retry is True:
                     self.awaiting_retry.append(frozenset(record.event_ids or ()))
+                elif record.will_retry is False:
+                    self.given_up.append(record)
             case Usage():
                 self._session(record.session_id).absorb(record.counters)
             case AgentExited() | FailureNotice() | Shutdown():  # copied to trial.log (§7.10)

@@ -9,7 +9,7 @@ from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import CANCELLED, TrialError, exception_info
 from orchestra.trial.record import enter_phase, write_result
-from orchestra.trial.redact import redact_tree, secret_strings
+from orchestra.trial.redact import redact_text, redact_tree, secret_strings
 from orchestra.trial.state import TrialState
 
 
@@ -72,6 +72,10 @@ def redact_secrets(state: TrialState, ctx: JobContext) -> None:
     if state.oracle_registered:
         secrets += [oracle_token(state.trial_id, slot.agent_id) for slot in state.slots]
     state.secret_scan = redact_tree(state.paths.root, secrets)
+    if state.exception_info is not None:  # result.json is written after the scan
+        state.exception_info = {
+            key: redact_text(value, secrets) for key, value in state.exception_info.items()
+        }
 
 
 def final_status(state: TrialState) -> str:

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
+from orchestra.agents.agent.config import load_config
+from orchestra.agents.llm.client import ProviderSettings
 from orchestra.agents.oracle.faults import fault_plan_from_env
 from orchestra.agents.oracle.registry import DoneProbe, OracleAgent, OracleTrial, oracle_token
 from orchestra.config.condition import Condition
@@ -58,6 +60,13 @@ def endpoint_variables(
         env["OPENAI_COMPAT_BASE_URL"] = base_url
     env.update(endpoint.agent_env_items())
     return env
+
+
+def provider_settings(endpoint_name: str, endpoint: Endpoint, api_key: str) -> ProviderSettings:
+    """What `buzz-agent` makes of a (non-oracle) endpoint's variables on the host: route, base
+    URL, model and key, read by its own configuration code. Raises `SettingError`."""
+    env = endpoint_variables(endpoint_name, endpoint, api_key=api_key, oracle=None)
+    return load_config(env).provider_settings()
 
 
 def _extra_value(value: str | int | float | bool) -> str:

@@ -52,6 +52,13 @@ def redact_tree(root: Path, secrets: list[str]) -> dict[str, object]:
     return {"redactions": redactions, "files": files}
 
 
+def redact_text(text: str, secrets: list[str]) -> str:
+    """`text` with every secret replaced (an error message may quote a provider's answer)."""
+    for secret in secrets:
+        text = text.replace(secret, REDACTED.decode())
+    return text
+
+
 def _regular_files(root: Path) -> Iterator[Path]:
     """Files under `root`, symlinks neither followed nor listed (`scandir`: no stat per entry)."""
     pending = [root]

@@ -7,27 +7,31 @@ cancellation (§7.6) jumps to stopping, and stopping and finalizing cannot be in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from orchestra.config.task import Task
-from orchestra.documents.trial import TrialResult
+from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.stack.watch import during
 from orchestra.trial.agent_phase import run_agent_phase
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import uncancel
 from orchestra.trial.finalize import finalize
 from orchestra.trial.grading import grade
+from orchestra.trial.provider import record_provider_failure
 from orchestra.trial.record import enter_phase, record_failure, result_document, write_trial_config
 from orchestra.trial.setup_phase import set_up
 from orchestra.trial.state import TrialState
 from orchestra.trial.teardown import settle_usage, stop_and_collect
 
 
-async def run_trial(ctx: JobContext, task: Task, attempt: int) -> TrialResult:
+async def run_trial(
+    ctx: JobContext, task: Task, attempt: int, retried_from: Sequence[RetriedAttempt] = ()
+) -> TrialResult:
     """Steps 1-21; the result is always written. Raises only when the trial's directory
-    cannot be created."""
+    cannot be created. `retried_from`: the earlier attempts at this slot that this one reruns."""
     state = TrialState.new(ctx, task, attempt)
+    state.retried_from = list(retried_from)
     write_trial_config(state, ctx)  # step 1
     enter_phase(state, "setup")
     # steps that use the stack fail `StackUnavailable` the moment it goes down (§5.1)
@@ -40,6 +44,8 @@ async def run_trial(ctx: JobContext, task: Task, attempt: int) -> TrialResult:
     await uninterruptible(state, stop_and_collect(state, ctx))  # steps 16-17
     if not state.cancelled and not state.failed:
         await work(state, grade(state, ctx))  # steps 18-19
+    if not state.cancelled:
+        record_provider_failure(state, ctx)
     await uninterruptible(state, finalize(state, ctx))  # steps 20-21
     return result_document(state)
 

@@ -11,7 +11,7 @@ from typing import Any
 from orchestra.config.fixture import DirectoryEntry
 from orchestra.config.manifest import AgentSlot
 from orchestra.config.task import Task
-from orchestra.documents.trial import TrialIdentity
+from orchestra.documents.trial import RetriedAttempt, TrialIdentity
 from orchestra.nostr.keys import Keys
 from orchestra.paths import TrialPaths, make_trial_name
 from orchestra.stack.watch import Outage
@@ -83,6 +83,7 @@ class TrialState:
     secret_scan: dict[str, Any] = field(default_factory=lambda: {"redactions": 0, "files": []})
     exception_info: dict[str, str] | None = None
     cancelled_in: str | None = None  # the phase a cancellation interrupted (§7.6)
+    retried_from: list[RetriedAttempt] = field(default_factory=list)  # earlier attempts rerun
 
     @classmethod
     def new(cls, ctx: JobContext, task: Task, attempt: int) -> TrialState:

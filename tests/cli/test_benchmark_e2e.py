@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from agent_trees import SILENT_ACP, fake_agent_tree
 
 from orchestra.paths import PROJECT_ROOT
 
@@ -62,7 +63,7 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
     args = benchmark_args(relay_url, database_url, tmp_path, "e2e")
     run = subprocess.run(orchestra(*args), capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stdout + run.stderr
-    job = tmp_path / "jobs" / "e2e"
+    job = tmp_path / "jobs" / "e2e" / "e2e"  # the run `--job-name` names, and its one job
     trials = [p for p in job.iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert len(trials) == 1
     trial = trials[0]
@@ -114,12 +115,13 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
     )
     assert resumed.returncode == 0, resumed.stderr
     assert len(json.loads((job / "config.json").read_text())["resumes"]) == 2
+    assert len(json.loads((job.parent / "run.json").read_text())["resumes"]) == 2
 
     changed = subprocess.run(
         orchestra(*args, "-k", "2"), capture_output=True, text=True, timeout=60
     )
     assert changed.returncode == 1
-    assert "error: job e2e exists with a different configuration (attempts)" in changed.stderr
+    assert "error: run e2e exists with a different configuration (attempts)" in changed.stderr
 
     summary = subprocess.run(
         orchestra("summarize", "--json", str(job)), capture_output=True, text=True, timeout=60
@@ -142,7 +144,7 @@ def test_interrupt_cancels_in_flight_trials_and_exits_130(
         text=True,
         env={**os.environ, "ORCHESTRA_BWRAP": ""},
     )
-    job = tmp_path / "jobs" / "stop"
+    job = tmp_path / "jobs" / "stop" / "stop"
     deadline = time.monotonic() + 120
     trial: Path | None = None
     while time.monotonic() < deadline:  # wait until an agent process exists
@@ -175,22 +177,6 @@ def test_interrupt_cancels_in_flight_trials_and_exits_130(
             assert sandbox not in env, f"orphan process {proc.name}"
 
 
-def fake_agent_tree(directory: Path, acp_body: str) -> Path:
-    """A `--buzz-bin-dir` whose buzz-acp is a small script (the contract, not the real tree)."""
-    directory.mkdir()
-    for name, body in (
-        ("buzz-acp", acp_body),
-        ("buzz-agent", "exit 0\n"),
-        ("buzz-dev-mcp", "exit 0\n"),
-    ):
-        program = directory / name
-        program.write_text(
-            f"#!{sys.executable}\n" + body if name == "buzz-acp" else "#!/bin/sh\n" + body
-        )
-        program.chmod(0o755)
-    return directory
-
-
 def test_agent_exit_during_readiness_is_an_error(
     relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
 ) -> None:
@@ -203,27 +189,16 @@ def test_agent_exit_during_readiness_is_an_error(
         timeout=120,
     )
     assert run.returncode == 3, run.stderr
-    [result_file] = (tmp_path / "jobs" / "crash").glob("*/result.json")
+    [result_file] = (tmp_path / "jobs" / "crash" / "crash").glob("*/result.json")
     result = json.loads(result_file.read_text())
     assert result["status"] == "error" and result["phase"] == "finalize"
     info = result["exception_info"]
     assert info["exception_type"] == "AgentProcessExited" and info["phase"] == "setup"
     assert "exited with code 3" in info["exception_message"]
     assert result["buzz"]["evidence_exported"] is False and result["verifier"] is None
-    job_log = (tmp_path / "jobs" / "crash" / "job.log").read_text()
+    job_log = (tmp_path / "jobs" / "crash" / "crash" / "job.log").read_text()
     assert "1 trial(s) owed" in job_log
-    assert document_round_trip(tmp_path / "jobs" / "crash").diffs == {}
-
-
-SILENT_ACP = """\
-import json, os, signal, sys, time
-log = open(os.environ["BUZZ_ACP_EVENT_LOG"], "a")
-log.write(json.dumps({"event": "subscribed", "channel_id": os.environ["BUZZ_ACP_CHANNELS"]}) + "\\n")
-log.flush()
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-while True:
-    signal.pause()
-"""
+    assert document_round_trip(tmp_path / "jobs" / "crash" / "crash").diffs == {}
 
 
 def test_agent_timeout_is_scored_not_an_error(
@@ -245,14 +220,14 @@ def test_agent_timeout_is_scored_not_an_error(
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    [result_file] = (tmp_path / "jobs" / "silent").glob("*/result.json")
+    [result_file] = (tmp_path / "jobs" / "silent" / "silent").glob("*/result.json")
     result = json.loads(result_file.read_text())
     assert result["status"] == "scored" and result["stop_reason"] == "timeout"
     assert result["reward"] == 0.0 and result["buzz"]["completion_message_id"] is None
     assert result["accounting"] == "unavailable" and result["tokens"] is None
     config = json.loads((result_file.parent / "config.json").read_text())
     assert config["timeouts"] == {"agent_seconds": 1.5, "verifier_seconds": 30.0}
-    assert document_round_trip(tmp_path / "jobs" / "silent").diffs == {}
+    assert document_round_trip(tmp_path / "jobs" / "silent" / "silent").diffs == {}
 
 
 GREEDY_ACP = """\
@@ -299,7 +274,7 @@ def test_agent_budget_stops_the_wait_and_still_scores(
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    [result_file] = (tmp_path / "jobs" / "budget").glob("*/result.json")
+    [result_file] = (tmp_path / "jobs" / "budget" / "budget").glob("*/result.json")
     result = json.loads(result_file.read_text())
     assert result["status"] == "scored" and result["stop_reason"] == "agent_budget"
     assert result["budget_exceeded"] == {
@@ -311,4 +286,4 @@ def test_agent_budget_stops_the_wait_and_still_scores(
     }
     assert result["tokens"]["input"] == 500 and result["tokens"]["cached_input"] == 100
     assert result["accounting"] == "event_log"
-    assert document_round_trip(tmp_path / "jobs" / "budget").diffs == {}
+    assert document_round_trip(tmp_path / "jobs" / "budget" / "budget").diffs == {}

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from runs_support import DATASET, run_request, start_run
 from typer.testing import CliRunner
 
 from orchestra.cli.main import app
@@ -32,6 +33,73 @@ def test_default_dry_run_plans_two_jobs_and_writes_nothing(tmp_path: Path) -> No
     assert "ORACLE condition" in out
     assert "Stack      embedded" in out and "Env        local" in out
     assert not (tmp_path / "jobs").exists()
+
+
+def test_dry_run_counts_in_the_right_number(tmp_path: Path) -> None:
+    code, out, _ = invoke(
+        "benchmark", "--dry-run", "-p", "tasks/buzz-native/user-mention", "--stack", "embedded",
+        "--env", "local", "--jobs-dir", str(tmp_path / "jobs"), "--job-name", "one",
+    )  # fmt: skip
+    assert code == 0, out
+    assert f"Run        new run {tmp_path / 'jobs' / 'one'}: 1 job, 1 trial" in out
+    assert "Job 1/1  one  layer=regression  k=1  1 task × 1 = 1 trial" in out
+    assert "Total: 1 job, 1 trial" in out
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_dry_run_names_the_unfinished_run_a_rerun_resumes(tmp_path: Path) -> None:
+    task = DATASET / "user-mention"
+    record = start_run(tmp_path / "jobs", run_request(task, dataset=task))
+    code, out, _ = invoke(
+        "benchmark", "--dry-run", "-p", "tasks/buzz-native/user-mention", "--stack", "embedded",
+        "--env", "local", "--jobs-dir", str(tmp_path / "jobs"),
+    )  # fmt: skip
+    assert code == 0, out
+    assert (
+        f"Run        resuming run {tmp_path / 'jobs' / record.run_name}, the most recent "
+        f"unfinished run of this plan (started {record.created_at}): 1 of 1 trial owed "
+        "(--new-run starts a new run instead)"
+    ) in out
+    code, out, _ = invoke(
+        "benchmark", "--dry-run", "-p", "tasks/buzz-native/user-mention", "--stack", "embedded",
+        "--env", "local", "--jobs-dir", str(tmp_path / "jobs"), "--new-run",
+    )  # fmt: skip
+    assert code == 0 and "Run        new run " in out
+
+
+def test_dry_run_makes_the_checks_the_real_run_makes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 18, defect 5: each of these said "valid" and exited 0 before."""
+    start_run(tmp_path / "jobs", run_request(DATASET / "user-mention"), run_name="taken")
+    common = ["--stack", "embedded", "--env", "local", "--state-dir", str(tmp_path / "s")]
+    taken = ["-p", "tasks/buzz-native/user-mention", "-k", "2", "--run-name", "taken",
+             "--jobs-dir", str(tmp_path / "jobs")]  # fmt: skip
+    spaced = ["-p", "tasks/buzz-native/user-mention", "--jobs-dir", str(tmp_path / "my jobs")]
+    monkeypatch.delenv("OPENAI_COMPAT_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    keyless = ["-p", "tasks/buzz-native/user-mention", "--jobs-dir", str(tmp_path / "jobs"),
+               "--manifest", "manifests/buzz-native-solo-luna.yaml",
+               "--endpoint-config", "endpoints/openai-live.json"]  # fmt: skip
+    for args, message in (
+        (taken, "error: run taken exists with a different configuration (attempts); "
+                "choose another --run-name"),
+        (spaced, "contains whitespace or shell metacharacters"),
+        (keyless, "error: OPENAI_COMPAT_API_KEY is not set (endpoint gpt-5.6-luna)"),
+    ):  # fmt: skip
+        dry_code, _, dry_err = invoke("benchmark", "--dry-run", *common, *args)
+        assert dry_code == 1 and message in dry_err, (args, dry_err)
+        hint = "note: --allow-missing-keys prints the plan without the keys"
+        assert (hint in dry_err) == (args is keyless), dry_err
+        real_code, _, real_err = invoke("benchmark", *common, *args)
+        assert real_code in (1, 2) and message in real_err, (args, real_err)
+    assert not (tmp_path / "my jobs").exists() and not (tmp_path / "s").exists()
+    code, out, err = invoke("benchmark", "--dry-run", *common, *keyless, "--allow-missing-keys")
+    assert code == 0, err
+    assert "API key $OPENAI_COMPAT_API_KEY NOT SET" in out
+    assert "warning: $OPENAI_COMPAT_API_KEY is not set (endpoint gpt-5.6-luna)" in out
+    code, _, err = invoke("benchmark", *common, *keyless, "--allow-missing-keys")
+    assert code == 1 and "--allow-missing-keys is only valid with --dry-run" in err
 
 
 def test_layer_and_attempts_give_one_job() -> None:
@@ -98,9 +166,9 @@ def test_jobs_dir_with_shell_metacharacters_is_refused(tmp_path: Path) -> None:
     assert code == 2 and "shell metacharacters" in err
 
 
-def test_summarize_rejects_a_non_job_directory(tmp_path: Path) -> None:
+def test_summarize_rejects_what_is_neither_a_run_nor_a_job(tmp_path: Path) -> None:
     code, _, err = invoke("summarize", str(tmp_path))
-    assert code == 1 and "not a job directory" in err
+    assert code == 1 and "not a run or job directory?" in err
 
 
 def test_stack_status_without_state(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ on a model request (the oracle's `slow` fault holds it for a few seconds): withi
 processes it had started is left (relay, PostgreSQL and its backends, the sandboxed agent tree),
 the trial is still `running`, and `orchestra resume` completes the job: the lost trial becomes
 `error` `OrchestratorLost` under `.superseded/`, its re-run scores, and nothing is left running.
+`orchestra resume` is given the job directory: it resumes the run the job belongs to.
 """
 
 import json
@@ -57,7 +58,7 @@ def test_sigkill_leaves_no_process_and_resume_completes_the_job(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    job = jobs / "death"
+    job = jobs / "death" / "death"  # the run `--job-name` names, and its one job
 
     def mid_turn() -> Path | None:
         assert process.poll() is None, process.communicate()

@@ -253,10 +253,10 @@ def test_dry_run_text_names_everything_but_never_a_key_value(dataset: Path) -> N
     assert "07be27431590726ab20784c54bb554e59d0dcf2ccac019ed1897ad3c34791e31" in text
     assert "gpt-5.6-luna  provider=openai  API key from $OPENAI_API_KEY" in text
     assert "Stack      embedded (auto: no Docker engine)" in text
-    assert "Job 1/2  base-regression  layer=regression  k=1  1 tasks × 1 = 1 trials" in text
-    assert "Job 2/2  base-workflow  layer=workflow  k=3  1 tasks × 3 = 3 trials" in text
+    assert "Job 1/2  base-regression  layer=regression  k=1  1 task × 1 = 1 trial" in text
+    assert "Job 2/2  base-workflow  layer=workflow  k=3  1 task × 3 = 3 trials" in text
     assert "  buzz-native/ambiguous-user-mention  (workflow)" in text
-    assert "Total: 2 job(s), 4 trial(s)" in text
+    assert "Total: 2 jobs, 4 trials" in text
     assert text.endswith('warning: include glob "zzz" matched no task\n')
     assert "ORACLE" not in text
 

@@ -118,6 +118,11 @@ def _job_containers(job: str) -> list[str]:
     return listed.stdout.split()
 
 
+def _job_dir(jobs_dir: Path, job: str) -> Path:
+    """`-k 1`: the run `--job-name` names holds one job of the same name."""
+    return jobs_dir / job / job
+
+
 def _results(job_dir: Path) -> dict[str, dict[str, Any]]:
     return {
         json.loads(path.read_text())["short_name"]: json.loads(path.read_text())
@@ -139,7 +144,8 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
         check=False,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    results = _results(tmp_path / "jobs" / job)
+    job_dir = _job_dir(tmp_path / "jobs", job)
+    results = _results(job_dir)
     assert sorted(results) == sorted(ORACLE_TASKS)
     for name, result in results.items():
         assert (result["status"], result["reward"]) == ("scored", 1.0), name
@@ -148,24 +154,22 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
         agents = sorted(agent["agent_id"] for agent in result["buzz"]["agents"])
         assert sorted(result["trajectories"]) == agents, name
         for relative in result["trajectories"].values():
-            trial = tmp_path / "jobs" / job / result["trial_name"]
+            trial = job_dir / result["trial_name"]
             steps = Trajectory.model_validate_json((trial / relative).read_bytes()).steps
             calls = [call.tool_call_id for step in steps for call in step.tool_calls or []]
             assert any(call.startswith("oracle-solve-") for call in calls), name
-    config = json.loads((tmp_path / "jobs" / job / "config.json").read_text())
+    config = json.loads((job_dir / "config.json").read_text())
     assert config["environment"] == "docker"
     assert config["stack"]["agent_relay_url"] == "ws://host.docker.internal:3600"
 
-    for trial_log in (tmp_path / "jobs" / job).glob("*/trial.log"):
+    for trial_log in job_dir.glob("*/trial.log"):
         text = trial_log.read_text()
         agents, verifier = AGENTS_CONTAINER.search(text), VERIFIER_CONTAINER.search(text)
         assert agents and verifier, text
         assert verifier["name"] != agents["name"], text
         assert "-agent:" not in verifier["image"], text  # the task's image, no agent layer
 
-    probe_files = list(
-        (tmp_path / "jobs" / job).glob("reply-to-thread__*/verifier/network-probe.txt")
-    )
+    probe_files = list(job_dir.glob("reply-to-thread__*/verifier/network-probe.txt"))
     assert len(probe_files) == 1
     probe = probe_files[0].read_text()
     # the relay was reachable from this container while its agents ran (the trial scored)
@@ -186,11 +190,12 @@ def test_tamper_solutions_get_exactly_what_their_evidence_earns(
         argv, env=environ, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, check=False
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    results = _results(tmp_path / "jobs" / job)
+    job_dir = _job_dir(tmp_path / "jobs", job)
+    results = _results(job_dir)
     problems = {}
     for solution in tamper_solutions():
         result = results[solution.task]
-        trial_log = (tmp_path / "jobs" / job / result["trial_name"] / "trial.log").read_text()
+        trial_log = (job_dir / result["trial_name"] / "trial.log").read_text()
         if found := tamper_problems(solution, result, trial_log, "docker"):
             problems[solution.name] = [*found, trial_log]
     assert problems == {}
@@ -233,7 +238,7 @@ def test_no_container_is_left_after_an_interrupted_run_and_cleanup(
     if interrupt == signal.SIGINT:
         assert process.returncode == 130, stdout + stderr
         assert _job_containers(job) == []
-        (result,) = _results(tmp_path / "jobs" / job).values()
+        (result,) = _results(_job_dir(tmp_path / "jobs", job)).values()
         assert result["status"] == "cancelled"
     else:
         assert _job_containers(job) != []

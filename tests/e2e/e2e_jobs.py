@@ -38,6 +38,11 @@ class JobRun:
     def output(self) -> str:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
+    @property
+    def run_dir(self) -> Path:
+        """The run holding the job, where `--report` writes the run's reports."""
+        return self.job_dir.parent
+
 
 def dataset_task_names() -> list[str]:
     return sorted(p.name for p in DATASET.iterdir() if (p / "task.toml").is_file())
@@ -87,6 +92,6 @@ def run_orchestra_job(
         args, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS, env=env
     )
     wall = time.monotonic() - started
-    job_dir = scratch / "jobs" / job_name
+    job_dir = scratch / "jobs" / job_name / job_name  # `-k 1`: the run holds one job, its namesake
     results = trial_results(job_dir) if job_dir.is_dir() else {}
     return JobRun(process.returncode, process.stdout, process.stderr, wall, job_dir, results)

@@ -52,5 +52,5 @@ def test_the_failed_solve_run_is_in_the_trial_trajectory(exploding_job: JobRun) 
         assert output.startswith("solving for ") and output.endswith(
             "solver exploded\n[exit code: 7]"
         ), output
-    page = (exploding_job.job_dir / "report.html").read_text(encoding="utf-8")
+    page = (exploding_job.run_dir / "report.html").read_text(encoding="utf-8")
     assert html.escape(runs[0][2]) + "</pre>" in page

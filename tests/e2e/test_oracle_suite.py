@@ -16,13 +16,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 TASK_ROW = re.compile(
     r"^(?P<layer>regression|workflow)\s+(?P<task>buzz-native/\S+)\s+(?P<trials>\d+)\s+"
-    r"(?P<scored>\d+)\s+(?P<errors>\d+)\s+(?P<cancelled>\d+)\s+(?P<pass_rate>\d+\.\d\d)\s+"
+    r"(?P<scored>\d+)\s+(?P<errors>\d+)\s+(?P<cancelled>\d+)\s+(?P<not_started>\d+)\s+"
+    r"(?P<pass_rate>\d+\.\d\d)\s+(?P<pass_rate_all>\d+\.\d\d)\s+"
     r"(?P<pass_at_k>\d+\.\d\d \(k=\d+\))\s+(?P<failing>\S+)",
     re.MULTILINE,
 )
 CONDITION_ROW = re.compile(
     r"^all\s+\(condition\)\s+(?P<trials>\d+)\s+(?P<scored>\d+)\s+(?P<errors>\d+)\s+"
-    r"(?P<cancelled>\d+)\s+(?P<pass_rate>\d+\.\d\d)\s",
+    r"(?P<cancelled>\d+)\s+(?P<not_started>\d+)\s+(?P<pass_rate>\d+\.\d\d)\s+"
+    r"(?P<pass_rate_all>\d+\.\d\d)\s",
     re.MULTILINE,
 )
 
@@ -117,9 +119,11 @@ def test_printed_summary_reports_every_task_passing(oracle_job: JobRun) -> None:
         layer = oracle_job.results[task.removeprefix("buzz-native/")]["layer"]
         assert row == {
             "layer": layer, "task": task, "trials": "1", "scored": "1", "errors": "0",
-            "cancelled": "0", "pass_rate": "1.00", "pass_at_k": "1.00 (k=1)", "failing": "-",
+            "cancelled": "0", "not_started": "0", "pass_rate": "1.00", "pass_rate_all": "1.00",
+            "pass_at_k": "1.00 (k=1)", "failing": "-",
         }  # fmt: skip
     (condition,) = [m.groupdict() for m in CONDITION_ROW.finditer(oracle_job.stdout)]
     assert condition == {
-        "trials": "10", "scored": "10", "errors": "0", "cancelled": "0", "pass_rate": "1.00"
+        "trials": "10", "scored": "10", "errors": "0", "cancelled": "0", "not_started": "0",
+        "pass_rate": "1.00", "pass_rate_all": "1.00",
     }  # fmt: skip

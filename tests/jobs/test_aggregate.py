@@ -43,6 +43,26 @@ def trial(
     )
 
 
+def job_record(
+    name: str,
+    attempts: int,
+    tasks: list[PlannedTask],
+    trials: list[TrialResult] | None = None,
+    **flags: bool,
+) -> JobRecord:
+    """A job of condition `c` in `jobs/j/<name>` (`flags`: `oracle`, `started`)."""
+    return JobRecord(
+        name=name,
+        path=f"jobs/j/{name}",
+        condition="c",
+        manifest_sha256=SHA,
+        attempts=attempts,
+        tasks=tasks,
+        trials=trials or [],
+        **flags,
+    )
+
+
 def test_pass_at_k_estimator() -> None:
     assert abs(pass_at_k(3, 1, 1) - 1 / 3) < 1e-12
     assert pass_at_k(3, 0, 3) == 0.0
@@ -95,27 +115,68 @@ def test_errors_are_excluded_from_the_pass_rate() -> None:
 
 
 def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> None:
-    regression = JobRecord(
-        name="j-regression",
-        path="p1",
-        condition="c",
-        manifest_sha256=SHA,
-        attempts=1,
-        tasks=[PlannedTask("buzz-native/r", "regression")],
-        trials=[trial("buzz-native/r", "scored", 1.0, layer="regression")],
+    regression = job_record(
+        "j-regression",
+        1,
+        [PlannedTask("buzz-native/r", "regression")],
+        [trial("buzz-native/r", "scored", 1.0, layer="regression")],
         oracle=True,
     )
-    workflow = JobRecord(
-        name="j-workflow",
-        path="p2",
-        condition="c",
-        manifest_sha256=SHA,
-        attempts=3,
-        tasks=[PlannedTask("buzz-native/w", "workflow")],
-    )
+    workflow = job_record("j-workflow", 3, [PlannedTask("buzz-native/w", "workflow")])
     document = aggregate([regression, workflow]).model_dump()
     assert len(document["conditions"]) == 1
     condition = document["conditions"][0]
     assert list(condition["layers"]) == ["regression", "workflow"]
     assert condition["totals"]["planned"] == 4 and condition["totals"]["scored"] == 1
     assert condition["oracle"] is True
+
+
+def interrupted_workflow_job() -> JobRecord:
+    """Issue 18, defect 4: 12 planned, 1 scored, 2 cancelled, 1 still running, 8 not started."""
+    trials = [trial("buzz-native/w1", "scored", 1.0)]
+    trials += [
+        trial_result(
+            "buzz-native/w1", attempt, trial_name=f"w1-{attempt}", layer="workflow", status=status
+        )
+        for attempt, status in ((2, "cancelled"), (3, "cancelled"), (4, "running"))
+    ]
+    return job_record(
+        "j-workflow", 3, [PlannedTask(f"buzz-native/w{n}", "workflow") for n in range(1, 5)], trials
+    )
+
+
+def test_counts_add_up_after_an_interrupt() -> None:
+    document = aggregate([interrupted_workflow_job()])
+    layer = document.conditions[0].layers["workflow"]
+    counts = (layer.planned, layer.scored, layer.errors, layer.cancelled, layer.running)
+    assert counts == (12, 1, 0, 2, 1) and layer.not_started == 8
+    assert layer.pass_rate == 1.0 and layer.pass_rate_all == 1 / 12
+    task = layer.tasks["buzz-native/w2"]
+    assert (task.planned, task.not_started, task.running) == (3, 3, 0)
+    assert summary_csv(document).splitlines()[0].split(",")[8:10] == ["running", "not_started"]
+
+
+def test_summary_shows_both_pass_rates_not_started_and_one_pass_at_k_notation() -> None:
+    regression = job_record(
+        "j-regression",
+        1,
+        [PlannedTask("buzz-native/r", "regression")],
+        [trial("buzz-native/r", "scored", 1.0, layer="regression")],
+    )
+    not_started = job_record(
+        "j-later", 3, [PlannedTask("buzz-native/x", "workflow")], started=False
+    )
+    console = Console(width=200, record=True)
+    render_summary(aggregate([regression, interrupted_workflow_job(), not_started]), console)
+    lines = console.export_text().splitlines()
+    header = next(line for line in lines if line.startswith("Layer"))
+    assert "Not started" in header and "Pass rate  Pass rate (all)" in header
+    (layer_row,) = [line for line in lines if line.startswith("workflow    (layer")]
+    # planned, scored, errors, cancelled, not started; pass rate over scored and over all
+    assert layer_row.split()[3:11] == ["tasks)", "15", "1", "0", "2", "11", "1.00", "0.07"]
+    (regression_layer,) = [line for line in lines if line.startswith("regression  (layer")]
+    assert "(layer, 1 task)" in regression_layer and "1.00 (k=1, 1 task)" in regression_layer
+    (task_row,) = [line for line in lines if "buzz-native/r " in line]
+    assert "1.00 (k=1)" in task_row
+    assert "trials: 2/16 done (2 scored, 0 errors), 2 cancelled, 1 running, 11 not started" in lines
+    assert "job directory: jobs/j/j-later (not started)" in lines

@@ -80,11 +80,15 @@ def test_a_job_another_process_runs_is_refused(tmp_path: Path) -> None:
 
 
 def test_benchmark_ends_the_leftovers_of_other_dead_jobs_only(tmp_path: Path) -> None:
-    _, trial, escaped = lost_job(tmp_path, "dead")
-    _, _, mine = lost_job(tmp_path, "mine")
+    """A dead job inside a run is found; this command's own job (one from before runs) is
+    left to it."""
+    _, trial, escaped = lost_job(tmp_path / "run", "dead")
+    (tmp_path / "run" / "run.json").write_text("{}", encoding="utf-8")
+    own, _, mine = lost_job(tmp_path, "mine")
     try:
-        assert [found.name for found, _ in abandoned_jobs(tmp_path, skip={"mine"})] == ["dead"]
-        notes = asyncio.run(reap_jobs_dir(tmp_path, skip={"mine"}))
+        skip = {own.root}
+        assert [found.name for found, _ in abandoned_jobs(tmp_path, skip=skip)] == ["dead"]
+        notes = asyncio.run(reap_jobs_dir(tmp_path, skip=skip))
         assert escaped.wait(10) == -9 and mine.poll() is None
         assert notes == [f"dead: {trial.name}: killed 1 leftover process(es): [{escaped.pid}]"]
         # its documents are left to its own resume

@@ -1,4 +1,5 @@
-"""A small Nostr test client for relay tests (`connect` fixture)."""
+"""A small Nostr test client for relay tests (`connect` fixture) and in-process relays with
+chosen limits (`relay_with` fixture)."""
 
 import asyncio
 import uuid
@@ -14,6 +15,8 @@ from websockets.asyncio.client import connect as ws_connect
 from orchestra.nostr.event import Event, sign_event
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.nip42 import make_auth_event
+from orchestra.relay.config import Limits, load_config
+from orchestra.relay.server import Relay
 
 RECV_TIMEOUT = 10.0
 Frame = list[Any]
@@ -126,3 +129,22 @@ async def connect(relay_url: str) -> AsyncIterator[Callable[..., Any]]:
 
     yield open_client
     await asyncio.gather(*(client.close() for client in clients))
+
+
+@pytest.fixture
+async def relay_with(embedded_pg) -> AsyncIterator[Callable[..., Any]]:
+    """`await relay_with(**limits) -> Relay`: an in-process relay on a fresh database with the
+    given `Limits` fields overridden; stopped at test end."""
+    relays: list[Relay] = []
+
+    async def start(**limits: Any) -> Relay:
+        url = await embedded_pg.create_database()
+        config = load_config({}, bind="127.0.0.1:0", database_url=url)
+        relay = Relay(config.model_copy(update={"limits": Limits(**limits)}), url)
+        await relay.start()
+        relays.append(relay)
+        return relay
+
+    yield start
+    for relay in relays:
+        await relay.stop()

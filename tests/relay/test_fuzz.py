@@ -44,7 +44,7 @@ def junk(rng: random.Random, depth: int = 0):
         return [junk(rng, depth + 1) for _ in range(rng.randint(0, 4))]
     if depth < 3 and pick < 0.25:
         return {
-            rng.choice(["id", "kind", "tags", "#p", "limit", "x"]): junk(rng, depth + 1)
+            rng.choice(["id", "kind", "tags", "#p", "#t", "limit", "x"]): junk(rng, depth + 1)
             for _ in range(rng.randint(0, 3))
         }
     if pick < 0.4:

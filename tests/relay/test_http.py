@@ -11,6 +11,20 @@ import websockets
 
 from orchestra.relay.embedded_db import EmbeddedPostgres
 
+# The limits of protocol.md §13 added against hostile load, with their defaults.
+HOSTILE_LOAD_LIMITS = {
+    "auth_timeout_seconds": 60.0,
+    "max_connections": 4096,
+    "max_connections_per_ip": 1024,
+    "max_events_per_second": 1000,
+    "max_event_bytes_per_second": 4 * 1024 * 1024,
+    "max_pending_send_bytes": 8 * 1024 * 1024,
+    "max_pending_send_bytes_total": 128 * 1024 * 1024,
+    "max_pending_write_bytes": 64 * 1024,
+    "max_pending_reqs": 16,
+    "max_filter_values_per_connection": 100_000,
+}
+
 
 def http_base(relay_url: str) -> str:
     return relay_url.replace("ws://", "http://", 1)
@@ -30,6 +44,7 @@ def test_nip11_document_with_cors(relay_url):
     assert doc["limitation"]["max_limit"] == 500
     assert doc["limitation"]["auth_required"] is True
     assert doc["buzz"]["state_kinds"] == [39000, 39001, 39002]
+    assert {key: doc["buzz"][key] for key in HOSTILE_LOAD_LIMITS} == HOSTILE_LOAD_LIMITS
 
 
 def test_plain_get_health_and_404(relay_url):
@@ -50,10 +65,21 @@ async def test_websocket_on_other_path_refused(relay_url):
 
 
 def test_max_limit_override_is_published_and_clamps(start_relay):
-    relay = start_relay(env={"BUZZ_RELAY_MAX_LIMIT": "3", "BUZZ_RELAY_NAME": "Custom"})
+    relay = start_relay(
+        env={
+            "BUZZ_RELAY_MAX_LIMIT": "3",
+            "BUZZ_RELAY_NAME": "Custom",
+            "BUZZ_RELAY_MAX_CONNECTIONS_PER_IP": "7",
+            "BUZZ_RELAY_AUTH_TIMEOUT_SECS": "2.5",
+            "BUZZ_RELAY_MAX_EVENTS_PER_SECOND": "9",
+        }
+    )
     doc = httpx.get(relay.http_url, headers={"Accept": "application/nostr+json"}).json()
     assert doc["limitation"]["max_limit"] == 3 and doc["limitation"]["default_limit"] == 3
     assert doc["name"] == "Custom"
+    assert doc["buzz"]["max_connections_per_ip"] == 7
+    assert doc["buzz"]["auth_timeout_seconds"] == 2.5
+    assert doc["buzz"]["max_events_per_second"] == 9
 
 
 async def test_limit_is_clamped_to_max_limit(start_relay, connect):

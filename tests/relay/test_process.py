@@ -12,11 +12,10 @@ import pytest
 import websockets
 from websockets.asyncio.client import connect as ws_connect
 
+from orchestra.nostr import wire
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.nip42 import make_auth_event
 from orchestra.relay import connection as connection_module
-from orchestra.relay.config import Limits, load_config
-from orchestra.relay.server import Relay
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -53,6 +52,16 @@ def test_migrate_is_idempotent(embedded_pg):
             ["serve"],
             {"BUZZ_DATABASE_URL": "postgresql://x@/y", "BUZZ_RELAY_MAX_LIMIT": "lots"},
             "buzz-relay: BUZZ_RELAY_MAX_LIMIT: expected an integer, got 'lots'",
+        ),
+        (
+            ["serve"],
+            {"BUZZ_DATABASE_URL": "postgresql://x@/y", "BUZZ_RELAY_MAX_CONNECTIONS": "0"},
+            "buzz-relay: BUZZ_RELAY_MAX_CONNECTIONS: must be at least 1, got '0'",
+        ),
+        (
+            ["serve"],
+            {"BUZZ_DATABASE_URL": "postgresql://x@/y", "BUZZ_RELAY_AUTH_TIMEOUT_SECS": "soon"},
+            "buzz-relay: BUZZ_RELAY_AUTH_TIMEOUT_SECS: expected a number, got 'soon'",
         ),
         (
             ["--bind", "nonsense"],
@@ -100,44 +109,32 @@ async def test_sigterm_closes_sockets_with_1001_and_exits_zero(start_relay):
     assert await asyncio.to_thread(relay.process.wait, 15) == 0
 
 
-async def in_process_relay(embedded_pg, **limits: int) -> Relay:
-    url = await embedded_pg.create_database()
-    config = load_config({}, bind="127.0.0.1:0", database_url=url)
-    config = config.model_copy(update={"limits": Limits(**limits)})
-    relay = Relay(config, url)
-    await relay.start()
-    return relay
-
-
-async def test_slow_consumer_is_disconnected_others_unaffected(embedded_pg, connect):
-    relay = await in_process_relay(embedded_pg, max_pending_send_bytes=256 * 1024)
-    try:
-        publisher = await connect(relay.url)
-        # A reader that stops reading: its client-side queue holds one message.
-        slow = await ws_connect(relay.url, max_queue=1, max_size=None)
-        challenge = json.loads(await asyncio.wait_for(slow.recv(), 10))[1]
-        keys = Keys.generate()
-        await slow.send(f'["AUTH",{make_auth_event(keys, relay.url, challenge).raw}]')
-        assert json.loads(await slow.recv())[2] is True
-        await slow.send('["REQ","flood",{"kinds":[20001]}]')
-        healthy = await connect(relay.url)
-        await healthy.req("small", {"kinds": [1], "authors": [publisher.keys.pubkey]})
-        big = "x" * 90_000
-        # Ephemeral events go straight to fan-out: no database work needed to flood the reader.
-        for i in range(400):
-            await publisher.send(["EVENT", publisher.sign(20001, f"{i}{big}").to_dict()])
-            if slow.close_code is not None or slow.protocol.close_rcvd is not None:
-                break
-        note = await publisher.ok(1, "the relay is fine")
-        assert (await healthy.next_event("small"))["id"] == note.id
-        with pytest.raises(websockets.ConnectionClosed) as closed:
-            async with asyncio.timeout(20):
-                while True:
-                    await slow.recv()
-        assert closed.value.rcvd is not None
-        assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1008, "slow consumer")
-    finally:
-        await relay.stop()
+async def test_slow_consumer_is_disconnected_others_unaffected(relay_with, connect):
+    relay = await relay_with(max_pending_send_bytes=256 * 1024)
+    publisher = await connect(relay.url)
+    # A reader that stops reading: its client-side queue holds one message.
+    slow = await ws_connect(relay.url, max_queue=1, max_size=None)
+    challenge = json.loads(await asyncio.wait_for(slow.recv(), 10))[1]
+    keys = Keys.generate()
+    await slow.send(f'["AUTH",{make_auth_event(keys, relay.url, challenge).raw}]')
+    assert json.loads(await slow.recv())[2] is True
+    await slow.send('["REQ","flood",{"kinds":[20001]}]')
+    healthy = await connect(relay.url)
+    await healthy.req("small", {"kinds": [1], "authors": [publisher.keys.pubkey]})
+    big = "x" * 90_000
+    # Ephemeral events go straight to fan-out: no database work needed to flood the reader.
+    for i in range(400):
+        await publisher.send(["EVENT", publisher.sign(20001, f"{i}{big}").to_dict()])
+        if slow.close_code is not None or slow.protocol.close_rcvd is not None:
+            break
+    note = await publisher.ok(1, "the relay is fine")
+    assert (await healthy.next_event("small"))["id"] == note.id
+    with pytest.raises(websockets.ConnectionClosed) as closed:
+        async with asyncio.timeout(20):
+            while True:
+                await slow.recv()
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1008, "slow consumer")
 
 
 async def test_many_concurrent_connections(start_relay, connect):
@@ -161,25 +158,22 @@ async def test_many_concurrent_connections(start_relay, connect):
     assert len(relay.log_tail(500).split("Traceback")) == 1
 
 
-async def test_unexpected_errors_answer_in_the_message_form(embedded_pg, connect, monkeypatch):
+async def test_unexpected_errors_answer_in_the_message_form(relay_with, connect, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("injected fault")
 
-    relay = await in_process_relay(embedded_pg)
-    try:
-        client = await connect(relay.url)
-        monkeypatch.setattr(connection_module, "validate_event", explode)
-        monkeypatch.setattr(connection_module, "parse_filter", explode)
-        event = client.sign(1, "boom")
-        assert await client.publish(event) == [
-            "OK",
-            event.id,
-            False,
-            "error: internal error; try again",
-        ]
-        _, end = await client.req("s", {"limit": 1})
-        assert end == ["CLOSED", "s", "error: internal error; try again"]
-        monkeypatch.undo()
-        await client.ok(1, "the connection still works")
-    finally:
-        await relay.stop()
+    relay = await relay_with()
+    client = await connect(relay.url)
+    monkeypatch.setattr(connection_module, "validate_event", explode)
+    monkeypatch.setattr(wire, "parse_filter", explode)
+    event = client.sign(1, "boom")
+    assert await client.publish(event) == [
+        "OK",
+        event.id,
+        False,
+        "error: internal error; try again",
+    ]
+    _, end = await client.req("s", {"limit": 1})
+    assert end == ["CLOSED", "s", "error: internal error; try again"]
+    monkeypatch.undo()
+    await client.ok(1, "the connection still works")

@@ -1,10 +1,12 @@
 """Channel TTL sweep (protocol.md §9.10), in-process with a controllable clock."""
 
+import asyncio
 import time
 import uuid
 
 from orchestra.relay.config import load_config
 from orchestra.relay.server import Relay
+from orchestra.relay.storage.writes import Writer
 
 
 class FakeClock:
@@ -49,5 +51,23 @@ async def test_ttl_sweep_archives_idle_channel_only(embedded_pg, connect):
         assert (
             unarchived["tags"][0] == ["d", idle] and ["archived", "true"] not in unarchived["tags"]
         )
+    finally:
+        await relay.stop()
+
+
+async def test_a_stopped_writer_returns_once_what_was_queued_is_done(embedded_pg):
+    # Stop's wake-up was consumed by the batch that took the queued sweep, and the writer then
+    # waited for more work forever: `Relay.stop` hung (seen in the suite, 50 ms sweeps).
+    url = await embedded_pg.create_database()
+    relay = Relay(load_config({}, bind="127.0.0.1:0", database_url=url), url)
+    await relay.start()
+    try:
+        writer = Writer(relay.write_pool, relay.cache, relay.fanout, relay.relay_keys)
+        running = asyncio.create_task(writer.run())
+        swept = writer.sweep_ttl()
+        writer.stop()
+        async with asyncio.timeout(10):
+            assert (await swept).accepted
+            await running
     finally:
         await relay.stop()

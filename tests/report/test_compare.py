@@ -60,7 +60,9 @@ def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     comparison = compare_paths(baseline, candidate)
     assert comparison["regressed_tasks"] == ["buzz-native/user-mention"]
     assert comparison["improved_tasks"] == []
-    assert exit_code(comparison) == 3
+    # 1/1 → 0/1 is p = 0.5: reported, never significant, so it does not fail (issue 18, 5).
+    assert comparison["significant_regressions"] == [] and comparison["missing_tasks"] == []
+    assert exit_code(comparison) == 0
     tasks = {t["task"]: t for t in comparison["tasks"]}
     assert tasks["buzz-native/reply-to-thread"]["status"] == "unchanged"
     changes = {m["metric"]: m for m in tasks["buzz-native/user-mention"]["metrics"]}
@@ -71,32 +73,45 @@ def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     assert changes["answer_correct"]["change"] == "unchanged"
     assert changes["user_p_tagged"]["baseline"] == (1, 1)
     assert changes["user_p_tagged"]["candidate"] == (0, 1)
-    assert "single attempt" in changes["reward"]["note"]
+    assert changes["reward"]["p_value"] == pytest.approx(0.5)
+    assert changes["reward"]["note"] == (
+        "Fisher one-sided p=0.500 (not significant at α=0.05); "
+        "a single attempt on each side: p is never below 0.5"
+    )
     text = format_text(comparison)
     assert "REGRESSION   buzz-native/user-mention (regression)" in text
     assert "user_p_tagged: 1/1 → 0/1" in text
     assert "reply-to-thread" not in text.split("result:")[0].split("candidate:")[1]
-    assert text.rstrip().endswith("result: 1 task(s) regressed, 0 improved, 1 unchanged")
+    assert text.rstrip().endswith(
+        "result: 1 task regressed (0 significant at α=0.05), 0 improved, 1 unchanged\n"
+        "exit 0: no regression significant at α=0.05 and no baseline task missing from the "
+        "candidate"
+    )
     reverse = compare_paths(candidate, baseline)
     assert exit_code(reverse) == 0 and reverse["improved_tasks"] == ["buzz-native/user-mention"]
 
 
+def attempts_job(jobs: Path, name: str, rewards: list[float]) -> Path:
+    """A workflow job of cross-thread-requests with one trial per reward (k = len(rewards))."""
+    return build_job(jobs, name, [
+        TrialSpec("cross-thread-requests", layer="workflow", attempt=i + 1,
+                  rewards={"reward": r, "both_answered": r})
+        for i, r in enumerate(rewards)
+    ], attempts=len(rewards))  # fmt: skip
+
+
 def test_k_greater_than_one_carries_a_significance_note(tmp_path: Path) -> None:
     def job(name: str, rewards: list[float]) -> Path:
-        return build_job(tmp_path, name, [
-            TrialSpec("cross-thread-requests", layer="workflow", attempt=i + 1,
-                      rewards={"reward": r, "both_answered": r})
-            for i, r in enumerate(rewards)
-        ], attempts=3)  # fmt: skip
+        return attempts_job(tmp_path, name, rewards)
 
     comparison = compare_paths(job("b", [1.0, 1.0, 1.0]), job("c", [1.0, 0.0, 0.0]))
     reward = comparison["tasks"][0]["metrics"][0]
     assert reward["metric"] == "reward" and reward["change"] == "regression"
     assert reward["p_value"] == pytest.approx(0.2)
     assert reward["candidate_interval"] == pytest.approx(wilson_interval(1, 3))
-    assert "Fisher one-sided p=0.200 (not significant: may be sampling noise)" in reward["note"]
+    assert "Fisher one-sided p=0.200 (not significant at α=0.05)" in reward["note"]
     assert "Wilson 95% [0.44, 1.00] → [0.06, 0.79]" in reward["note"]
-    assert exit_code(comparison) == 3
+    assert not reward["significant"] and exit_code(comparison) == 0
     markdown = format_markdown(comparison)
     assert (
         "| buzz-native/cross-thread-requests | workflow | regression | reward | 3/3 | 1/3 |"
@@ -120,27 +135,80 @@ def test_unscored_missing_and_new_tasks(tmp_path: Path) -> None:
         "buzz-native/reply-to-thread": "missing",
         "buzz-native/multiline-message": "new",
     }
-    assert comparison["regressed_tasks"] == ["buzz-native/user-mention"]
+    assert comparison["regressed_tasks"] == []
+    assert comparison["missing_tasks"] == [
+        "buzz-native/reply-to-thread",
+        "buzz-native/user-mention",
+    ]
+    assert exit_code(comparison) == 3
+    assert (
+        format_text(comparison)
+        .rstrip()
+        .endswith(
+            "exit 3: 2 tasks missing from the candidate: buzz-native/reply-to-thread, "
+            "buzz-native/user-mention"
+        )
+    )
+
+
+def test_only_a_significant_regression_fails(tmp_path: Path) -> None:
+    """3/3 → 0/3 is p = 1/C(6,3) = 0.05 exactly: significant at the default α; 3/3 → 1/3
+    (p = 0.2) only at a looser one."""
+    baseline = attempts_job(tmp_path, "b", [1.0, 1.0, 1.0])
+    runner = CliRunner()
+    for rewards, alpha, code in (
+        ([0.0, 0.0, 0.0], None, 3),
+        ([0.0, 0.0, 0.0], "0.01", 0),
+        ([1.0, 0.0, 0.0], None, 0),
+        ([1.0, 0.0, 0.0], "0.25", 3),
+    ):
+        candidate = attempts_job(tmp_path, f"c-{len(list(tmp_path.iterdir()))}", rewards)
+        args = ["compare", str(baseline), str(candidate), *(["--alpha", alpha] if alpha else [])]
+        result = runner.invoke(cli(), args)
+        assert result.exit_code == code, (rewards, alpha, result.output)
+        last = result.stdout.rstrip().splitlines()[-1]
+        if code == 3:
+            assert last == (
+                "exit 3: 1 significant regression: buzz-native/cross-thread-requests"
+            ), last
+        else:
+            assert last.startswith("exit 0: no regression significant at α="), last
+        assert "REGRESSION   buzz-native/cross-thread-requests (workflow)" in result.stdout
+    bad = runner.invoke(cli(), ["compare", str(baseline), str(baseline), "--alpha", "1.5"])
+    assert bad.exit_code == 1 and "--alpha must be between 0 and 1 (got 1.5)" in bad.stderr
+
+
+def test_a_candidate_without_the_baseline_tasks_fails(tmp_path: Path) -> None:
+    baseline, _ = regression_jobs(tmp_path)
+    other = build_job(tmp_path, "other", [TrialSpec("multiline-message", rewards={"reward": 1.0})])
+    result = CliRunner().invoke(cli(), ["compare", str(baseline), str(other)])
+    assert result.exit_code == 3, result.output
+    assert result.stdout.rstrip().splitlines()[-1] == (
+        "exit 3: 2 tasks missing from the candidate: buzz-native/reply-to-thread, "
+        "buzz-native/user-mention"
+    )
 
 
 def test_cli_formats_and_exit_codes(tmp_path: Path) -> None:
     baseline, candidate = regression_jobs(tmp_path)
     runner = CliRunner()
     result = runner.invoke(cli(), ["compare", str(baseline), str(candidate), "--format", "json"])
-    assert result.exit_code == 3, result.output
-    assert json.loads(result.stdout)["regressed_tasks"] == ["buzz-native/user-mention"]
+    assert result.exit_code == 0, result.output  # a single attempt: not significant
+    document = json.loads(result.stdout)
+    assert document["regressed_tasks"] == ["buzz-native/user-mention"]
+    assert document["alpha"] == 0.05 and document["significant_regressions"] == []
     same = runner.invoke(cli(), ["compare", str(baseline), str(baseline), "--format", "markdown"])
-    assert same.exit_code == 0 and "result: 0 task(s) regressed" in same.stdout
+    assert same.exit_code == 0 and "result: 0 tasks regressed" in same.stdout
     # A saved report.json is a valid baseline too.
     report = runner.invoke(cli(), ["report", str(baseline)])
     assert report.exit_code == 0, report.output
     saved = runner.invoke(cli(), ["compare", str(baseline / "report.json"), str(candidate)])
-    assert saved.exit_code == 3 and "REGRESSION" in saved.stdout
+    assert saved.exit_code == 0 and "REGRESSION" in saved.stdout
     missing = runner.invoke(cli(), ["compare", str(tmp_path / "nope"), str(candidate)])
     assert missing.exit_code == 1
     assert (
         missing.stderr.strip()
-        == f"error: {tmp_path / 'nope'}: no such job directory or report file"
+        == f"error: {tmp_path / 'nope'}: no such run or job directory or report file"
     )
     bad = runner.invoke(cli(), ["compare", str(baseline), str(candidate), "--format", "yaml"])
     assert bad.exit_code == 2

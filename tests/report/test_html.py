@@ -230,3 +230,36 @@ def test_a_deep_reply_chain_renders(sample_job: Path) -> None:
     Path(trial["files"]["evidence_json"]).write_text(json.dumps({"messages": messages}))
     html = report_html(report, sample_job)
     assert html.count('class="msg depth-4') == 2996  # indentation is capped
+
+
+def test_an_error_says_whose_failure_it_is_and_only_a_bug_shows_its_traceback(
+    tmp_path: Path,
+) -> None:
+    """Issue 13: a provider error is marked as not a score, a verifier error shows the
+    verifier's own output, and only `InternalError` shows the orchestrator's traceback."""
+    job = build_job(
+        tmp_path,
+        "errors",
+        [
+            TrialSpec("user-mention", status="error", exception_type="ProviderUnavailable"),
+            TrialSpec("reply-to-thread", status="error", exception_type="RewardFileNotFound"),
+            TrialSpec("dm-reply", status="error", exception_type="InternalError"),
+        ],
+    )
+    report = build_report([job])
+    verifier = report["trials"][trial_index(report, "reply-to-thread", 1)]["exception_info"]
+    verifier["exception_message"] = (
+        "no reward.json; the verifier exited 7; the end of verifier/test-stdout.txt:\n"
+        "  solver exploded"
+    )
+    html = report_html(report, job)
+    errors = {}
+    for task in ("user-mention", "reply-to-thread", "dm-reply"):
+        article = html[html.index(f"<h2>buzz-native/{task} · attempt 1</h2>") :]
+        article = article[article.index('<div class="error">') :]
+        errors[task] = article[: article.index("</div>")]
+    assert "The model provider failed: a harness error, not a score" in errors["user-mention"]
+    assert "the verifier exited 7" in errors["reply-to-thread"]
+    assert "  solver exploded</pre>" in errors["reply-to-thread"]
+    assert "The task&#x27;s verifier failed" in errors["reply-to-thread"]
+    assert [task for task, e in errors.items() if "Traceback" in e] == ["dm-reply"]

@@ -72,7 +72,7 @@ def test_failures_carry_metrics_and_details_errors_carry_the_exception(sample_jo
     error = errored.find("error")
     assert error.get("type") == "AgentProcessExited"
     assert error.get("message") == "AgentProcessExited: AgentProcessExited happened"
-    assert error.text.startswith("Traceback")
+    assert error.text == "AgentProcessExited happened"  # the message, not a traceback
     passed = next(c for n, c in by_name.items() if n.startswith("user-mention attempt 1"))
     assert [child.tag for child in passed] == ["system-out"]
     assert "metrics: answer_correct=1.0" in passed.find("system-out").text
@@ -82,7 +82,7 @@ def test_failures_carry_metrics_and_details_errors_carry_the_exception(sample_jo
 def test_control_characters_in_tracebacks_stay_parseable(sample_job: Path) -> None:
     report = build_report([sample_job])
     error = next(t for t in report["trials"] if t["status"] == "error")
-    error["exception_info"]["exception_traceback"] = "bell\x07 nul\x00 ok"
+    error["exception_info"]["exception_message"] = "bell\x07 nul\x00 ok"
     root = ET.fromstring(junit_xml(report).encode())
     assert SCHEMA.validate(root) == []
     assert "bell\ufffd nul\ufffd ok" in "".join(root.itertext())
@@ -102,3 +102,29 @@ def test_planned_trials_that_never_started_are_skipped_testcases(tmp_path: Path)
     names = [case.get("name") for case in root.iter("testcase")]
     assert names[1:] == ["user-mention attempt 2 (not run)", "user-mention attempt 3 (not run)"]
     assert root.get("tests") == "3" and root.get("skipped") == "2"
+
+
+def test_provider_errors_are_errors_and_only_bugs_show_a_traceback(tmp_path: Path) -> None:
+    """Issue 13: a provider failure is an `<error>` (not a `<failure>`) that says so; the
+    traceback is shown for `InternalError` alone."""
+    job = build_job(
+        tmp_path,
+        "provider",
+        [
+            TrialSpec("user-mention", status="error", exception_type="ProviderUnavailable",
+                      rewards={"reward": 0.0}),
+            TrialSpec("reply-to-thread", status="error", exception_type="InternalError"),
+        ],
+    )  # fmt: skip
+    report = build_report([job])
+    causes = {t["short_name"]: t["error_cause"] for t in report["trials"]}
+    assert causes == {"user-mention": "provider", "reply-to-thread": "internal"}
+    root = ET.fromstring(junit_xml(report).encode())
+    cases = {case.get("classname"): case for case in root.iter("testcase")}
+    provider = cases["buzz-native/user-mention"]
+    assert provider.find("failure") is None
+    error = provider.find("error")
+    assert error.get("type") == "ProviderUnavailable"
+    assert error.text.startswith("ProviderUnavailable happened\n")
+    assert "not the agent's score" in error.text and "Traceback" not in error.text
+    assert cases["buzz-native/reply-to-thread"].find("error").text.startswith("Traceback")

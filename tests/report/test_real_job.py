@@ -29,6 +29,7 @@ def orchestra(*args: str) -> list[str]:
 
 
 def run_benchmark(task: Path, job: str, relay_url: str, database_url: str, tmp: Path) -> Path:
+    """The run directory (it holds the one job, of the same name)."""
     args = [
         "benchmark", "--stack", "external", "--env", "local", "--relay-url", relay_url,
         "--database-url",
@@ -54,13 +55,13 @@ def real_jobs(
     return baseline, candidate
 
 
-def test_reports_of_a_real_job_match_its_trial_results(real_jobs: tuple[Path, Path]) -> None:
+def test_reports_of_a_real_run_match_its_trial_results(real_jobs: tuple[Path, Path]) -> None:
     _, candidate = real_jobs
     run = subprocess.run(
         orchestra("report", str(candidate)), capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 0, run.stderr
-    (trial_dir,) = [p for p in candidate.iterdir() if p.is_dir()]
+    (trial_dir,) = [p for p in (candidate / candidate.name).iterdir() if p.is_dir()]
     result = json.loads((trial_dir / "result.json").read_text())
     assert result["status"] == "scored" and result["rewards"]["user_p_tagged"] == 0.0
     report = json.loads((candidate / "report.json").read_text())
@@ -89,9 +90,11 @@ def test_compare_reports_exactly_the_broken_task(real_jobs: tuple[Path, Path]) -
         orchestra("compare", str(baseline), str(candidate), "--format", "json"),
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert run.returncode == 3, run.stderr
+    # One attempt on each side: the drop is reported, but 1/1 → 0/1 is p = 0.5, no failure.
+    assert run.returncode == 0, run.stderr
     comparison = json.loads(run.stdout)
     assert comparison["regressed_tasks"] == ["buzz-native/user-mention"]
+    assert comparison["significant_regressions"] == [] and comparison["missing_tasks"] == []
     (task,) = comparison["tasks"]
     regressed = sorted(m["metric"] for m in task["metrics"] if m["change"] == "regression")
     assert regressed == ["reward", "user_p_tagged"]

@@ -306,3 +306,23 @@ async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     with pytest.raises(VerifierTimeout) as caught:
         await _run(trial, _inputs("time.sleep(60)\n"), verifier_seconds=0.5)
     assert caught.value.verifier["timed_out"] is True
+
+
+async def test_a_crashed_verifier_is_explained_by_its_own_output(tmp_path: Path) -> None:
+    """Issue 13 point 7: the error names the verifier's exit code and ends with its output."""
+    trial = TrialPaths(tmp_path / "t")
+    inputs = _inputs(
+        """
+        print("checking the evidence", flush=True)
+        print("solver exploded: missing key 'messages'", file=sys.stderr)
+        sys.exit(7)
+        """
+    )
+    with pytest.raises(RewardFileNotFound) as caught:
+        await _run(trial, inputs)
+    message = str(caught.value)
+    first, *rest = message.splitlines()
+    assert first.startswith("no reward.json or reward.txt in ")
+    assert first.endswith("; the verifier exited 7; the end of verifier/test-stdout.txt:")
+    assert rest == ["  checking the evidence", "  solver exploded: missing key 'messages'"]
+    assert caught.value.verifier["exit_code"] == 7

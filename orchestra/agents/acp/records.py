@@ -281,6 +281,10 @@ class TurnFailed(Record):
     session_id: str | None = None
     error: str | None = None
     retryable: bool | None = None
+    #: `data.kind` of the prompt's JSON-RPC error (`llm_http_error`, `llm_network_error`,
+    #: `llm_bad_response`, `mcp_error`, `internal`); omitted for other failures
+    error_kind: str | None = None
+    http_status: int | None = None  # `data.status`: the provider's HTTP status, when it had one
     attempt: int | None = None
     will_retry: bool | None = None
     retry_in_s: Number | None = None  # when retrying

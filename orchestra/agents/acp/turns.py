@@ -49,6 +49,8 @@ class TurnOutcome:
     cancel_reason: str | None = None
     error: str | None = None
     retryable: bool = False
+    error_kind: str | None = None  # the JSON-RPC error's `data.kind` (agent-harness.md §2.2)
+    http_status: int | None = None  # its `data.status`: the provider's HTTP status
     agent_killed: bool = False
     turn_id: str = ""
     duration_ms: int = 0
@@ -88,19 +90,44 @@ def turn_usage(
     return {"turn": {k: session[k] - start[k] for k in session}, "session": dict(session)}
 
 
-def describe_error(error: BaseException) -> tuple[str, bool]:
-    """(message, retryable): agent exit and `data.retryable` errors are retryable."""
+@dataclass(frozen=True)
+class ErrorDescription:
+    """A failed prompt as the event log records it."""
+
+    message: str
+    retryable: bool
+    kind: str | None = None  # `data.kind` of a JSON-RPC error (`llm_http_error`, …)
+    http_status: int | None = None  # `data.status`, the provider's HTTP status
+
+    def outcome(self, **fields: Any) -> TurnOutcome:
+        return TurnOutcome(
+            completed=False,
+            error=self.message,
+            retryable=self.retryable,
+            error_kind=self.kind,
+            http_status=self.http_status,
+            **fields,
+        )
+
+
+def describe_error(error: BaseException) -> ErrorDescription:
+    """Agent exit and `data.retryable` errors are retryable; a JSON-RPC error's `data.kind`
+    and `data.status` say whether the provider gave up (orchestrator.md §12)."""
     if isinstance(error, RequestError):
         data = error.data if isinstance(error.data, dict) else {}
         detail = data.get("detail") or data.get("details") or str(error)
-        return f"{error} ({detail})" if detail != str(error) else str(error), data.get(
-            "retryable"
-        ) is True
+        kind, status = data.get("kind"), data.get("status")
+        return ErrorDescription(
+            f"{error} ({detail})" if detail != str(error) else str(error),
+            data.get("retryable") is True,
+            kind if isinstance(kind, str) else None,
+            status if isinstance(status, int) and not isinstance(status, bool) else None,
+        )
     if isinstance(error, ConnectionError | EOFError | BrokenPipeError):
-        return "agent process exited", True
+        return ErrorDescription("agent process exited", True)
     if isinstance(error, TimeoutError):
-        return "the agent did not answer in time", False
-    return f"{type(error).__name__}: {error}", False
+        return ErrorDescription("the agent did not answer in time", False)
+    return ErrorDescription(f"{type(error).__name__}: {error}", False)
 
 
 class TurnRunner:
@@ -227,8 +254,7 @@ class TurnRunner:
     def _response_outcome(prompt_task: asyncio.Task[Any], cancel_reason: str | None) -> TurnOutcome:
         error = prompt_task.exception()
         if error is not None:
-            message, retryable = describe_error(error)
-            return TurnOutcome(completed=False, error=message, retryable=retryable)
+            return describe_error(error).outcome()
         response = prompt_task.result()
         stop_reason = str(response.stop_reason)
         return TurnOutcome(
@@ -273,9 +299,9 @@ class TurnRunner:
         """The turn could not be set up (no session, relay query failed)."""
         turn_id = f"turn_{uuid.uuid4().hex[:16]}"
         if isinstance(error, BuzzError):
-            message, retryable = f"relay: {error.message}", error.retryable
+            described = ErrorDescription(f"relay: {error.message}", error.retryable)
         else:
-            message, retryable = describe_error(error)
+            described = describe_error(error)
         log.info(
             "turn starting for channel %s: %d event(s), session none, attempt %d",
             request.channel_id,
@@ -293,11 +319,9 @@ class TurnRunner:
                 prompt_chars=0,
             )
         )
-        return TurnOutcome(
-            completed=False,
-            error=f"could not start the turn: {message}",
-            retryable=retryable,
-            turn_id=turn_id,
+        return replace(
+            described.outcome(turn_id=turn_id),
+            error=f"could not start the turn: {described.message}",
         )
 
     def finish_failed(
@@ -321,6 +345,8 @@ class TurnRunner:
                 session_id=request.session_id or None,
                 error=outcome.error,
                 retryable=outcome.retryable,
+                error_kind=outcome.error_kind,
+                http_status=outcome.http_status,
                 attempt=k,
                 will_retry=retry_in_s is not None,
                 retry_in_s=retry_in_s,

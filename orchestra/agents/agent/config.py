@@ -193,27 +193,26 @@ def _system_prompt(env: Mapping[str, str]) -> str:
     return SYSTEM_PROMPT.get(env) or DEFAULT_SYSTEM_PROMPT
 
 
+#: The providers whose API key is always required: (model, key, base URL) settings and route.
+_KEYED_PROVIDERS: dict[str, tuple[Setting[str], Setting[str], Setting[str], Route]] = {
+    "anthropic": (ANTHROPIC_MODEL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, "anthropic"),
+    "openrouter": (OPENROUTER_MODEL, OPENROUTER_API_KEY, OPENROUTER_BASE_URL, "chat"),
+}
+
+
 def _endpoint(env: Mapping[str, str], provider: str) -> tuple[str, str, str, Route]:
     """(model, api key, base url, route) for the provider."""
     override = MODEL.value(env)
-    if provider == "anthropic":
-        model = override or ANTHROPIC_MODEL.value(env)
-        key = ANTHROPIC_API_KEY.value(env)
+    route: Route
+    if provider in _KEYED_PROVIDERS:
+        model_setting, key_setting, base_setting, route = _KEYED_PROVIDERS[provider]
+        model = override or model_setting.value(env)
+        key = key_setting.value(env)
         if not key:
             raise SettingError(
-                "ANTHROPIC_API_KEY", "is required for the anthropic provider", joiner=" "
+                key_setting.variable, f"is required for the {provider} provider", joiner=" "
             )
-        base = ANTHROPIC_BASE_URL.value(env)
-        route: Route = "anthropic"
-    elif provider == "openrouter":
-        model = override or OPENROUTER_MODEL.value(env)
-        key = OPENROUTER_API_KEY.value(env)
-        if not key:
-            raise SettingError(
-                "OPENROUTER_API_KEY", "is required for the openrouter provider", joiner=" "
-            )
-        base = OPENROUTER_BASE_URL.value(env)
-        route = "chat"
+        base = base_setting.value(env)
     else:
         model = override or OPENAI_COMPAT_MODEL.value(env)
         key = OPENAI_COMPAT_API_KEY.value(env)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal
 
@@ -58,6 +58,14 @@ def _text_result(text: str, is_error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
 
+def _file_tool_result(run: Callable[[], str]) -> CallToolResult:
+    """The file tool's text, or its `FileToolError` as an error result."""
+    try:
+        return _text_result(run())
+    except FileToolError as exc:
+        return _text_result(str(exc), is_error=True)
+
+
 @asynccontextmanager
 async def _lifespan(_server: MCPServer) -> AsyncIterator[None]:
     try:
@@ -95,10 +103,7 @@ def build_server(workspace: Workspace) -> MCPServer:
         offset: Annotated[int, Field(description="First line number, 1-based.")] = 1,
         limit: Annotated[int, Field(description="Maximum lines (1-10000).")] = DEFAULT_LIMIT,
     ) -> CallToolResult:
-        try:
-            return _text_result(read_file(path, offset, limit, workspace.cwd))
-        except FileToolError as exc:
-            return _text_result(str(exc), is_error=True)
+        return _file_tool_result(lambda: read_file(path, offset, limit, workspace.cwd))
 
     @server.tool(
         name="str_replace",
@@ -112,10 +117,9 @@ def build_server(workspace: Workspace) -> MCPServer:
         new_str: Annotated[str, Field(description="Replacement text.")],
         replace_all: Annotated[bool, Field(description="Replace every occurrence.")] = False,
     ) -> CallToolResult:
-        try:
-            return _text_result(str_replace(path, old_str, new_str, replace_all, workspace.cwd))
-        except FileToolError as exc:
-            return _text_result(str(exc), is_error=True)
+        return _file_tool_result(
+            lambda: str_replace(path, old_str, new_str, replace_all, workspace.cwd)
+        )
 
     @server.tool(name="todo", description=TODO_DESCRIPTION, structured_output=False)
     async def todo_tool(

@@ -43,6 +43,18 @@ class ProviderSettings:
     may_switch_to_responses: bool = False
 
 
+_ROUTE_PATHS = {
+    "anthropic": anthropic.PATH,
+    "responses": openai_responses.PATH,
+    "chat": openai_chat.PATH,
+}
+
+
+def request_url(settings: ProviderSettings) -> str:
+    """The URL a call on the settings' route is posted to."""
+    return settings.base_url + _ROUTE_PATHS[settings.route]
+
+
 def retry_delay(attempt: int, retry_after: float | None) -> float:
     """Delay before retry `attempt` (1-based): jittered exponential, at least Retry-After."""
     return RETRY_BACKOFF.delay(attempt, at_least=retry_after)
@@ -158,15 +170,14 @@ class LLMClient:
 
     def _request(self, conv: Conversation) -> tuple[str, dict[str, str], dict[str, Any]]:
         s = self._settings
+        url = request_url(s)
         if s.route == "anthropic":
             headers = {"x-api-key": s.api_key, "anthropic-version": s.anthropic_version}
-            body = anthropic.build_body(conv, s.anthropic_thinking, s.prompt_caching)
-            return s.base_url + anthropic.PATH, headers, body
+            return url, headers, anthropic.build_body(conv, s.anthropic_thinking, s.prompt_caching)
         headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
         if s.route == "responses":
-            return s.base_url + openai_responses.PATH, headers, openai_responses.build_body(conv)
-        body = openai_chat.build_body(conv, s.max_tokens_field)
-        return s.base_url + openai_chat.PATH, headers, body
+            return url, headers, openai_responses.build_body(conv)
+        return url, headers, openai_chat.build_body(conv, s.max_tokens_field)
 
     def _parse(self, data: Any) -> LLMResponse:
         if self.route == "anthropic":

@@ -3,7 +3,7 @@
 import logging
 from importlib import resources
 
-import asyncpg
+from orchestra.relay.storage import DbConnection
 
 log = logging.getLogger("buzz.relay.storage")
 
@@ -14,7 +14,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _MIGRATION_LOCK_KEY = 0x42_75_7A_7A
 
 
-async def migrate(connection: asyncpg.Connection) -> int:
+async def migrate(connection: DbConnection) -> int:
     """Bring the schema to `SCHEMA_VERSION`; returns the version found before migrating."""
     async with connection.transaction():
         await connection.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK_KEY)

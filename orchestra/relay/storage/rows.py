@@ -3,11 +3,11 @@ connection inside the caller's transaction and costs one round trip per call."""
 
 from collections.abc import Mapping, Sequence
 
-import asyncpg
 import orjson
 
 from orchestra.nostr.event import Event, d_tag, kind_class
 from orchestra.relay.access import event_channel_id
+from orchestra.relay.storage import DbConnection
 
 _INSERT_EVENTS_CTE = """
 WITH new_events AS (
@@ -49,12 +49,12 @@ def db_text(value: str) -> str:
     return value.replace("\x00", "\ufffd") if "\x00" in value else value
 
 
-def _is_indexed_tag(tag: Sequence[str]) -> bool:
+def is_indexed_tag(tag: Sequence[str]) -> bool:
     return len(tag) >= 2 and len(tag[0]) == 1 and tag[0].isascii() and tag[0].isalpha()
 
 
 async def insert_events(
-    connection: asyncpg.Connection,
+    connection: DbConnection,
     events: Sequence[Event],
     activity: Mapping[str, int] | None = None,
 ) -> set[str]:
@@ -81,13 +81,13 @@ async def insert_events(
         for column, value in zip(columns, row, strict=True):
             column.append(value)
         for tag in event.tags:
-            if _is_indexed_tag(tag):
-                for column, value in zip(
+            if is_indexed_tag(tag):
+                for tag_column, tag_value in zip(
                     tag_columns,
                     (event.id, tag[0], db_text(tag[1]), event.kind, event.created_at),
                     strict=True,
                 ):
-                    column.append(value)
+                    tag_column.append(tag_value)
     if activity:
         rows = await connection.fetch(
             INSERT_EVENTS_AND_TOUCH, *columns, *tag_columns, list(activity), list(activity.values())
@@ -104,7 +104,7 @@ def newer_wins(new: Event, current_id: str, current_created_at: int) -> bool:
     )
 
 
-async def replace_event(connection: asyncpg.Connection, event: Event) -> bool:
+async def replace_event(connection: DbConnection, event: Event) -> bool:
     """Store a replaceable/addressable event unless a newer version exists; False if it lost."""
     if kind_class(event.kind) == "addressable":
         current = await connection.fetchrow(

@@ -1,10 +1,13 @@
 """The single writer task: group commit of queued events (protocol.md §4 steps 8-11, §15.2).
 
-Connections verify events and `submit` them; the writer drains the queue in batches, checks
-duplicates and channel rules in submission order, commits plain events of a batch in one
-transaction, and only then fans out and resolves each caller's future (so `OK true` always
-follows COMMIT). Channel operations commit on their own, in order, and update the cache after
-their commit; as every write passes through this one task, no per-channel locks are needed.
+Connections verify events and `submit` them; the writer takes fair, cost-bounded batches from
+its queue (write_queue.py), checks duplicates and channel rules in submission order, commits
+plain events of a batch in one transaction, resolves each caller's future right after the
+commit (so `OK true` always follows COMMIT) and hands the committed events to the fan-out
+stage, which delivers them outside this task. Channel operations commit on their own, in
+order, and update the cache after their commit; as every write passes through this one task,
+no per-channel locks are needed. The queue is bounded by a memory budget: `submit` waits
+while it is full, which stops the submitting connections from reading (backpressure).
 """
 
 import asyncio
@@ -18,10 +21,11 @@ import asyncpg
 
 from orchestra.nostr.event import Event, kind_class
 from orchestra.nostr.keys import Keys
+from orchestra.nostr.kinds import Kind
 from orchestra.relay import channel_rules
-from orchestra.relay.channel_rules import MESSAGE, STATE_CHANGING_KINDS, ChannelPlan
+from orchestra.relay.channel_rules import STATE_CHANGING_KINDS, ChannelPlan
 from orchestra.relay.channels import Channel, ChannelCache, build_state_events, note_state_events
-from orchestra.relay.fanout import SubscriptionIndex
+from orchestra.relay.fanout import Fanout
 from orchestra.relay.outcome import (
     ACCEPTED,
     DUPLICATE,
@@ -30,11 +34,25 @@ from orchestra.relay.outcome import (
     Rejected,
     WriteResult,
 )
-from orchestra.relay.storage.rows import insert_events, replace_event
+from orchestra.relay.storage import DbConnection
+from orchestra.relay.storage.rows import insert_events, is_indexed_tag, replace_event
+from orchestra.relay.storage.write_queue import FairQueue
+from orchestra.relay.throttle import Budget
 
 log = logging.getLogger("buzz.relay.writer")
 
-MAX_BATCH = 1000
+# A batch is bounded by its estimated database work, in units of about one indexed tag row
+# (~10 µs on the 2-core VM): so an occasional writer waits for at most about two batches of
+# ~20 ms each, however large the events queued ahead of it are (docs/performance.md).
+MAX_BATCH_JOBS = 256
+MAX_BATCH_COST = 2000
+# Work a connection may have done per turn while others wait (deficit round robin).
+WRITE_QUANTUM = 500
+EVENT_COST = 5
+CHANNEL_OPERATION_COST = 400
+# Memory an event holds while queued, for the write budgets (its tags are separate objects).
+MIN_WRITE_CHARGE = 1024
+TAG_CHARGE = 128
 # One primary-key probe per id (the LIMIT keeps the planner from flattening the lateral
 # subquery): both `id = ANY(<array>)` and a plain join on unnest were planned as sequential
 # scans for some batch sizes, which made every write cost grow with the table.
@@ -63,10 +81,25 @@ DELETE_MEMBERS = (
 )
 
 
+def write_charge(event: Event) -> int:
+    """Bytes an event is charged against the write budgets while it waits for the writer."""
+    return max(MIN_WRITE_CHARGE, len(event.raw) + TAG_CHARGE * len(event.tags))
+
+
+def write_cost(event: Event) -> int:
+    """Estimated database work of an event, in the units of MAX_BATCH_COST."""
+    cost = EVENT_COST + sum(1 for tag in event.tags if is_indexed_tag(tag))
+    if event.kind in STATE_CHANGING_KINDS:
+        cost += CHANNEL_OPERATION_COST
+    return cost
+
+
 @dataclass(eq=False)
 class _Job:
     event: Event
     future: asyncio.Future[WriteResult]
+    cost: int
+    charge: int
 
 
 @dataclass(eq=False)
@@ -74,6 +107,11 @@ class _Sweep:
     """A TTL sweep, queued like a write so it is ordered with them."""
 
     future: asyncio.Future[WriteResult]
+    cost: int = CHANNEL_OPERATION_COST
+    charge: int = 0
+
+
+_SWEEPS = object()  # the queue source of TTL sweeps
 
 
 @dataclass
@@ -94,47 +132,54 @@ class Writer:
         self,
         pool: asyncpg.Pool,
         cache: ChannelCache,
-        index: SubscriptionIndex,
+        fanout: Fanout,
         relay_keys: Keys,
         clock: Callable[[], float] = time.time,
+        max_queued_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._pool = pool
         self._cache = cache
-        self._index = index
+        self._fanout = fanout
         self._relay_keys = relay_keys
         self._clock = clock
-        self._queue: asyncio.Queue[_Job | _Sweep | None] = asyncio.Queue()
+        self._queue: FairQueue[_Job | _Sweep] = FairQueue(WRITE_QUANTUM)
+        self.budget = Budget(max_queued_bytes)
+        self._stopping = False
 
     def _now(self) -> int:
         return int(self._clock())
 
-    def submit(self, event: Event) -> asyncio.Future[WriteResult]:
+    async def submit(
+        self, source: object, event: Event, charge: int | None = None
+    ) -> asyncio.Future[WriteResult]:
+        """Queue `event` behind `source`'s earlier events; waits while the queue is full."""
+        charge = write_charge(event) if charge is None else charge
+        await self.budget.acquire(charge)
         future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Job(event, future))
+        self._queue.put(source, _Job(event, future, write_cost(event), charge))
         return future
 
     def sweep_ttl(self) -> asyncio.Future[WriteResult]:
         future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Sweep(future))
+        self._queue.put(_SWEEPS, _Sweep(future))
         return future
 
     def stop(self) -> None:
         """Finish what is queued, then end `run`."""
-        self._queue.put_nowait(None)
+        self._stopping = True
+        self._queue.wake()
 
     async def run(self) -> None:
         while True:
-            first = await self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            stopping = False
-            while len(batch) < MAX_BATCH and not self._queue.empty():
-                job = self._queue.get_nowait()
-                if job is None:
-                    stopping = True
-                    break
-                batch.append(job)
+            # Once stopping, never wait: the batch that takes the last jobs also consumes the
+            # wake-up `stop` gave, so waiting then would wait forever.
+            if not self._stopping:
+                await self._queue.wait()
+            batch = self._queue.take(MAX_BATCH_JOBS, MAX_BATCH_COST, lambda job: job.cost)
+            if not batch:
+                if self._stopping:
+                    return
+                continue
             try:
                 await self._process(batch)
             except Exception:
@@ -142,8 +187,7 @@ class Writer:
             finally:
                 for job in batch:
                     _resolve(job, FAILED)
-            if stopping:
-                return
+                    self.budget.release(job.charge)
 
     async def _process(self, batch: list[_Job | _Sweep]) -> None:
         async with self._pool.acquire() as connection:
@@ -185,7 +229,7 @@ class Writer:
                     await self._commit_channel_operation(connection, job, plan)
                     continue
                 segment.jobs.append(job)
-                if plan is not None and event.kind == MESSAGE:
+                if plan is not None and event.kind == Kind.MESSAGE:
                     previous = segment.activity.get(plan.channel_id, 0)
                     segment.activity[plan.channel_id] = max(previous, event.created_at)
             await self._flush(connection, segment)
@@ -204,7 +248,7 @@ class Writer:
                 raise Rejected("invalid: thread reference is in another channel")
         return plan
 
-    async def _flush(self, connection: asyncpg.Connection, segment: _Segment) -> None:
+    async def _flush(self, connection: DbConnection, segment: _Segment) -> None:
         if not segment.jobs:
             return
         results: dict[_Job, WriteResult] = {}
@@ -240,13 +284,13 @@ class Writer:
             if channel is not None and at > channel.last_activity_at:
                 self._cache.put(channel.replace(last_activity_at=at))
         for job in segment.jobs:
-            result = results[job]
-            if result is ACCEPTED:
-                self._index.publish(job.event)
-            _resolve(job, result)
+            _resolve(job, results[job])
+        for job in segment.jobs:
+            if results[job] is ACCEPTED:
+                await self._fanout.publish(job.event)
 
     async def _commit_channel_operation(
-        self, connection: asyncpg.Connection, job: _Job, plan: ChannelPlan
+        self, connection: DbConnection, job: _Job, plan: ChannelPlan
     ) -> None:
         event = job.event
         try:
@@ -260,16 +304,15 @@ class Writer:
             _resolve(job, FAILED)
             return
         self._apply(plan.new_channel, state_events)
-        self._index.publish(event)
-        for state_event in state_events:
-            self._index.publish(state_event)
         _resolve(job, ACCEPTED)
+        for committed in (event, *state_events):
+            await self._fanout.publish(committed)
 
     async def _store_state(
         self,
-        connection: asyncpg.Connection,
+        connection: DbConnection,
         channel: Channel | None,
-        kinds: tuple[int, ...],
+        kinds: tuple[Kind, ...],
         actor: str,
     ) -> list[Event]:
         """Write the channel row, member changes and new state events (inside a transaction)."""
@@ -316,7 +359,7 @@ class Writer:
             self._cache.put(channel)
         note_state_events(self._cache, state_events)
 
-    async def _sweep(self, connection: asyncpg.Connection) -> None:
+    async def _sweep(self, connection: DbConnection) -> None:
         """Archive every idle TTL channel (§9.10), one transaction per channel."""
         now = self._now()
         for channel in list(self._cache.channels.values()):
@@ -326,12 +369,12 @@ class Writer:
             try:
                 async with connection.transaction():
                     state_events = await self._store_state(
-                        connection, archived, (channel_rules.METADATA_KIND,), channel.creator
+                        connection, archived, (Kind.CHANNEL_METADATA,), channel.creator
                     )
             except Exception:
                 log.exception("archiving channel %s by ttl failed", channel.channel_id)
                 continue
             self._apply(archived, state_events)
             for state_event in state_events:
-                self._index.publish(state_event)
+                await self._fanout.publish(state_event)
             log.info("channel %s archived by ttl", channel.channel_id)

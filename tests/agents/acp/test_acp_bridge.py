@@ -445,6 +445,7 @@ async def test_retry_then_failure_notice(room: Room) -> None:
         (2, False, True),
     ]
     assert failed[0]["retry_in_s"] == 5 and "upstream 503" in failed[0]["error"]
+    assert [(f["error_kind"], f["http_status"]) for f in failed] == [("llm_http_error", 503)] * 2
     assert [s["event_ids"] for s in acp.named("turn_started")] == [[task], [task]]
     assert notice[0]["reply_to"] == task
     (event,) = await room.user.query([{"ids": [notice[0]["event_id"]]}])
@@ -461,6 +462,7 @@ async def test_non_retryable_error_and_notices_off(room: Room) -> None:
     await room.send("@solo-1 fake:error-fatal")
     failed = await acp.wait_for(lambda rs: [r for r in rs if r["event"] == "turn_failed"])
     assert failed[0]["retryable"] is False and failed[0]["will_retry"] is False
+    assert failed[0]["error_kind"] == "llm_http_error" and failed[0]["http_status"] == 401
     for ended, reason in enumerate(("max_tokens", "refusal", "max_turn_requests"), start=2):
         await room.send(f"@solo-1 fake:{reason}")
         await acp.wait_for(lambda rs, n=ended: len(turn_ends(rs)) >= n)
@@ -515,6 +517,7 @@ async def test_agent_exit_mid_turn_is_retried(room: Room) -> None:
     assert (
         failed["retryable"] and failed["will_retry"] and failed["error"] == "agent process exited"
     )
+    assert "error_kind" not in failed and "http_status" not in failed
     assert len(acp.named("agent_spawned")) == 2
     assert acp.named("turn_started")[1]["session_new"] is True  # the old session died with it
     (rotated,) = acp.named("session_rotated")
@@ -609,6 +612,7 @@ async def test_agent_ignoring_cancel_is_killed_and_replaced(room: Room) -> None:
     await room.send("@solo-1 fake:hang-ignore")
     failed = await acp.wait_for(lambda rs: [r for r in rs if r["event"] == "turn_failed"])
     assert failed[0]["retryable"] is False and failed[0]["will_retry"] is False
+    assert "error_kind" not in failed[0]
     assert "did not answer session/cancel within 10 s" in failed[0]["error"]
     await acp.wait_for(lambda rs: len([r for r in rs if r["event"] == "agent_initialized"]) >= 2)
     assert acp.named("failure_notice")

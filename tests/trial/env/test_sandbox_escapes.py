@@ -104,7 +104,7 @@ def test_every_escape_fails_in_the_sandbox(
     job_ended = time.time()
     assert run.returncode in (0, 3), run.stdout + run.stderr  # the script solves nothing
     assert "unsandboxed" not in run.stderr
-    trials = sorted(p.parent for p in (jobs_dir / "escape").glob("*/result.json"))
+    trials = sorted(p.parent for p in (jobs_dir / "escape" / "escape").glob("*/result.json"))
     assert len(trials) == len(TASKS)
     for trial in trials:
         result = json.loads((trial / "result.json").read_text())

@@ -32,6 +32,7 @@ class Reply:
     body: Any = None  # JSON-serialisable, or a str sent verbatim
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before the answer is written
+    drop: bool = False  # close the connection without an answer
 
 
 @dataclass
@@ -187,11 +188,14 @@ def _final_for(path: str) -> Reply:
 
 
 class FakeLLM:
-    def __init__(self) -> None:
+    """`port` 0 lets the system choose; a fixed one brings a server back where one went down."""
+
+    def __init__(self, port: int = 0) -> None:
         self.requests: list[RecordedRequest] = []
         self._script: list[ReplySource] = []
         self._lock = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.closed = False
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -205,9 +209,24 @@ class FakeLLM:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
+        self.close()
+
+    def close(self) -> None:
+        """Stop listening: later connections are refused. Idempotent."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        if self._thread.is_alive():  # shutdown() waits for a serve_forever() that runs
+            self._server.shutdown()
+            self._thread.join(timeout=5)
         self._server.server_close()
-        self._thread.join(timeout=5)
+
+    def go_down(self) -> Reply:
+        """A script entry: this request's connection is dropped and the server stops (a provider
+        that dies mid-job)."""
+        threading.Thread(target=self.close, daemon=True).start()
+        return Reply(drop=True)
 
     def script(self, *replies: ReplySource) -> None:
         with self._lock:
@@ -274,6 +293,9 @@ class FakeLLM:
                 reply = fake._next_reply(request)
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.drop:
+                    self.close_connection = True
+                    return
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:

@@ -1,0 +1,115 @@
+"""The circuit breaker, the cost cap and the retry rule (issue 13), on trial results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from documents_support import STARTED, trial_result
+
+from orchestra.agents.acp.records import TurnFailed
+from orchestra.documents.trial import TrialResult
+from orchestra.jobs.controls import RunControls
+from orchestra.jobs.retries import retried
+from orchestra.trial.provider import is_provider_failure
+
+
+def finished(attempt: int, status: str = "scored", error: str | None = None, cost: float = 0.0
+             ) -> TrialResult:  # fmt: skip
+    fields: dict[str, Any] = {"status": status, "cost_usd": cost}
+    if error is not None:
+        fields["exception_info"] = {
+            "exception_type": error,
+            "exception_message": f"{error} happened\nmore",
+            "exception_traceback": "",
+            "occurred_at": STARTED,
+            "phase": "agent",
+        }
+    return trial_result("buzz-native/user-mention", attempt, **fields)
+
+
+def test_the_breaker_trips_once_on_provider_errors_in_a_row() -> None:
+    controls = RunControls.of(provider_error_limit=3)
+    sequence = [
+        finished(1, "error", "ProviderUnavailable"),
+        finished(2, "error", "ProviderAuthFailed"),
+        finished(3),  # a score resets the count
+        finished(4, "error", "ProviderUnavailable"),
+        finished(5, "cancelled", "Cancelled"),  # does not count either way
+        finished(6, "error", "ProviderUnavailable"),
+    ]
+    assert [controls.trial_finished(r) for r in sequence] == [None] * 6
+    stop = controls.trial_finished(finished(7, "error", "ProviderUnavailable"))
+    assert stop is not None and stop.reason == "circuit_breaker"
+    assert stop.message.startswith("3 trials in a row ended in provider errors (")
+    assert stop.message.endswith("last: ProviderUnavailable: ProviderUnavailable happened")
+    assert controls.trial_finished(finished(8, "error", "ProviderUnavailable")) is None
+    assert controls.stop is stop
+
+
+def test_other_errors_reset_the_breaker_and_zero_disables_it() -> None:
+    controls = RunControls.of(provider_error_limit=2)
+    for attempt, error in enumerate(["ProviderUnavailable", "StackUnavailable"], start=1):
+        controls.trial_finished(finished(attempt, "error", error))
+    assert controls.trial_finished(finished(3, "error", "ProviderUnavailable")) is None
+    disabled = RunControls.of(provider_error_limit=0)
+    results = [finished(n, "error", "ProviderUnavailable") for n in range(1, 10)]
+    assert all(disabled.trial_finished(r) is None for r in results)
+
+
+def test_the_cost_cap_counts_finished_and_live_cost_once() -> None:
+    controls = RunControls.of(max_cost_usd=1.0)
+    assert controls.trial_finished(finished(1, cost=0.4)) is None
+    assert controls.trial_finished(finished(1, cost=0.4)) is None  # the same trial again
+    assert controls.live_cost("user-mention__2", 0.3) is None
+    assert controls.live_cost("user-mention__2", 0.5) is None  # replaces, not adds: 0.9
+    stop = controls.live_cost("user-mention__3", 0.1)
+    assert stop is not None and stop.reason == "cost_cap"
+    assert stop.spent_usd == pytest.approx(1.0)
+    assert controls.trial_finished(finished(2, cost=0.6)) is None  # stopped already
+    assert controls.cost_cap.spent_usd == pytest.approx(1.1)  # 0.4 + 0.6 + 0.1 in flight
+    assert RunControls.of().live_cost("x", 1e9) is None  # no cap
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "rerun"),
+    [
+        ("error", "ProviderUnavailable", True),
+        ("error", "StackUnavailable", True),
+        ("error", "EvidenceExportError", True),
+        ("error", "ProviderAuthFailed", False),
+        ("error", "RewardFileNotFound", False),
+        ("error", "InternalError", False),
+        ("error", "AgentProcessExited", False),
+        ("cancelled", "Cancelled", False),
+        ("scored", None, False),
+    ],
+)
+def test_only_harness_errors_are_rerun(status: str, error: str | None, rerun: bool) -> None:
+    assert retried(finished(1, status, error)) is rerun
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "provider"),
+    [
+        ("llm_network_error", None, True),
+        ("llm_bad_response", None, True),
+        ("llm_http_error", 401, True),
+        ("llm_http_error", 403, True),
+        ("llm_http_error", 408, True),
+        ("llm_http_error", 429, True),
+        ("llm_http_error", 500, True),
+        ("llm_http_error", 529, True),
+        ("llm_http_error", 400, False),  # the agent's request (e.g. context length)
+        ("llm_http_error", 404, False),
+        ("llm_http_error", 422, False),
+        ("mcp_error", None, False),
+        ("internal", None, False),
+        (None, None, False),  # an agent exit, an unanswered cancel
+    ],
+)
+def test_which_given_up_turns_are_the_providers(
+    kind: str | None, status: int | None, provider: bool
+) -> None:
+    record = TurnFailed(will_retry=False, error_kind=kind, http_status=status, error="x")
+    assert is_provider_failure(record) is provider

@@ -1,0 +1,430 @@
+"""Real-model runs against fake providers (issue 13): `orchestra benchmark` through the real
+agent tree, a real relay and the local verifier, with a scripted OpenAI-compatible or
+Anthropic-compatible server on 127.0.0.1 in place of the paid API.
+
+Provider failures are errors (never a score of 0), a failing endpoint stops the run at
+preflight, the circuit breaker stops a run whose provider died and `resume` finishes it, a
+`Retry-After` is waited out, the cost cap stops the job, and `--retries` reruns a harness error.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm import (
+    DEFAULT_KEY,
+    DEFAULT_MODEL,
+    FakeLLM,
+    RecordedRequest,
+    Reply,
+    anthropic_message,
+    chat_text,
+    chat_tool_call,
+    error_reply,
+)
+
+from orchestra.agents.trajectory.atif import Trajectory
+from orchestra.paths import PROJECT_ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TASK = PROJECT_ROOT / "tasks" / "buzz-native" / "user-mention"
+PERSONA = "manifests/personas/buzz-native-solo.md"
+PERSONA_SHA256 = "29035c227f093a4b59dfd89a4d5bbf5efd950f8e7be78656cb3c83274aa819a5"
+#: No retries inside the agent tree: a provider failure gives the turn up at once.
+NO_AGENT_RETRIES = {"BUZZ_AGENT_LLM_MAX_RETRIES": "0", "BUZZ_ACP_MAX_RETRIES": "0"}
+RUN_SECONDS = 300
+
+
+def orchestra(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args]
+
+
+def manifest(path: Path, price_per_million: float = 1.0) -> Path:
+    path.write_text(
+        f"""schema_version: "1"
+condition: fake-provider
+roster:
+  - id: solo
+    kind: orchestrator
+    role: solo
+    count: 1
+    endpoint: {DEFAULT_MODEL}
+    model_revision: {DEFAULT_MODEL}
+    prompt:
+      path: {PERSONA}
+      sha256: {PERSONA_SHA256}
+    include_platform_prompt: true
+prices:
+  {DEFAULT_MODEL}:
+    input_per_million_usd: {price_per_million}
+    cached_input_per_million_usd: {price_per_million}
+    output_per_million_usd: {price_per_million}
+trial_budget:
+  timeout_seconds: 120
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def endpoints(path: Path, llm: FakeLLM, provider: str = "openai", **env: str) -> Path:
+    endpoint: dict[str, Any] = {"provider": provider, "env": env}
+    if provider == "openai":
+        endpoint |= {"api_key_env": "FAKE_PROVIDER_KEY", "base_url": f"{llm.base_url}/v1"}
+        endpoint["env"] = {"OPENAI_COMPAT_API": "chat", **env}
+    else:
+        endpoint |= {"api_key_env": "FAKE_PROVIDER_KEY"}
+        endpoint["env"] = {"ANTHROPIC_BASE_URL": llm.base_url, **env}
+    path.write_text(json.dumps({DEFAULT_MODEL: endpoint}), encoding="utf-8")
+    return path
+
+
+class Run:
+    """One scratch directory: a private task copy, jobs and state; `benchmark`/`resume`."""
+
+    def __init__(self, root: Path, relay_url: str) -> None:
+        self.root = root
+        self.relay_url = relay_url
+        self.task = root / "tasks" / TASK.name
+        shutil.copytree(TASK, self.task, ignore=shutil.ignore_patterns("__pycache__"))
+        self.jobs = root / "jobs"
+
+    def stack_args(self) -> list[str]:
+        return ["--stack", "external", "--relay-url", self.relay_url, "--env", "local"]
+
+    def benchmark(
+        self, manifest_path: Path, endpoint_path: Path, *extra: str, key: str = DEFAULT_KEY
+    ) -> subprocess.CompletedProcess[str]:
+        args = [
+            "benchmark", "--path", str(self.task), "--manifest", str(manifest_path),
+            "--endpoint-config", str(endpoint_path), "--artifact-root", str(PROJECT_ROOT),
+            "--jobs-dir", str(self.jobs), "--state-dir", str(self.root / "state"),
+            "--job-name", "job", "-n", "1", *self.stack_args(), *extra,
+        ]  # fmt: skip
+        return self._run(args, key)
+
+    def resume(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        return self._run(["resume", str(self.job), *self.stack_args(), *extra], DEFAULT_KEY)
+
+    def _run(self, args: list[str], key: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "FAKE_PROVIDER_KEY": key, "COLUMNS": "200"}
+        return subprocess.run(
+            orchestra(*args), capture_output=True, text=True, timeout=RUN_SECONDS, env=env
+        )
+
+    @property
+    def run_dir(self) -> Path:
+        """The run `--job-name job` names; it holds one job, its namesake."""
+        return self.jobs / "job"
+
+    @property
+    def job(self) -> Path:
+        return self.run_dir / "job"
+
+    def results(self) -> list[dict[str, Any]]:
+        return [
+            json.loads(path.read_text(encoding="utf-8"))
+            for path in sorted(self.job.glob("*/result.json"))
+        ]
+
+    def job_result(self) -> dict[str, Any]:
+        return json.loads((self.job / "result.json").read_text(encoding="utf-8"))
+
+    def assert_no_key_on_disk(self) -> None:
+        for path in self.root.rglob("*"):
+            if path.is_file():
+                assert DEFAULT_KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.fixture
+def run(relay_url: str, tmp_path: Path) -> Iterator[Run]:
+    yield Run(tmp_path, relay_url)
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def output(done: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+
+
+def shell_results(run: Run, result: dict[str, Any]) -> list[str]:
+    """The agent's ATIF trajectory (a valid one): what each shell call gave back."""
+    trajectory = Trajectory.model_validate_json(
+        (run.job / result["trial_name"] / result["trajectories"]["solo-1"]).read_bytes()
+    )
+    return [
+        observed.content
+        for step in trajectory.steps
+        if step.tool_calls and step.observation
+        for call, observed in zip(step.tool_calls, step.observation.results, strict=True)
+        if call.function_name == "buzz_dev_mcp__shell"
+    ]
+
+
+def llm_calls(llm: FakeLLM) -> list[RecordedRequest]:
+    """The agents' requests (the preflight probe is the one without tools)."""
+    return [r for r in llm.requests if isinstance(r.body, dict) and r.body.get("tools")]
+
+
+# --- a happy path on each provider ---------------------------------------------------------
+
+
+def test_openai_compatible_happy_path_is_scored_after_the_probe(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.script(
+        chat_text("OK"),
+        chat_tool_call("buzz_dev_mcp__shell", {"command": "echo checked"}),
+    )
+    done = run.benchmark(manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm))
+    assert done.returncode in (0, 3) and "endpoint check: fake-model answered" in done.stdout
+    probe = llm.requests[0]
+    assert probe.path == "/v1/chat/completions" and "tools" not in probe.body
+    assert probe.body["max_completion_tokens"] == 1 and "reasoning_effort" not in probe.body
+    assert probe.headers["authorization"] == f"Bearer {DEFAULT_KEY}"
+    (result,) = run.results()
+    assert result["status"] == "scored", output(done)
+    assert result["exception_info"] is None and result["retried_from"] == []
+    calls = llm_calls(llm)
+    assert len(calls) == 2 and calls[1].body["messages"][-1]["role"] == "tool"
+    assert "checked" in calls[1].body["messages"][-1]["content"]
+    (shell,) = shell_results(run, result)
+    assert "checked" in shell
+    run.assert_no_key_on_disk()
+
+
+def test_anthropic_compatible_happy_path_is_scored(run: Run, llm: FakeLLM, tmp_path: Path) -> None:
+    llm.script(
+        anthropic_message([{"type": "text", "text": "OK"}]),
+        anthropic_message(
+            [{"type": "tool_use", "id": "toolu_1", "name": "buzz_dev_mcp__shell",
+              "input": {"command": "echo checked"}}],
+            stop_reason="tool_use",
+        ),
+    )  # fmt: skip
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm, "anthropic")
+    )
+    probe = llm.requests[0]
+    assert probe.path == "/v1/messages" and probe.body["max_tokens"] == 1, output(done)
+    assert probe.headers["x-api-key"] == DEFAULT_KEY
+    (result,) = run.results()
+    assert result["status"] == "scored", output(done)
+    calls = llm_calls(llm)
+    assert calls[1].body["messages"][-1]["content"][0]["type"] == "tool_result"
+    (shell,) = shell_results(run, result)
+    assert "checked" in shell
+    run.assert_no_key_on_disk()
+
+
+# --- preflight -----------------------------------------------------------------------------
+
+
+def test_a_refused_key_and_a_closed_port_stop_the_run_at_preflight(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.script(error_reply(401, f"Incorrect API key provided: {DEFAULT_KEY}"))
+    done = run.benchmark(manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm))
+    assert done.returncode == 2, output(done)
+    assert done.stderr == (
+        f"error: endpoint {DEFAULT_MODEL} ({llm.base_url}/v1/chat/completions): HTTP 401: "
+        "Incorrect API key provided: [REDACTED]\n"
+    )
+    assert not run.jobs.exists() and len(llm.requests) == 1
+
+    closed = FakeLLM()
+    closed.close()  # a port that nothing listens on any more
+    done = run.benchmark(manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "c.json", closed))
+    assert done.returncode == 2, output(done)
+    line = done.stderr.strip()
+    assert line.startswith(
+        f"error: endpoint {DEFAULT_MODEL} ({closed.base_url}/v1/chat/completions): "
+        "llm_network_error: ConnectError"
+    ), line
+    assert "\n" not in line and not run.jobs.exists()
+
+    checked = subprocess.run(
+        orchestra(
+            "benchmark", "--dry-run", "--check-endpoints", "--path", str(run.task),
+            "--manifest", str(tmp_path / "m.yaml"), "--endpoint-config", str(tmp_path / "c.json"),
+            "--artifact-root", str(PROJECT_ROOT), "--jobs-dir", str(run.jobs),
+        ),
+        capture_output=True, text=True, timeout=60, env={**os.environ, "FAKE_PROVIDER_KEY": "x"},
+    )  # fmt: skip
+    assert checked.returncode == 2 and "llm_network_error: ConnectError" in checked.stderr
+    assert "Cost estimate  none" in checked.stdout and not run.jobs.exists()
+
+
+# --- during the run ------------------------------------------------------------------------
+
+
+def test_a_refused_key_in_a_trial_is_an_error_not_a_zero(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The issue's wrong-key run with the check skipped: the trial is `error`
+    `ProviderAuthFailed` (never rerun: a refused key does not heal), exit 3, the provider's
+    text in the message with the key it echoed redacted, and `<error>` in junit.xml."""
+    llm.script(error_reply(401, f"Incorrect API key provided: {DEFAULT_KEY}"))
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm),
+        "--skip-endpoint-check", "--report",
+    )  # fmt: skip
+    assert done.returncode == 3, output(done)
+    (result,) = run.results()
+    info = result["exception_info"]
+    assert result["status"] == "error" and info["exception_type"] == "ProviderAuthFailed"
+    assert info["exception_message"] == (
+        f"endpoint {DEFAULT_MODEL} at {llm.base_url}/v1: HTTP 401: agent solo-1 gave up a turn: "
+        "LLM call failed: HTTP 401: Incorrect API key provided: [REDACTED]"
+    )
+    assert result["reward"] is None and result["rewards"] is not None
+    assert result["retried_from"] == [] and not (run.job / ".superseded").exists()
+    assert len(llm_calls(llm)) == 1
+    assert "the model provider failed: errors, not scores of 0" in done.stdout
+    junit = (run.run_dir / "junit.xml").read_text(encoding="utf-8")
+    assert '<error message="ProviderAuthFailed: endpoint' in junit and "<failure" not in junit
+    run.assert_no_key_on_disk()
+
+
+def test_a_provider_that_dies_trips_the_breaker_and_resume_finishes_the_job(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Trial 1 scores; the server dies on trial 2's request; trials 2 and 3 are errors (not
+    0), the breaker (2 in a row here) stops the run before trial 4; resume with the server
+    back runs exactly the errored and unstarted trials."""
+    llm.script(chat_text("done"), lambda _request: llm.go_down())
+    endpoint_path = endpoints(tmp_path / "e.json", llm, **NO_AGENT_RETRIES)
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoint_path, "-k", "4", "--skip-endpoint-check",
+        "--provider-error-limit", "2", "--retries", "0",
+    )  # fmt: skip
+    assert done.returncode == 2, output(done)
+    results = sorted(run.results(), key=lambda r: r["attempt"])
+    assert [(r["attempt"], r["status"]) for r in results] == [
+        (1, "scored"), (2, "error"), (3, "error"),
+    ], output(done)  # fmt: skip
+    for errored in results[1:]:
+        info = errored["exception_info"]
+        assert info["exception_type"] == "ProviderUnavailable" and errored["reward"] is None
+        assert info["exception_message"].startswith(
+            f"endpoint {DEFAULT_MODEL} at {llm.base_url}/v1: llm_network_error: agent solo-1 "
+        )
+        assert errored["rewards"] is not None  # the verifier ran; kept, not counted
+    job = run.job_result()
+    assert job["stopped"] == "circuit_breaker" and job["finished_at"] is None
+    assert "2 trials in a row ended in provider errors" in job["stop_message"]
+    assert "stopped   circuit_breaker: 2 trials in a row" in done.stdout, output(done)
+    assert "orchestra resume " in done.stderr and str(run.run_dir.name) in done.stderr
+    assert "ProviderUnavailable: 2" in done.stdout
+
+    scored_first = results[0]["trial_name"]
+    with FakeLLM(port=int(llm.base_url.rsplit(":", 1)[1])):
+        resumed = run.resume("--skip-endpoint-check")
+    assert resumed.returncode == 0, output(resumed)
+    after = run.results()
+    assert len(after) == 4 and {r["status"] for r in after} == {"scored"}
+    assert scored_first in {r["trial_name"] for r in after}
+    superseded = sorted(p.name for p in (run.job / ".superseded").iterdir())
+    assert superseded == sorted(r["trial_name"] for r in results[1:])
+    assert run.job_result()["stopped"] is None and run.job_result()["stats"]["n_scored"] == 4
+    run.assert_no_key_on_disk()
+
+
+def test_a_429_with_retry_after_is_waited_out_and_scored(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.script(error_reply(429, "slow down", retry_after="2"))
+    endpoint_path = endpoints(tmp_path / "e.json", llm, BUZZ_AGENT_LLM_MAX_RETRIES="2")
+    done = run.benchmark(manifest(tmp_path / "m.yaml"), endpoint_path, "--skip-endpoint-check")
+    (result,) = run.results()
+    assert result["status"] == "scored", output(done)
+    first, second = llm_calls(llm)[:2]
+    assert second.received_at - first.received_at >= 2.0
+    events = (run.job / result["trial_name"] / "agent" / "buzz" / "solo-1.events.jsonl").read_text()
+    assert '"turn_failed"' not in events
+
+
+def test_the_cost_cap_stops_the_job(run: Run, llm: FakeLLM, tmp_path: Path) -> None:
+    """$10,000 per million tokens: one call of the fake's 110 tokens costs $1.10 > $0.50."""
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml", price_per_million=10_000),
+        endpoints(tmp_path / "e.json", llm),
+        "-k", "3", "--skip-endpoint-check", "--max-cost-usd", "0.5",
+    )  # fmt: skip
+    assert done.returncode == 2, output(done)
+    (result,) = run.results()
+    assert result["status"] == "scored" and result["cost_usd"] == pytest.approx(1.1)
+    job = run.job_result()
+    assert job["stopped"] == "cost_cap" and job["spent_usd"] == pytest.approx(1.1)
+    assert job["stats"]["n_pending"] == 2
+    assert "--max-cost-usd 0.5" in job["stop_message"]
+    assert "stopped: cost_cap ($1.1000 spent)" in done.stdout
+
+    estimate = subprocess.run(
+        orchestra(
+            "benchmark", "--dry-run", "--allow-missing-keys", "--path", str(run.task), "-k", "2",
+            "--manifest", str(tmp_path / "m.yaml"), "--endpoint-config", str(tmp_path / "e.json"),
+            "--artifact-root", str(PROJECT_ROOT), "--jobs-dir", str(run.jobs),
+        ),
+        capture_output=True, text=True, timeout=60, env=dict(os.environ),
+    )  # fmt: skip
+    assert estimate.returncode == 0, output(estimate)
+    assert (
+        "Cost estimate  $2.2000 for 2 trial(s): $1.1000 per trial, the mean of 1 trial(s) of "
+        "job job"
+    ) in estimate.stdout
+
+
+def test_a_hard_cost_cap_cancels_the_trial_in_flight(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The first call's $1.10 passes the $0.50 cap while the agent still works (its next call
+    would take a minute): the trial is cancelled and no other trial starts."""
+    llm.script(
+        chat_tool_call("buzz_dev_mcp__shell", {"command": "echo working"}),
+        Reply(body=chat_text("done").body, delay=60),
+    )
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml", price_per_million=10_000),
+        endpoints(tmp_path / "e.json", llm),
+        "-k", "2", "--skip-endpoint-check", "--max-cost-usd", "0.5", "--hard-cost-cap",
+    )  # fmt: skip
+    assert done.returncode == 2, output(done)
+    (result,) = run.results()
+    assert result["status"] == "cancelled", output(done)
+    job = run.job_result()
+    assert job["stopped"] == "cost_cap" and job["spent_usd"] == pytest.approx(1.1)
+    assert job["stats"]["n_cancelled"] == 1 and job["stats"]["n_pending"] == 1
+
+
+def test_retries_rerun_a_provider_error_once_and_supersede_it(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    llm.script(error_reply(503, "overloaded"))
+    endpoint_path = endpoints(tmp_path / "e.json", llm, **NO_AGENT_RETRIES)
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoint_path, "--skip-endpoint-check", "--retries", "1"
+    )
+    assert done.returncode == 0, output(done)
+    (result,) = run.results()
+    assert result["status"] == "scored"
+    (earlier,) = result["retried_from"]
+    assert earlier["exception_type"] == "ProviderUnavailable"
+    superseded = run.job / ".superseded" / earlier["trial_name"]
+    first = json.loads((superseded / "result.json").read_text())
+    assert first["status"] == "error" and "HTTP 503" in first["exception_info"]["exception_message"]
+    assert "overloaded" in first["exception_info"]["exception_message"]
+    job = run.job_result()
+    assert [t["trial_name"] for t in job["trials"]] == [result["trial_name"]]
+    assert job["stats"]["n_errors"] == 0 and job["finished_at"] is not None

@@ -1,0 +1,60 @@
+"""Runs for tests, made by the orchestrator's own code (`choose_run`, `RunTarget.begin`) over
+real dataset tasks and the oracle condition, without running any trial."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from orchestra.config.condition import load_condition
+from orchestra.config.task import load_task
+from orchestra.documents.enums import StackMode
+from orchestra.documents.run import RunRecord, RunSettings
+from orchestra.jobs.plan import Selection
+from orchestra.jobs.run import RunRequest, choose_run
+from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST, PROJECT_ROOT
+
+DATASET = PROJECT_ROOT / "tasks" / "buzz-native"
+
+
+def run_request(
+    *task_dirs: Path, attempts: int | None = None, dataset: Path = DATASET
+) -> RunRequest:
+    """What `orchestra benchmark --env local` under the default (oracle) condition asks for."""
+    condition = load_condition(
+        PROJECT_ROOT / DEFAULT_MANIFEST, PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG, verify=False
+    )
+    settings = RunSettings(
+        manifest=condition.manifest_path.as_posix(),
+        endpoint_config=condition.endpoint_config.path.as_posix(),
+        artifact_root=condition.artifact_root.as_posix(),
+        stack=StackMode.EMBEDDED,
+        relay_url=None,
+        database_url=None,
+        relay_port=3600,
+        state_dir="/state",
+        n_concurrent=2,
+        timeout_multiplier=1.0,
+        keep_channels=False,
+        keep_containers=False,
+        buzz_bin_dir=None,
+        report=False,
+    )
+    tasks = tuple(load_task(d) for d in task_dirs)
+    return RunRequest(condition, "local", Selection(dataset), tasks, attempts, settings)
+
+
+def start_run(
+    jobs_dir: Path,
+    request: RunRequest,
+    now: datetime | None = None,
+    *,
+    run_name: str | None = None,
+    job_name: str | None = None,
+) -> RunRecord:
+    """A new run as `orchestra benchmark` records it before its first trial."""
+    target, _ = choose_run(
+        jobs_dir, request, run_name=run_name, job_name=job_name, new_run=True, now=now
+    )
+    target.begin(owed_trials=0)
+    return target.record
