@@ -20,18 +20,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import logging
 import os
 import shlex
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import NoReturn
 
 #: A group leader: our asyncio or `subprocess` child, or the pid of any process.
 Leader = asyncio.subprocess.Process | subprocess.Popen[bytes] | int
@@ -311,22 +308,6 @@ def become_subreaper() -> bool:
         return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
-
-
-def exit_now(code: int) -> NoReturn:
-    """Exit once the process's own shutdown is done, skipping interpreter finalization.
-
-    Tearing down the interpreter (module and object finalization of the SDKs, pydantic, httpx)
-    costs 0.15-0.3 s of CPU per process, paid in series by buzz-dev-mcp, buzz-agent and
-    buzz-acp at every trial's teardown. Everything that must outlive the process is written by
-    then (the event and prompt logs flush every line); the std streams and logging handlers
-    are flushed here. Not for error paths that still have to print a traceback.
-    """
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 # --- short commands --------------------------------------------------------------------------

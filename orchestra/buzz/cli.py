@@ -12,6 +12,7 @@ from typing import Any, BinaryIO, TextIO
 
 from orchestra.buzz.cli_parser import DEFAULT_RELAY, GLOBAL_DESTS, build_parser
 from orchestra.buzz.errors import BuzzError
+from orchestra.startup import exit_now, pause_collector
 
 _COMPACT_OPERATIONS = frozenset({"messages_get", "messages_thread"})
 
@@ -109,4 +110,8 @@ def run(argv: list[str], stdin: BinaryIO, stdout: TextIO, stderr: TextIO) -> int
 
 
 def main() -> None:
-    sys.exit(run(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))
+    # One short operation: the cyclic collector would only traverse the imports' objects, and
+    # interpreter finalization tears down modules nobody uses again; together about a quarter
+    # of a call's CPU, paid 4-5 times per trial (docs/performance.md, "CPU cuts").
+    pause_collector()
+    exit_now(run(sys.argv[1:], sys.stdin.buffer, sys.stdout, sys.stderr))

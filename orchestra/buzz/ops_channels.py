@@ -9,21 +9,21 @@ from orchestra.buzz.lookups import Lookups
 from orchestra.buzz.ops_messages import ok_message
 from orchestra.buzz.rows import channel_row, member_rows
 from orchestra.nostr.kinds import Kind
+from orchestra.nostr.limits import CHANNEL_ABOUT_MAX_CHARS, CHANNEL_NAME_MAX_CHARS
 
 TTL_RANGE = (60, 31_536_000)
-MAX_NAME_CHARS, MAX_ABOUT_CHARS = 100, 2000
 DUPLICATE_RESIGN_ATTEMPTS = 5
 
 
 def _name(value: str) -> str:
-    if not 1 <= len(value.strip()) <= MAX_NAME_CHARS:
-        raise user_error(f"--name must be 1-{MAX_NAME_CHARS} characters")
+    if not 1 <= len(value.strip()) <= CHANNEL_NAME_MAX_CHARS:
+        raise user_error(f"--name must be 1-{CHANNEL_NAME_MAX_CHARS} characters")
     return value
 
 
 def _about(value: str) -> str:
-    if len(value) > MAX_ABOUT_CHARS:
-        raise user_error(f"--description must be at most {MAX_ABOUT_CHARS} characters")
+    if len(value) > CHANNEL_ABOUT_MAX_CHARS:
+        raise user_error(f"--description must be at most {CHANNEL_ABOUT_MAX_CHARS} characters")
     return value
 
 

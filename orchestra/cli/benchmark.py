@@ -113,6 +113,7 @@ class BenchmarkOptions:
     timeout_multiplier: float
     keep_channels: bool
     keep_containers: bool
+    settle_ms: int
     fresh: bool
     keep_errors: bool
     quiet: bool
@@ -177,7 +178,11 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
     )
     warnings += run_warnings
     options = RunOptions(
-        opts.timeout_multiplier, opts.keep_channels, opts.buzz_bin_dir, opts.keep_containers
+        opts.timeout_multiplier,
+        opts.keep_channels,
+        opts.buzz_bin_dir,
+        opts.keep_containers,
+        opts.settle_ms,
     )
     invocation = Invocation(
         n_concurrent=opts.n_concurrent,
@@ -215,6 +220,7 @@ def _run_settings(opts: BenchmarkOptions, modes: Modes, condition: Condition) ->
         timeout_multiplier=opts.timeout_multiplier,
         keep_channels=opts.keep_channels,
         keep_containers=opts.keep_containers,
+        settle_ms=opts.settle_ms,
         buzz_bin_dir=opts.buzz_bin_dir.absolute().as_posix() if opts.buzz_bin_dir else None,
         report=opts.report,
     )
@@ -403,13 +409,13 @@ def run_plan(
     sandbox = sandbox_support()
     if modes.env == "local" and sandbox.kind is SandboxKind.NONE:
         print(sandbox.warning(), file=sys.stderr)  # one line, whatever the terminal's width
-    console.print(unit.describe(owed), highlight=False, soft_wrap=True)
-    if invocation.check_endpoints:
+    if invocation.check_endpoints:  # before the run is announced: a failure creates nothing
         try:
             _check_endpoints(condition, api_keys, console)
         except Preflight as error:
             error_lines(str(error))
             return EXIT_PREFLIGHT
+    console.print(unit.describe(owed), highlight=False, soft_wrap=True)
     if condition.is_oracle:
         console.print(
             "[yellow]oracle condition: agents replay the reference solutions; "

@@ -20,6 +20,7 @@ from orchestra.cli.resume import ResumeOptions, run_resume_command
 from orchestra.cli.stack import stack_app
 from orchestra.config.task import Layer as TaskLayer
 from orchestra.documents.io import DocumentError
+from orchestra.documents.job import DEFAULT_SETTLE_MS, MAX_SETTLE_MS
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.breaker import DEFAULT_PROVIDER_ERROR_LIMIT
 from orchestra.jobs.controls import RunControls
@@ -159,6 +160,15 @@ def benchmark(
             help="Docker env: keep each trial's agents' and verifier containers for debugging.",
         ),
     ] = False,
+    settle_ms: Annotated[
+        int,
+        typer.Option(
+            "--settle-ms",
+            min=0,
+            max=MAX_SETTLE_MS,
+            help="Grace after a solo agent's last turn before the trial stops (§7.11).",
+        ),
+    ] = DEFAULT_SETTLE_MS,
     fresh: Annotated[bool, typer.Option("--fresh")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
@@ -212,6 +222,7 @@ def benchmark(
         timeout_multiplier=timeout_multiplier,
         keep_channels=keep_channels,
         keep_containers=keep_containers,
+        settle_ms=settle_ms,
         fresh=fresh,
         keep_errors=keep_errors,
         quiet=quiet,
@@ -259,6 +270,15 @@ def resume(
     state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
     timeout_multiplier: Annotated[float | None, typer.Option("--timeout-multiplier")] = None,
     buzz_bin_dir: Annotated[Path | None, typer.Option("--buzz-bin-dir")] = None,
+    settle_ms: Annotated[
+        int | None,
+        typer.Option(
+            "--settle-ms",
+            min=0,
+            max=MAX_SETTLE_MS,
+            help="Settle grace for the re-run trials (default: the run's own).",
+        ),
+    ] = None,
     report: Annotated[
         bool,
         typer.Option(
@@ -289,6 +309,7 @@ def resume(
         state_dir=state_dir,
         timeout_multiplier=timeout_multiplier,
         buzz_bin_dir=buzz_bin_dir,
+        settle_ms=settle_ms,
         report=report,
         quiet=quiet,
         check_endpoints=not skip_endpoint_check,

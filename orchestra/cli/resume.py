@@ -36,6 +36,7 @@ class ResumeOptions:
     state_dir: Path | None = None
     timeout_multiplier: float | None = None
     buzz_bin_dir: Path | None = None
+    settle_ms: int | None = None
     report: bool = False
     quiet: bool = False
     check_endpoints: bool = True
@@ -72,6 +73,7 @@ def run_resume_command(path: Path, opts: ResumeOptions) -> int:
         stored.keep_channels,
         buzz_bin_dir,
         stored.keep_containers,
+        stored.settle_ms if opts.settle_ms is None else opts.settle_ms,
     )
     invocation = Invocation(
         n_concurrent=opts.n_concurrent or stored.n_concurrent,

@@ -138,6 +138,7 @@ def settings_of_job(config: JobConfig) -> RunSettings:
         timeout_multiplier=options.timeout_multiplier,
         keep_channels=options.keep_channels,
         keep_containers=options.keep_containers,
+        settle_ms=options.settle_ms,
         buzz_bin_dir=options.buzz_bin_dir,
         report=False,
     )

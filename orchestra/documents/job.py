@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -17,6 +17,10 @@ PlanLayer = Literal["regression", "workflow", "mixed"]
 #: Why a job started no more trials before its plan was done (issue 13): the run's cost cap
 #: was reached, or the circuit breaker saw provider errors in a row.
 JobStopReason = Literal["cost_cap", "circuit_breaker"]
+
+#: `--settle-ms`: the solo settle grace's default and upper bound (orchestrator.md §2.2, §7.11)
+DEFAULT_SETTLE_MS = 250
+MAX_SETTLE_MS = 5000
 
 
 # --- config.json -------------------------------------------------------------------------------
@@ -90,6 +94,8 @@ class JobOptions(Part):
     relay_port: int
     buzz_bin_dir: str | None  # null when this package's scripts are used
     keep_containers: bool = False  # docker env: `--keep-containers`
+    #: the solo settle grace (§7.11); absent in jobs started before it existed
+    settle_ms: Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)] = DEFAULT_SETTLE_MS
     endpoint_config: str
     artifact_root: str
 

@@ -8,14 +8,21 @@ the run again. Each job directory keeps its own layout and documents (§10).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from orchestra.config.task import Layer
 from orchestra.documents.enums import EnvKind, StackMode
 from orchestra.documents.io import Document, Sha256, Timestamp
-from orchestra.documents.job import EndpointRecord, PlanRecord, ReplayIdentity, is_oracle_roster
+from orchestra.documents.job import (
+    DEFAULT_SETTLE_MS,
+    MAX_SETTLE_MS,
+    EndpointRecord,
+    PlanRecord,
+    ReplayIdentity,
+    is_oracle_roster,
+)
 from orchestra.documents.trial import Attempt, Count, Part
 
 
@@ -55,6 +62,8 @@ class RunSettings(Part):
     timeout_multiplier: float
     keep_channels: bool
     keep_containers: bool
+    #: the solo settle grace (§7.11); absent in runs started before it was recorded here
+    settle_ms: Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)] = DEFAULT_SETTLE_MS
     buzz_bin_dir: str | None
     report: bool
 

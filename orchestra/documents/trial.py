@@ -245,6 +245,8 @@ class TrialResult(TrialIdentity, Document):
     accounting: Accounting = Accounting.UNAVAILABLE
     cached_estimated: bool = False
     budget_exceeded: BudgetExceeded | None = None
+    #: wake-eligible events the stop gave up waiting for (§7.11); absent in older documents
+    unaccounted_events: list[str] = Field(default_factory=list)
     buzz: BuzzRecord = Field(default_factory=BuzzRecord)
     #: agent id -> its ATIF trajectory, relative to the trial directory (§7.16)
     trajectories: dict[str, str] = Field(default_factory=dict)

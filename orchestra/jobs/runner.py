@@ -156,6 +156,7 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
             relay_port=settings.relay_port,
             buzz_bin_dir=options.buzz_bin_dir.as_posix() if options.buzz_bin_dir else None,
             keep_containers=options.keep_containers,
+            settle_ms=options.settle_ms,
             endpoint_config=settings.endpoint_config_path.absolute().as_posix(),
             artifact_root=condition.artifact_root.as_posix(),
         ),

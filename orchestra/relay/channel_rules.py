@@ -13,12 +13,12 @@ from orchestra.nostr.kinds import (
     UNSUPPORTED_CHANNEL_OPERATIONS,
     Kind,
 )
+from orchestra.nostr.limits import CHANNEL_ABOUT_MAX_CHARS, CHANNEL_NAME_MAX_CHARS
 from orchestra.relay.channels import UUID_RE, Channel, ChannelCache, ChannelChanges
 from orchestra.relay.outcome import NOT_A_MEMBER, Rejected
 
 STATE_CHANGING_KINDS = frozenset(CHANNEL_OPERATION_KINDS)
 TTL_MIN, TTL_MAX = 60, 31_536_000
-ABOUT_MAX = 2000
 METADATA_FIELDS = ("name", "about", "visibility", "ttl", "archived")
 
 
@@ -120,14 +120,19 @@ def _tag(event: Event, name: str) -> str | None:
 
 def _valid_name(value: str) -> str:
     name = value.strip()
-    if not 1 <= len(name) <= 100 or any(unicodedata.category(ch) == "Cc" for ch in name):
-        raise Rejected("invalid: name must be 1-100 characters without control characters")
+    if not 1 <= len(name) <= CHANNEL_NAME_MAX_CHARS or any(
+        unicodedata.category(ch) == "Cc" for ch in name
+    ):
+        raise Rejected(
+            f"invalid: name must be 1-{CHANNEL_NAME_MAX_CHARS} characters without control "
+            "characters"
+        )
     return name
 
 
 def _valid_about(value: str) -> str:
-    if len(value) > ABOUT_MAX:
-        raise Rejected(f"invalid: about must be at most {ABOUT_MAX} characters")
+    if len(value) > CHANNEL_ABOUT_MAX_CHARS:
+        raise Rejected(f"invalid: about must be at most {CHANNEL_ABOUT_MAX_CHARS} characters")
     return value
 
 

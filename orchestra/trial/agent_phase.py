@@ -13,6 +13,7 @@ from orchestra.trial.completion import (
     CompletionRules,
     CompletionWatch,
     describe_exit,
+    describe_unaccounted,
 )
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, classified
@@ -31,6 +32,7 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
             orchestrator_pubkey=orchestrator_pubkey,
             solo=ctx.condition.manifest.is_solo,
             scripted_event_ids=[row["event_id"] for row in state.scripted_events],
+            settle_seconds=ctx.options.settle_ms / 1000,
         ),
         state.observer,
         state.log_states(),
@@ -44,6 +46,8 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
         state.completion = await state.watch.wait(remaining)
     except AgentProcessExited as error:
         raise TrialError("AgentProcessExited", str(error)) from error
+    if state.completion.unaccounted_events:
+        state.recorder.log(describe_unaccounted(state.completion.unaccounted_events))
     state.recorder.log(f"agent phase ended: {state.completion.stop_reason}")
 
 

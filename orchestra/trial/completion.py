@@ -14,7 +14,9 @@ from orchestra.trial.env.protocol import AgentProcess
 from orchestra.trial.eventlog import AgentLogState
 from orchestra.trial.observer import ChannelObserver
 
-SETTLE_SECONDS = 3.0
+#: a wake-eligible event still unaccounted for this long after the last turn ended is a harness
+#: fault: recorded as `unaccounted_events`, and the solo stop proceeds (§7.11)
+UNACCOUNTED_LIMIT_SECONDS = 10.0
 DONE_PREFIX = "DONE:"
 
 
@@ -30,11 +32,20 @@ def describe_exit(paths: TrialPaths, agent: AgentProcess) -> str:
     )
 
 
+def describe_unaccounted(event_ids: Sequence[str]) -> str:
+    """The `trial.log` line of a stop that gave up waiting for wake-eligible events (§7.11)."""
+    return (
+        f"wake-eligible events still unaccounted for {UNACCOUNTED_LIMIT_SECONDS:g} s after the "
+        f"last turn ended (the stop proceeds): {', '.join(event_ids)}"
+    )
+
+
 @dataclass(frozen=True)
 class Completion:
     stop_reason: str
     completion_message_id: str | None
     budget_exceeded: dict[str, Any] | None = None
+    unaccounted_events: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,7 @@ class CompletionRules:
     orchestrator_pubkey: str
     solo: bool
     scripted_event_ids: Sequence[str]
+    settle_seconds: float  # the settle grace (`--settle-ms`)
 
     @property
     def done_message_applies(self) -> bool:
@@ -86,17 +98,34 @@ class CompletionWatch:
                 return done_id
         return None
 
-    def _solo_settled_condition(self) -> bool:
+    def _solo_quiet(self) -> bool:
+        """The solo rules' conditions on the agent's own log: a turn ended, none in flight or
+        waiting, every scripted event delivered (§7.11)."""
         state = self.states[self.rules.orchestrator_id]
         if state.ends < 1 or state.in_flight != 0 or state.pending:
             return False
         return all(event_id in state.delivered for event_id in self.rules.scripted_event_ids)
 
+    def _unaccounted(self) -> tuple[str, ...]:
+        """Wake-eligible events the orchestrator agent's log does not account for yet."""
+        state = self.states[self.rules.orchestrator_id]
+        eligible = self.observer.wake_eligible(self.rules.orchestrator_pubkey)
+        return tuple(event_id for event_id in eligible if not state.accounts_for(event_id))
+
     def _activity_signature(self) -> tuple[int, ...]:
-        return tuple(
-            number
-            for state in self.states.values()
-            for number in (state.starts, state.ends, len(state.queued))
+        return (
+            len(self.observer.events),
+            *(
+                number
+                for state in self.states.values()
+                for number in (
+                    state.starts,
+                    state.ends,
+                    len(state.queued),
+                    len(state.delivered),
+                    len(state.discarded),
+                )
+            ),
         )
 
     def check_failures(self) -> None:
@@ -108,8 +137,7 @@ class CompletionWatch:
 
     async def wait(self, timeout_seconds: float) -> Completion:
         deadline = time.monotonic() + timeout_seconds
-        settled_since: float | None = None
-        settled_signature: tuple[int, ...] = ()
+        solo = _SoloClock(self.rules.settle_seconds)
         while True:
             self.changed.clear()
             self.check_failures()
@@ -121,21 +149,18 @@ class CompletionWatch:
                 if done_id is not None:
                     return Completion("done_message", done_id)
             now = time.monotonic()
-            signature = self._activity_signature()
-            if self.rules.solo and self._solo_settled_condition():
-                # any turn or queued event in between restarts the window, even when a whole
-                # turn happened between two evaluations
-                if settled_since is None or signature != settled_signature:
-                    settled_since, settled_signature = now, signature
-                if now - settled_since >= SETTLE_SECONDS:
+            if self.rules.solo:
+                state = self.states[self.rules.orchestrator_id]
+                quiet = self._solo_quiet()
+                unaccounted = self._unaccounted() if quiet else ()
+                solo.observe(now, state.ends, quiet, unaccounted, self._activity_signature())
+                if solo.settled(now):
                     return Completion("turn_end", self._last_authored())
-            else:
-                settled_since = None
+                if solo.given_up(now):
+                    return Completion("turn_end", self._last_authored(), None, unaccounted)
             if now >= deadline:
                 return Completion("timeout", None)
-            wake_at = (
-                deadline if settled_since is None else min(deadline, settled_since + SETTLE_SECONDS)
-            )
+            wake_at = min(deadline, solo.next_deadline())
             try:
                 await asyncio.wait_for(self.changed.wait(), max(0.0, wake_at - now))
             except TimeoutError:
@@ -153,3 +178,55 @@ class CompletionWatch:
                 await asyncio.wait_for(self.changed.wait(), remaining)
             except TimeoutError:
                 return
+
+
+class _SoloClock:
+    """The two clocks of the solo rules (§7.11): the settle grace, which runs while everything
+    is accounted for and nothing moves, and the limit on waiting for an event the log never
+    accounts for, which runs from the last turn's end."""
+
+    def __init__(self, settle_seconds: float) -> None:
+        self.settle_seconds = settle_seconds
+        self._ends = -1
+        self._last_turn_end: float | None = None
+        self._settled_since: float | None = None
+        self._signature: tuple[int, ...] = ()
+        self._waiting_for_accounts = False
+
+    def observe(
+        self,
+        now: float,
+        ends: int,
+        quiet: bool,
+        unaccounted: tuple[str, ...],
+        signature: tuple[int, ...],
+    ) -> None:
+        if ends != self._ends:
+            self._ends, self._last_turn_end = ends, now
+        self._waiting_for_accounts = quiet and bool(unaccounted)
+        if not quiet or unaccounted:
+            self._settled_since = None
+        elif self._settled_since is None or signature != self._signature:
+            # anything seen or logged in between restarts the grace, even a whole turn that
+            # happened between two evaluations
+            self._settled_since = now
+        self._signature = signature
+
+    def settled(self, now: float) -> bool:
+        return self._settled_since is not None and now - self._settled_since >= self.settle_seconds
+
+    def given_up(self, now: float) -> bool:
+        return self._waiting_for_accounts and now >= self._give_up_at()
+
+    def _give_up_at(self) -> float:
+        assert self._last_turn_end is not None
+        return self._last_turn_end + UNACCOUNTED_LIMIT_SECONDS
+
+    def next_deadline(self) -> float:
+        """When the state may be decided without any further change: never, unless a clock
+        runs."""
+        if self._settled_since is not None:
+            return self._settled_since + self.settle_seconds
+        if self._waiting_for_accounts:
+            return self._give_up_at()
+        return float("inf")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestra.agents.oracle.server import OracleServer
 from orchestra.config.condition import Condition
+from orchestra.documents.job import DEFAULT_SETTLE_MS
 from orchestra.documents.trial import TrialResult
 from orchestra.paths import JobPaths
 from orchestra.stack.info import StackInfo
@@ -25,6 +26,7 @@ class RunOptions:
     keep_channels: bool = False
     buzz_bin_dir: Path | None = None
     keep_containers: bool = False  # docker env: trial containers outlive their trials
+    settle_ms: int = DEFAULT_SETTLE_MS
 
 
 class OracleHost:

@@ -93,6 +93,10 @@ class AgentLogState:
             if event_id not in self.delivered and event_id not in self.discarded
         ]
 
+    def accounts_for(self, event_id: str) -> bool:
+        """The log says what became of the event: delivered in a turn, ignored or dropped."""
+        return event_id in self.delivered or event_id in self.discarded
+
     @property
     def ran_turns(self) -> bool:
         return self.starts > 0

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestra.buzz import EOSE, BuzzError
-from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS
+from orchestra.nostr import tags
+from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS, Kind
 from orchestra.stack.watch import StackUnavailable
 
 #: The kinds `messages get` reads and the evidence keeps (§7.11, §8.2).
@@ -90,16 +91,17 @@ class ChannelObserver:
                 if item is EOSE:
                     live = True
                     for event in sorted(stored, key=lambda e: (e.get("created_at") or 0, e["id"])):
-                        self._store(event)
+                        self.store(event)
                     stored.clear()
                     self._ready.set()
                 elif isinstance(item, dict) and isinstance(item.get("id"), str):
                     if live:
-                        self._store(item)
+                        self.store(item)
                     else:
                         stored.append(item)
 
-    def _store(self, event: dict[str, Any]) -> None:
+    def store(self, event: dict[str, Any]) -> None:
+        """Keep an event the subscription delivered (the first copy of each id counts)."""
         event_id = event["id"]
         if event_id not in self.events:
             self.events[event_id] = event
@@ -112,6 +114,18 @@ class ChannelObserver:
             (e for e in self.events.values() if e.get("pubkey") == pubkey),
             key=lambda e: self.arrival[e["id"]],
         )
+
+    def wake_eligible(self, pubkey: str) -> list[str]:
+        """Ids, in arrival order, of the events that can wake the agent `pubkey` (§7.11):
+        kind 9 in this channel, `p`-tagging it, authored by another identity."""
+        return [
+            event["id"]
+            for event in self.events.values()  # insertion order is arrival order
+            if event.get("kind") == Kind.MESSAGE
+            and event.get("pubkey") != pubkey
+            and tags.channel_id(tags.of_event(event)) == self.channel_id
+            and pubkey in tags.mentions(tags.of_event(event))
+        ]
 
     async def close(self) -> None:
         if self._task is not None:

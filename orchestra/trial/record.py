@@ -121,6 +121,7 @@ def result_document(state: TrialState) -> TrialResult:
         "accounting": accounting.accounting if accounting else "unavailable",
         "cached_estimated": accounting.cached_estimated if accounting else False,
         "budget_exceeded": completion.budget_exceeded if completion else None,
+        "unaccounted_events": list(completion.unaccounted_events) if completion else [],
         "buzz": buzz_record(state),
         "trajectories": state.trajectories,
         "secret_scan": state.secret_scan,

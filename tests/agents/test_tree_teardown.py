@@ -1,7 +1,7 @@
 """SIGTERM of an idle tree after a turn, as at the end of every trial (agent-harness.md §1.10):
 buzz-acp -> buzz-agent -> buzz-dev-mcp (still serving the warm session) on the real relay, with
 `FakeLLM` as the model. The processes skip interpreter finalization once their own shutdown
-is done (`orchestra.processes.exit_now`); this checks that nothing that shutdown owes is skipped with it.
+is done (`orchestra.startup.exit_now`); this checks that nothing that shutdown owes is skipped with it.
 """
 
 from __future__ import annotations

@@ -27,11 +27,13 @@ def orchestra(*args: str) -> list[str]:
     return [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args]
 
 
-def benchmark_args(relay_url: str, database_url: str, tmp_path: Path, job: str) -> list[str]:
+def benchmark_args(
+    relay_url: str, database_url: str, tmp_path: Path, job: str, source: Path = TASK
+) -> list[str]:
     # a private copy: other work on the dataset must not change the task digest under the test
-    task = tmp_path / "tasks" / TASK.name
+    task = tmp_path / "tasks" / source.name
     if not task.exists():
-        shutil.copytree(TASK, task, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(source, task, ignore=shutil.ignore_patterns("__pycache__"))
     return [
         "benchmark",
         "--stack",
@@ -287,3 +289,71 @@ def test_agent_budget_stops_the_wait_and_still_scores(
     assert result["tokens"]["input"] == 500 and result["tokens"]["cached_input"] == 100
     assert result["accounting"] == "event_log"
     assert document_round_trip(tmp_path / "jobs" / "budget" / "budget").diffs == {}
+
+
+LATE_MENTION_ACP = """\
+import asyncio, json, os
+from orchestra.buzz import BuzzClient
+from orchestra.nostr.keys import Keys
+log = open(os.environ["BUZZ_ACP_EVENT_LOG"], "a")
+def write(event, **fields):
+    log.write(json.dumps({"event": event, **fields}) + "\\n")
+    log.flush()
+def turn(turn_id, event_ids):
+    write("turn_started", turn_id=turn_id, session_id="s1", event_ids=event_ids)
+    write("turn_delivered", turn_id=turn_id, event_ids=event_ids)
+    write("turn_completed", turn_id=turn_id, stop_reason="end_turn", usage={})
+async def main():
+    keys = Keys.from_secret(bytes.fromhex(os.environ["BUZZ_PRIVATE_KEY"]))
+    channel = os.environ["BUZZ_ACP_CHANNELS"]
+    mentions = {"kinds": [9], "#h": [channel], "#p": [keys.pubkey]}
+    async with BuzzClient.from_keys(os.environ["BUZZ_RELAY_URL"], keys) as client:
+        async with client.subscribe([mentions]) as subscription:
+            write("subscribed", channel_id=channel)
+            seen = 0
+            async for item in subscription:
+                if not isinstance(item, dict):
+                    continue
+                seen += 1
+                if seen > 1:  # the scripted mention: logged late, then the batch window
+                    await asyncio.sleep(1.0)
+                write("event_queued", event_id=item["id"])
+                if seen > 1:
+                    await asyncio.sleep(1.0)
+                turn(f"t{seen}", [item["id"]])
+asyncio.run(main())
+"""
+
+
+def test_a_scripted_mention_buzz_acp_logs_late_is_waited_for(
+    relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
+) -> None:
+    """The task's turn ends at once; the scripted mention reaches the fake buzz-acp then, but
+    its log queues it 1 s later and delivers it after a 1 s batch window (orchestrator.md
+    §7.11): the trial waits for that second turn, with a settle grace far shorter than both."""
+    bin_dir = fake_agent_tree(tmp_path / "bin", LATE_MENTION_ACP)
+    source = PROJECT_ROOT / "tasks" / "buzz-native" / "cross-thread-requests"
+    args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "late", source)
+    run = subprocess.run(
+        orchestra(*args, "-k", "1", "--buzz-bin-dir", str(bin_dir), "--settle-ms", "100"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    job = tmp_path / "jobs" / "late" / "late"
+    assert json.loads((job / "config.json").read_text())["options"]["settle_ms"] == 100
+    [result_file] = job.glob("*/result.json")
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "scored" and result["stop_reason"] == "turn_end"
+    assert result["unaccounted_events"] == []
+    [scripted] = result["buzz"]["scripted_events"]
+    log = result_file.parent / "agent" / "buzz" / "solo-1.events.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    turns = [r for r in records if r["event"] == "turn_delivered"]
+    assert [r["event_ids"] for r in turns] == [
+        [result["buzz"]["task_event_id"]],
+        [scripted["event_id"]],
+    ]
+    assert [r["turn_id"] for r in records if r["event"] == "turn_completed"] == ["t1", "t2"]
+    assert document_round_trip(job).diffs == {}

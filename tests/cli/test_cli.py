@@ -177,7 +177,15 @@ def test_stack_status_without_state(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["benchmark", "--relay-port", "0"], ["benchmark", "--layer", "x"], ["bogus"], []]
+    "args",
+    [
+        ["benchmark", "--relay-port", "0"],
+        ["benchmark", "--layer", "x"],
+        ["benchmark", "--settle-ms", "5001"],
+        ["resume", "jobs/x", "--settle-ms", "-1"],
+        ["bogus"],
+        [],
+    ],
 )
 def test_usage_errors_exit_1_without_traceback(args: list[str]) -> None:
     run = subprocess.run(

@@ -6,10 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
-from documents_support import STARTED, trial_result
+from documents_support import STARTED, job_config, trial_result
 
 from orchestra.documents.enums import ErrorType, Phase, TrialStatus
 from orchestra.documents.io import DocumentError
+from orchestra.documents.job import JobConfig
 from orchestra.documents.trial import PhaseTiming, TrialIdentity, TrialResult
 from orchestra.paths import PROJECT_ROOT
 
@@ -68,6 +69,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
         "accounting": "unavailable",
         "cached_estimated": False,
         "budget_exceeded": None,
+        "unaccounted_events": [],
         "buzz": {
             "channel_id": None,
             "channel_name": None,
@@ -96,6 +98,18 @@ def test_entered_phases_are_written_in_timings(tmp_path: Path) -> None:
     again = TrialResult.load(tmp_path / "result.json")
     assert again == result and again.timings.phase(Phase.SETUP) == result.timings.setup
     assert again.to_json() == (tmp_path / "result.json").read_text()
+
+
+def test_documents_written_before_the_settle_grace_existed_still_load(tmp_path: Path) -> None:
+    """`unaccounted_events` (§10.3) and `options.settle_ms` (§10.2) came with issue 16."""
+    result = trial_result("buzz-native/user-mention").model_dump(mode="json")
+    del result["unaccounted_events"]
+    (tmp_path / "result.json").write_text(json.dumps(result))
+    assert TrialResult.load(tmp_path / "result.json").unaccounted_events == []
+    config = job_config().model_dump(mode="json")
+    del config["options"]["settle_ms"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert JobConfig.load(tmp_path / "config.json").options.settle_ms == 250
 
 
 def test_status_vocabulary() -> None:

@@ -242,6 +242,7 @@ def test_a_refused_key_and_a_closed_port_stop_the_run_at_preflight(
         "Incorrect API key provided: [REDACTED]\n"
     )
     assert not run.jobs.exists() and len(llm.requests) == 1
+    assert done.stdout == ""  # no run was announced: none was created
 
     closed = FakeLLM()
     closed.close()  # a port that nothing listens on any more

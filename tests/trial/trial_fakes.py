@@ -84,6 +84,29 @@ class FakeAgent:
                 if isinstance(item, dict):
                     return
 
+    async def mentions(self) -> AsyncIterator[dict[str, Any]]:
+        """The channel's kind-9 events that p-tag this agent, as the relay delivers them
+        (stored ones first): what buzz-acp's `acp-ch-*` subscription receives."""
+        channel = {
+            "kinds": [Kind.MESSAGE],
+            "#h": [self.env["BUZZ_ACP_CHANNELS"]],
+            "#p": [self.pubkey],
+        }
+        async with self.client().subscribe([channel]) as subscription:
+            async for item in subscription:
+                if isinstance(item, dict):
+                    yield item
+
+    @property
+    def pubkey(self) -> str:
+        return Keys.from_secret(bytes.fromhex(self.env["BUZZ_PRIVATE_KEY"])).pubkey
+
+    def turn(self, turn_id: str, event_ids: list[str]) -> None:
+        """A whole turn that delivers `event_ids`, as buzz-acp logs it."""
+        self.record("turn_started", turn_id=turn_id, session_id="s1", event_ids=event_ids)
+        self.record("turn_delivered", turn_id=turn_id, event_ids=event_ids)
+        self.record("turn_completed", turn_id=turn_id, stop_reason="end_turn", usage={})
+
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
@@ -95,6 +118,8 @@ class FakeAgent:
 
 
 Behaviour = Callable[[FakeAgent], Awaitable[None]]
+#: the `trial` fixture (conftest): `await trial(behaviour, ...) -> (result, environment)`
+Trial = Callable[..., Awaitable[tuple[dict[str, Any], "FakeEnvironment"]]]
 
 
 async def subscribes(agent: FakeAgent) -> None:

@@ -16,8 +16,10 @@ from orchestra.agents.acp.proctree import start_agent_process
 from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.acp.records import AgentSpawned, Shutdown, Startup
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
-from orchestra.processes import become_subreaper, exit_now
+from orchestra.agents.sdk_imports import field_docstrings_skipped
+from orchestra.processes import become_subreaper
 from orchestra.settings import SettingError
+from orchestra.startup import exit_now, pause_collector, resume_collector
 
 VERSION = "0.1.0"
 #: §1.10: a configuration error (a setting, or a log file that cannot be opened) exits 1.
@@ -68,12 +70,15 @@ async def start_agents(config: AcpConfig, events: EventLog) -> list[asyncio.subp
 async def serve(config: AcpConfig, events: EventLog, prompts: PromptLog) -> int:
     started = await start_agents(config, events)
     # Imported here so that `--help` and configuration errors do not pay for the ACP SDK.
-    from orchestra.agents.acp.bridge import Bridge
+    with field_docstrings_skipped():
+        from orchestra.agents.acp.bridge import Bridge
 
+    resume_collector()
     return await Bridge(config, events, prompts).run(started)
 
 
 def main() -> None:
+    pause_collector()  # until the ACP SDK is imported (orchestra/startup.py)
     argv = sys.argv[1:]
     if "--help" in argv or "-h" in argv:
         try:

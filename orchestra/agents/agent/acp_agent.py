@@ -31,6 +31,7 @@ from orchestra.agents.agent.turn import Turn, TurnResult
 from orchestra.agents.llm.client import LLMClient
 from orchestra.agents.llm.errors import LLMError
 from orchestra.agents.llm.types import Usage
+from orchestra.startup import pause_collector, resume_collector
 
 log = logging.getLogger("buzz_agent")
 
@@ -80,10 +81,13 @@ def _preload_mcp_client() -> None:
     """
 
     def run() -> None:
+        pause_collector()  # as for the ACP SDK at start-up (orchestra/startup.py)
         try:
             importlib.import_module("mcp")
         except Exception:  # the session's own import reports it properly
             log.debug("preloading the mcp SDK failed", exc_info=True)
+        finally:
+            resume_collector()
 
     threading.Thread(target=run, name="preload-mcp", daemon=True).start()
 

@@ -21,6 +21,9 @@ async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
 
     from orchestra.agents.agent.acp_agent import BuzzAgent
     from orchestra.agents.llm.client import LLMClient
+    from orchestra.startup import resume_collector
+
+    resume_collector()
 
     llm = LLMClient(
         config.provider_settings(),
@@ -55,6 +58,9 @@ async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
 
 
 def main() -> None:
+    from orchestra.startup import pause_collector
+
+    pause_collector()  # until the ACP SDK is imported (orchestra/startup.py)
     from orchestra.agents.logs import setup_logging
 
     setup_logging(logging.INFO)
@@ -73,7 +79,10 @@ def main() -> None:
     warn_if_budget_disabled(
         config.effort, config.anthropic_thinking, config.max_output_tokens, config.provider
     )
-    from orchestra.agents.agent.acp_agent import AGENT_NAME, agent_version
+    from orchestra.agents.sdk_imports import field_docstrings_skipped
+
+    with field_docstrings_skipped():  # the first import of the ACP SDK (agents/sdk_imports.py)
+        from orchestra.agents.agent.acp_agent import AGENT_NAME, agent_version
     from orchestra.agents.agent.trajectory import TrajectoryRecorder
 
     try:
@@ -94,6 +103,6 @@ def main() -> None:
         config.route,
     )
     asyncio.run(_serve(config, trajectory))
-    from orchestra.processes import exit_now
+    from orchestra.startup import exit_now
 
     exit_now(0)

@@ -34,6 +34,9 @@ def _stop_code(error: BaseException) -> int | None:
 
 
 def main() -> None:
+    from orchestra.startup import pause_collector, resume_collector
+
+    pause_collector()  # until the MCP SDK is imported (orchestra/startup.py)
     from orchestra.agents.logs import LOG_LEVELS, setup_logging
     from orchestra.settings import Setting, SettingError, choice
 
@@ -56,6 +59,7 @@ def main() -> None:
     try:
         from orchestra.agents.devmcp.server import build_server
 
+        resume_collector()
         log.info("buzz-dev-mcp serving in %s (scratch %s)", workspace.cwd, workspace.root)
         build_server(workspace).run()
     except BaseException as error:
@@ -65,6 +69,6 @@ def main() -> None:
         code = stop
     finally:
         workspace.remove()
-    from orchestra.processes import exit_now
+    from orchestra.startup import exit_now
 
     exit_now(code)

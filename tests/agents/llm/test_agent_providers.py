@@ -4,6 +4,7 @@ timing (agent-harness.md §2.5-§2.8, §2.11)."""
 from __future__ import annotations
 
 import email.utils
+import ssl
 import time
 
 import httpx
@@ -17,7 +18,7 @@ from fake_llm import (
 )
 
 from orchestra.agents.llm import anthropic, openai_chat, openai_responses
-from orchestra.agents.llm.client import parse_retry_after, retry_delay
+from orchestra.agents.llm.client import LLMClient, ProviderSettings, parse_retry_after, retry_delay
 from orchestra.agents.llm.effort import (
     anthropic_fields,
     chat_fields,
@@ -391,3 +392,21 @@ async def test_anthropic_route_end_to_end(fake_llm, start_agent) -> None:
     assert thoughts == ["plan"]
     assert usage["inputTokens"] == 200 and usage["cachedTokens"] == 60
     assert usage["cacheWriteTokens"] == 40 and usage["llmCalls"] == 2
+
+
+@pytest.mark.parametrize(
+    ("base_url", "verified"),
+    [
+        ("https://api.openai.com/v1", True),
+        ("HTTPS://api.anthropic.com", True),
+        ("http://127.0.0.1:9/v1", False),  # the oracle: plain http, TLS is never used
+    ],
+)
+async def test_certificates_are_verified_wherever_tls_can_be_used(
+    base_url: str, verified: bool
+) -> None:
+    settings = ProviderSettings("chat", base_url, DEFAULT_KEY, "m")
+    client = LLMClient(settings, effort=None, timeout_secs=5, max_retries=0)
+    context = client._http._transport._pool._ssl_context  # type: ignore[attr-defined]
+    assert (context.verify_mode == ssl.CERT_REQUIRED) is verified
+    await client.aclose()
