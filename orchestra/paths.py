@@ -135,6 +135,11 @@ class StatePaths:
     def relay_pid(self) -> Path:
         return self.embedded / "relay.pid"
 
+    @property
+    def embedded_owner(self) -> Path:
+        """Locked by the process that started the embedded stack and will stop it."""
+        return self.embedded / "owner.lock"
+
 
 # --- jobs directory (§10.1) -------------------------------------------------------------------
 
@@ -204,6 +209,11 @@ class JobPaths:
     @property
     def superseded_dir(self) -> Path:
         return self.root / ".superseded"
+
+    @property
+    def lock(self) -> Path:
+        """Locked by the process running the job (orchestra.locks.OwnerLock)."""
+        return self.root / ".lock"
 
     def superseded(self, trial_name: str) -> Path:
         """Where a trial directory replaced on resume is moved (§2.5)."""

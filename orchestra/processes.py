@@ -22,10 +22,12 @@ import contextlib
 import ctypes
 import os
 import shlex
+import shutil
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 #: A group leader: our asyncio or `subprocess` child, or the pid of any process.
@@ -267,6 +269,32 @@ def _inside(path: str | None, root: str) -> bool:
 
 
 # --- this process --------------------------------------------------------------------------
+
+
+def tied(argv: Sequence[str]) -> list[str]:
+    """`argv` run so that the kernel SIGKILLs it the moment this process dies, by any signal,
+    SIGKILL included: util-linux `setpriv --pdeathsig` sets PR_SET_PDEATHSIG and execs `argv`
+    (same pid, and the setting survives the exec). Unchanged where setpriv cannot do it.
+
+    The signal follows the death of the *thread* that forked, so spawn from the main thread
+    (asyncio's subprocesses are forked on the event loop's thread), never from a worker.
+    """
+    setpriv = _setpriv_with_pdeathsig()
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else list(argv)
+
+
+@cache
+def _setpriv_with_pdeathsig() -> str | None:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    try:  # --pdeathsig needs util-linux >= 2.33
+        probe = subprocess.run(
+            [setpriv, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return setpriv if probe.returncode == 0 else None
 
 
 def become_subreaper() -> bool:

@@ -245,3 +245,25 @@ async def test_run_command_captures_output_and_never_raises() -> None:
     )
     slow = await run_command(["sleep", "600"], timeout_seconds=0.1)
     assert slow.returncode == FAILED_TO_RUN and slow.stderr == "sleep 600 timed out after 0.1 s"
+
+
+TIES_A_CHILD = """\
+import subprocess, sys, time
+from orchestra.processes import tied
+child = subprocess.Popen(tied(["sleep", "600"]), start_new_session=True)
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+async def test_a_tied_child_dies_with_its_parent_whatever_kills_it() -> None:
+    """PR_SET_PDEATHSIG through setpriv: SIGKILL of the parent, its own session notwithstanding."""
+    assert processes.tied(["true"])[-1:] == ["true"]
+    parent = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", TIES_A_CHILD, stdout=asyncio.subprocess.PIPE
+    )
+    child = int(await read_line(parent))
+    assert alive(child)
+    parent.kill()
+    await parent.wait()
+    await asyncio.wait_for(wait_gone([child]), LIMIT_S)

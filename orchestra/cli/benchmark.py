@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +35,7 @@ from orchestra.config.condition import Condition, condition_problems, load_condi
 from orchestra.config.endpoints import resolve_api_key
 from orchestra.config.errors import ConfigError
 from orchestra.config.task import Layer
-from orchestra.documents.enums import StackMode, TrialStatus
+from orchestra.documents.enums import SandboxKind, StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.documents.run import RunSettings
@@ -42,6 +45,7 @@ from orchestra.jobs.cost_estimate import estimate_cost
 from orchestra.jobs.endpoint_probe import probe_endpoints
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import JobConfigMismatch, scan_trials
+from orchestra.jobs.leftovers import JobInUse, check_job_free, reap_jobs_dir
 from orchestra.jobs.plan import (
     Plan,
     PlannedJob,
@@ -59,8 +63,10 @@ from orchestra.stack.info import scripts_dir
 from orchestra.stack.readiness import StackError
 from orchestra.stack.select import ModeError, Modes, check_docker, choose_modes, running_stack
 from orchestra.stack.state import StateError, load_state
+from orchestra.stack.watch import HealableStack, StackWatch
 from orchestra.streams import when_stdout_gone
 from orchestra.trial.context import RunOptions
+from orchestra.trial.env.sandbox import sandbox_support
 
 #: A closed terminal (SIGHUP) stops a run as Ctrl-C and SIGTERM do (§2.4 exit 130).
 INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -353,6 +359,7 @@ def _check_resumable(
             )
         JobResult.load_if_readable(paths.result_json)
         scan_trials(paths)
+        check_job_free(paths)
 
 
 def _preflight(
@@ -370,6 +377,8 @@ def _preflight(
         _check_resumable(unit.jobs, condition, modes.env, unit.jobs_dir)
     except (JobConfigMismatch, DocumentError) as error:
         raise Refused(EXIT_USAGE, str(error)) from None
+    except JobInUse as error:
+        raise Refused(EXIT_PREFLIGHT, str(error)) from None
     try:
         api_keys = _api_keys(condition, allow_missing=allow_missing_keys)
         _check_programs(options.buzz_bin_dir)
@@ -402,6 +411,9 @@ def run_plan(
         return EXIT_PREFLIGHT
     console = output_console()
     interrupt = Interrupt()
+    sandbox = sandbox_support()
+    if modes.env == "local" and sandbox.kind is SandboxKind.NONE:
+        print(sandbox.warning(), file=sys.stderr)  # one line, whatever the terminal's width
     if invocation.check_endpoints:  # before the run is announced: a failure creates nothing
         try:
             _check_endpoints(condition, api_keys, console)
@@ -427,26 +439,35 @@ def run_plan(
 
         when_stdout_gone(output_gone)
         outcomes: list[JobOutcome] = []
-        async with running_stack(
-            modes,
-            state,
-            relay_port=invocation.relay_port,
-            relay_url=invocation.relay_url,
-            database_url=invocation.database_url,
-            fresh=invocation.fresh,
-        ) as stack:
+        skip = {JobPaths.of(unit.jobs_dir, job.name).root for job in unit.jobs}
+        for note in await reap_jobs_dir(unit.jobs_root, skip=skip):
+            console.print(f"reaped a dead run's leftovers: {note}", markup=False)
+        async with (
+            running_stack(
+                modes,
+                state,
+                relay_port=invocation.relay_port,
+                relay_url=invocation.relay_url,
+                database_url=invocation.database_url,
+                fresh=invocation.fresh,
+            ) as stack,
+            watching(stack) as watch,
+        ):
             settings = Settings(
                 condition=condition,
                 environment=modes.env,
-                stack=stack,
+                stack=stack.info,
                 state=state,
                 options=options,
                 api_keys=api_keys,
                 jobs_dir=unit.jobs_dir,
+                jobs_root=unit.jobs_root,
                 n_concurrent=invocation.n_concurrent,
                 keep_errors=invocation.keep_errors,
                 relay_port=invocation.relay_port,
                 endpoint_config_path=condition.endpoint_config.path,
+                sandbox=sandbox,
+                watch=watch,
                 controls=invocation.controls,
             )
             progress = Progress(console, quiet=invocation.quiet)
@@ -468,7 +489,7 @@ def run_plan(
     resume = resume_command(unit, modes, options, invocation)
     try:
         outcomes, interrupted = asyncio.run(run())
-    except StackError as error:
+    except (StackError, JobInUse) as error:
         error_lines(str(error))
         _print_resume(resume)
         return EXIT_PREFLIGHT
@@ -501,6 +522,21 @@ def _note_output_gone(results_dir: Path, interrupt: Interrupt) -> None:
         "note: standard output closed; the run goes on without printing and writes its results "
         f"to {results_dir} (Ctrl-C cancels it)\n"
     )
+
+
+@asynccontextmanager
+async def watching(stack: HealableStack) -> AsyncIterator[StackWatch]:
+    """The stack watched (and healed) while the jobs run; the watch ends before the stack
+    is stopped, which is no death."""
+    watch = StackWatch(stack)
+    watch.listeners.append(lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
+    task = asyncio.create_task(watch.run(), name="stack-watch")
+    try:
+        yield watch
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def _print_summary(console: Console, unit: Unit) -> None:

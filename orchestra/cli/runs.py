@@ -64,6 +64,11 @@ class Unit:
     def n_planned(self) -> int:
         return sum(job.n_trials for job in self.jobs)
 
+    @property
+    def jobs_root(self) -> Path:
+        """The jobs directory this unit lies in (the one that holds its run)."""
+        return self.jobs_dir.parent if self.run is not None else self.jobs_dir
+
     def owed(self, keep_errors: bool) -> int:
         if self.run is not None:
             return run_progress(self.run.paths, self.run.record, keep_errors=keep_errors).owed

@@ -106,8 +106,8 @@ def stack_up(
             database_url=database_url,
             keep_running=True,
             fresh=fresh,
-        ) as info:
-            typer.echo(f"stack {info.mode} ready: relay {info.relay_ws_url}")
+        ) as stack:
+            typer.echo(f"stack {stack.info.mode} ready: relay {stack.info.relay_ws_url}")
 
     try:
         asyncio.run(bring_up())

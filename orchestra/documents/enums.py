@@ -59,6 +59,7 @@ class ErrorType(StrEnum):
     REWARD_FILE_EMPTY = "RewardFileEmpty"
     REWARD_PARSE_ERROR = "RewardParseError"
     VERIFIER_REPORTED_ERROR = "VerifierReportedError"
+    ORCHESTRATOR_LOST = "OrchestratorLost"  # left `running` by an orchestrator that died
     PROVIDER_UNAVAILABLE = "ProviderUnavailable"  # the model provider failed (issue 13)
     PROVIDER_AUTH_FAILED = "ProviderAuthFailed"  # the provider refused the key (401/403)
     CANCELLED = "Cancelled"  # status `cancelled`, not `error`
@@ -96,6 +97,14 @@ class EnvKind(StrEnum):
 
     DOCKER = "docker"
     LOCAL = "local"
+
+
+class SandboxKind(StrEnum):
+    """What kept a trial's agents in (§5.8, §10.3)."""
+
+    BWRAP = "bwrap"  # local env: a bubblewrap sandbox per agent tree
+    NONE = "none"  # local env without bubblewrap: host processes
+    DOCKER = "docker"  # docker env: the trial's container
 
 
 class StackMode(StrEnum):

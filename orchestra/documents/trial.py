@@ -14,6 +14,7 @@ from orchestra.documents.enums import (
     EnvKind,
     ErrorType,
     Phase,
+    SandboxKind,
     StopReason,
     TrialStatus,
     VerifierNetwork,
@@ -251,6 +252,8 @@ class TrialResult(TrialIdentity, Document):
     trajectories: dict[str, str] = Field(default_factory=dict)
     secret_scan: SecretScan = Field(default_factory=SecretScan)
     exception_info: ExceptionInfo | None = None
+    #: absent only in documents written before the field existed
+    sandbox: Annotated[SandboxKind | None, Field(default=None, exclude_if=_absent)]
     retried_from: list[RetriedAttempt] = Field(default_factory=list)
 
     @classmethod

@@ -8,7 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from orchestra.config.errors import display_path
-from orchestra.documents.enums import TrialStatus
+from orchestra.documents.enums import ErrorType, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult, ResumeRecord
 from orchestra.documents.trial import TrialResult
@@ -69,8 +69,9 @@ def supersede_directory(paths: JobPaths, trial_name: str) -> None:
 def plan_inventory(
     trials: list[ExistingTrial], slots: list[tuple[int, str]], *, keep_errors: bool
 ) -> Inventory:
-    """Which trials a resume keeps (scored, and errors with `keep_errors`; one per slot), which
-    it supersedes and which slots it still owes; reads nothing, moves nothing (§2.5)."""
+    """Which trials a resume keeps (scored, and errors with `keep_errors` but never an
+    `OrchestratorLost`: it measured nothing; one per slot), which it supersedes and which slots
+    it still owes; reads nothing, moves nothing (§2.5)."""
     inventory = Inventory()
     wanted = {(task, attempt) for attempt, task in slots}
     kept_statuses = {TrialStatus.SCORED} | ({TrialStatus.ERROR} if keep_errors else set())
@@ -79,6 +80,7 @@ def plan_inventory(
         if (
             result is not None
             and result.status in kept_statuses
+            and result.error_type != ErrorType.ORCHESTRATOR_LOST
             and result.slot in wanted
             and result.slot not in inventory.kept
         ):

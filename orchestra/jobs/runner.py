@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.jobs.controls import RunControls, Stop
 from orchestra.jobs.identity import replay_components, replay_record
 from orchestra.jobs.layout import open_job, orchestrator_version
+from orchestra.jobs.leftovers import claim_job, reap_job
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
 from orchestra.jobs.retries import retried, supersede
@@ -22,12 +24,15 @@ from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
 from orchestra.stack.images import task_images
 from orchestra.stack.info import StackInfo
+from orchestra.stack.readiness import StackError
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
+from orchestra.stack.watch import StackWatch
 from orchestra.trial.context import JobContext, OracleHost, RunOptions
 from orchestra.trial.env.docker import DockerKind
 from orchestra.trial.env.local import LocalKind
 from orchestra.trial.env.protocol import EnvironmentKind
+from orchestra.trial.env.sandbox import SandboxSupport, local_launcher, sandbox_support
 from orchestra.trial.relay_ops import ClientPool
 from orchestra.trial.run import run_trial
 
@@ -79,6 +84,11 @@ class Settings:
     relay_port: int
     endpoint_config_path: Path
     oracle: OracleHost = field(default_factory=OracleHost)
+    #: the jobs directory that holds the run (`jobs_dir`): hidden, with every run in it, from
+    #: sandboxed agents; None: `jobs_dir` itself
+    jobs_root: Path | None = None
+    sandbox: SandboxSupport = field(default_factory=sandbox_support)
+    watch: StackWatch = field(default_factory=StackWatch)
     controls: RunControls = field(default_factory=RunControls)
 
 
@@ -103,7 +113,10 @@ async def environment_kind(settings: Settings, planned: PlannedJob) -> Environme
     """
     bin_dir = settings.options.buzz_bin_dir
     if settings.environment == "local":
-        return LocalKind(bin_dir)
+        hidden = [settings.state.paths.root, settings.jobs_root or settings.jobs_dir]
+        socket_dir = settings.stack.database_socket_dir
+        hidden += [socket_dir] if socket_dir is not None else []
+        return LocalKind(bin_dir, local_launcher(settings.sandbox, bin_dir, hidden=hidden))
     return DockerKind(
         await task_images(settings.state.paths, planned.tasks),
         job_name=planned.name,
@@ -153,8 +166,24 @@ def job_config(planned: PlannedJob, settings: Settings) -> JobConfig:
 async def run_job(
     planned: PlannedJob, settings: Settings, progress: Progress, interrupt: Interrupt
 ) -> JobOutcome:
-    environments = await environment_kind(settings, planned)
     paths = JobPaths.of(settings.jobs_dir, planned.name)
+    lock = claim_job(paths)
+    try:
+        return await _run_claimed_job(planned, settings, progress, interrupt, paths)
+    finally:
+        lock.release()
+
+
+async def _run_claimed_job(
+    planned: PlannedJob,
+    settings: Settings,
+    progress: Progress,
+    interrupt: Interrupt,
+    paths: JobPaths,
+) -> JobOutcome:
+    environments = await environment_kind(settings, planned)
+    log = functools.partial(_append, paths.job_log)
+    await reap_job(paths, log)  # trials an orchestrator that died left running
     slots = [(attempt, task.name) for attempt, task in planned.slots()]
     config, inventory, _ = open_job(
         paths, job_config(planned, settings), slots=slots, keep_errors=settings.keep_errors
@@ -167,6 +196,9 @@ async def run_job(
     registry = Registry(settings.stack.database_url)
     await registry.open()
     stable_clients = ClientPool(settings.stack.relay_ws_url)
+    watch = settings.watch
+    watch.after_restart.append(registry.reopen)
+    watch.listeners.append(log)
 
     def stop_run(stop: Stop | None) -> None:
         if stop is None:
@@ -199,10 +231,11 @@ async def run_job(
         stable_clients=stable_clients,
         registry=registry,
         oracle=settings.oracle,
-        log=lambda line: _append(paths.job_log, line),
+        log=log,
         on_trial_update=on_update,
         on_live_cost=on_live_cost,
         hurry=interrupt.hurry,
+        watch=watch,
     )
     progress.start_job(planned.name, planned.n_trials, list(inventory.kept.values()))
     ctx.log(
@@ -219,6 +252,8 @@ async def run_job(
                 trial = await run_trial(ctx, tasks_by_name[task_name], attempt, earlier)
                 if len(earlier) >= controls.retries or controls.stop or not retried(trial):
                     break
+                if not await watch.usable():  # a rerun waits for a restarting stack
+                    break
                 earlier.append(supersede(paths, trial))
                 result.forget(trial.trial_name)
                 ctx.log(f"trial {trial.trial_name}: {trial.error_type}; rerunning the slot")
@@ -232,13 +267,17 @@ async def run_job(
         async with asyncio.TaskGroup() as group:
             for attempt, task_name in inventory.owed:
                 await slots_free.acquire()
-                if interrupt.requested.is_set() or controls.stop is not None:
+                # a stack being restarted starts no trial; one that cannot come back, none
+                stopped = interrupt.requested.is_set() or controls.stop is not None
+                if stopped or not await watch.usable():
                     slots_free.release()
                     break
                 task = group.create_task(run_one(attempt, task_name))
                 interrupt.running.add(task)
                 task.add_done_callback(interrupt.running.discard)
     finally:
+        watch.after_restart.remove(registry.reopen)
+        watch.listeners.remove(log)
         if settings.oracle.server is not None:
             ctx.log(
                 f"oracle: {settings.oracle.server.unauthorized_requests} unauthorized request(s)"
@@ -247,6 +286,8 @@ async def run_job(
         await stable_clients.close()
         await registry.close()
         result.write()
+    if watch.failure is not None:  # the command prints how to resume the run
+        raise StackError(f"stack unavailable: {watch.failure}")
     return JobOutcome(
         planned.name, paths.root, finished, interrupt.requested.is_set(), controls.stop
     )

@@ -214,6 +214,14 @@ class DockerStack:
             raise StackError(f"database check failed: {type(error).__name__}") from None
         return info
 
+    def processes(self) -> Mapping[int, str]:
+        """None of this process's own: the watch polls the relay's readiness (§5.1)."""
+        return {}
+
+    async def restart(self) -> None:
+        """`up -d --wait` again: compose recreates what stopped."""
+        await self.start()
+
     async def _volume_rejects_password(self) -> bool:
         """Start PostgreSQL alone and log in: a volume initialised by another clone's state dir
         rejects this password. Checked first because the relay only gives up after a minute

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from orchestra.documents.enums import StackMode
 from orchestra.documents.job import StackRecord
@@ -44,6 +44,14 @@ class StackInfo:
     @property
     def relay_http_url(self) -> str:
         return http_url_of(self.relay_ws_url)
+
+    @property
+    def database_socket_dir(self) -> Path | None:
+        """The directory of the database's Unix socket, when it is reached through one."""
+        if self.database_url is None:
+            return None
+        hosts = parse_qs(urlsplit(self.database_url).query).get("host", [])
+        return Path(hosts[0]) if hosts and hosts[0].startswith("/") else None
 
     def config_record(self) -> StackRecord:
         """The job config's `stack` object (§10.2)."""

@@ -48,6 +48,13 @@ class Registry:
         if pool is not None:
             await pool.close()
 
+    async def reopen(self) -> None:
+        """After the database was restarted: new connections, none of the dead ones."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.terminate()
+        await self.open()
+
     async def record_trial(
         self, *, run_id: str, trial_id: str, manifest_hash: str, task_name: str, channel_id: str
     ) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from orchestra.errors import OrchestraError
 from orchestra.stack.docker import COMPOSE_PROJECT, DockerStack, compose_command
-from orchestra.stack.embedded import EmbeddedStack
+from orchestra.stack.embedded import RESTART_READY_SECONDS, EmbeddedStack
 from orchestra.stack.info import StackInfo, docker_reachable_url
 from orchestra.stack.readiness import (
     NO_DOCKER_WAY_OUT,
@@ -21,6 +21,7 @@ from orchestra.stack.readiness import (
 )
 from orchestra.stack.registry import apply_schema
 from orchestra.stack.state import BenchmarkState
+from orchestra.stack.watch import HealableStack
 
 #: `docker compose --project-name`; overridable so tests never touch a developer's stack volume.
 COMPOSE_PROJECT_VARIABLE = "ORCHESTRA_COMPOSE_PROJECT"
@@ -106,6 +107,19 @@ def choose_modes(stack: str, env: str, relay_url: str | None) -> Modes:
     return Modes(stack, env)
 
 
+class ExternalStack:
+    """A relay this process neither starts nor stops (§5.5): it can only wait for it."""
+
+    def __init__(self, info: StackInfo) -> None:
+        self.info = info
+
+    def processes(self) -> Mapping[int, str]:
+        return {}
+
+    async def restart(self) -> None:
+        await wait_until_ready(self.info.relay_http_url, within_seconds=RESTART_READY_SECONDS)
+
+
 @asynccontextmanager
 async def running_stack(
     modes: Modes,
@@ -116,23 +130,25 @@ async def running_stack(
     database_url: str | None = None,
     keep_running: bool = False,
     fresh: bool = False,
-) -> AsyncIterator[StackInfo]:
+) -> AsyncIterator[HealableStack]:
     """Bring the stack up, wait for readiness, apply the registry schema; stop an embedded stack
-    that was started (unless `keep_running`, as `orchestra stack up` does). The docker stack
-    is never stopped here (§5.3: `orchestra stack down` does); `fresh` recreates its volume."""
+    that was started (unless `keep_running`, as `orchestra stack up` does: then nothing is tied
+    to this process). The docker stack is never stopped here (§5.3: `orchestra stack down`
+    does); `fresh` recreates its volume."""
     if modes.stack == "docker":
-        info = await DockerStack(state, fresh=fresh, project=compose_project()).start()
+        docker = DockerStack(state, fresh=fresh, project=compose_project())
+        info = await docker.start()
         assert info.database_url is not None
         await apply_schema(info.database_url)
-        yield info
+        yield docker
         return
     if modes.stack == "embedded":
-        stack = EmbeddedStack(state, relay_port)
+        stack = EmbeddedStack(state, relay_port, detached=keep_running)
         try:
             info = await stack.start()
             assert info.database_url is not None
             await apply_schema(info.database_url)
-            yield info
+            yield stack
         finally:
             if not keep_running:
                 await stack.stop()
@@ -148,6 +164,6 @@ async def running_stack(
             except Exception as error:
                 raise StackError(f"database check failed: {type(error).__name__}") from None
             await apply_schema(database_url)
-        yield info
+        yield ExternalStack(info)
         return
     raise StackError(f"unknown stack mode {modes.stack}")

@@ -17,7 +17,6 @@ from orchestra.trial.completion import (
 )
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, classified
-from orchestra.trial.observer import StackUnavailable
 from orchestra.trial.record import write_result
 from orchestra.trial.state import TrialState
 
@@ -47,8 +46,6 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
         state.completion = await state.watch.wait(remaining)
     except AgentProcessExited as error:
         raise TrialError("AgentProcessExited", str(error)) from error
-    except StackUnavailable as error:
-        raise TrialError("StackUnavailable", str(error)) from error
     if state.completion.unaccounted_events:
         state.recorder.log(describe_unaccounted(state.completion.unaccounted_events))
     state.recorder.log(f"agent phase ended: {state.completion.stop_reason}")

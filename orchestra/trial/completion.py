@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestra.paths import TrialPaths
+from orchestra.stack.watch import StackUnavailable
 from orchestra.trial.env.protocol import AgentProcess
 from orchestra.trial.eventlog import AgentLogState
-from orchestra.trial.observer import ChannelObserver, StackUnavailable
+from orchestra.trial.observer import ChannelObserver
 
 #: a wake-eligible event still unaccounted for this long after the last turn ended is a harness
 #: fault: recorded as `unaccounted_events`, and the solo stop proceeds (§7.11)

@@ -15,6 +15,7 @@ from orchestra.paths import JobPaths
 from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
+from orchestra.stack.watch import StackWatch
 from orchestra.trial.env.protocol import EnvironmentKind
 from orchestra.trial.relay_ops import ClientPool
 
@@ -72,3 +73,5 @@ class JobContext:
     on_live_cost: Callable[[str, float], None] = lambda _name, _cost: None
     #: set by a second SIGINT/SIGTERM: stop without grace periods (§7.6)
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the stack's health: a trial that needs it fails once it went down (§5.1)
+    watch: StackWatch = field(default_factory=StackWatch)

@@ -39,8 +39,12 @@ async def finalize(state: TrialState, ctx: JobContext) -> None:
 
 
 async def archive_channel(state: TrialState, ctx: JobContext) -> None:
-    """Step 20; an interrupted trial goes from stop and log collection straight here (§7.6)."""
+    """Step 20; an interrupted trial goes from stop and log collection straight here (§7.6),
+    and one whose stack went down leaves its channel as it is."""
     if state.channel_id is None or ctx.options.keep_channels or state.cancelled:
+        return
+    if state.outage.happened.is_set():
+        state.recorder.log(f"channel not archived: stack unavailable ({state.outage.reason})")
         return
     await relay_ops.archive_channel(state.user_client(ctx), state.channel_id)
     await ctx.registry.mark_archived(run_id=ctx.job_name, trial_id=state.trial_id)

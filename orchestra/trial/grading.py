@@ -12,6 +12,7 @@ from orchestra.evidence.export import (
     export_evidence,
     record_export_failure,
 )
+from orchestra.stack.watch import during
 from orchestra.trial import relay_ops
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError
@@ -25,7 +26,7 @@ EVIDENCE_SECONDS = 60.0
 
 async def grade(state: TrialState, ctx: JobContext) -> None:
     enter_phase(state, "evidence")
-    await export_and_place_evidence(state, ctx)
+    await during(state.outage, export_and_place_evidence(state, ctx))
     enter_phase(state, "verify")
     await verify(state, ctx)
 

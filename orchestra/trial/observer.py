@@ -11,15 +11,12 @@ from typing import Any
 from orchestra.buzz import EOSE, BuzzError
 from orchestra.nostr import tags
 from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS, Kind
+from orchestra.stack.watch import StackUnavailable
 
 #: The kinds `messages get` reads and the evidence keeps (§7.11, §8.2).
 OBSERVED_KINDS = list(CHANNEL_MESSAGE_KINDS)
 RESUBSCRIBE_DEADLINE_SECONDS = 30.0
 RESUBSCRIBE_BACKOFF_SECONDS = 1.0
-
-
-class StackUnavailable(Exception):
-    """The relay stopped answering during the trial."""
 
 
 class ChannelObserver:

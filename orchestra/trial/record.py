@@ -126,6 +126,7 @@ def result_document(state: TrialState) -> TrialResult:
         "trajectories": state.trajectories,
         "secret_scan": state.secret_scan,
         "exception_info": state.exception_info,
+        "sandbox": state.env.facts.sandbox,
         "retried_from": state.retried_from,
     }
     return TrialResult.model_validate(document)

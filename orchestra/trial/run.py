@@ -12,6 +12,7 @@ from typing import Any
 
 from orchestra.config.task import Task
 from orchestra.documents.trial import RetriedAttempt, TrialResult
+from orchestra.stack.watch import during
 from orchestra.trial.agent_phase import run_agent_phase
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import uncancel
@@ -33,12 +34,13 @@ async def run_trial(
     state.retried_from = list(retried_from)
     write_trial_config(state, ctx)  # step 1
     enter_phase(state, "setup")
-    if await work(state, set_up(state, ctx)):  # steps 2-10, 300 s
+    # steps that use the stack fail `StackUnavailable` the moment it goes down (§5.1)
+    if await work(state, during(state.outage, set_up(state, ctx))):  # steps 2-10, 300 s
         enter_phase(state, "agent")
-        await work(state, run_agent_phase(state, ctx))  # steps 11-14
+        await work(state, during(state.outage, run_agent_phase(state, ctx)))  # steps 11-14
     enter_phase(state, "teardown")
-    if not state.cancelled:
-        await work(state, settle_usage(state))  # step 15
+    if not state.cancelled and not state.failed:
+        await work(state, during(state.outage, settle_usage(state)))  # step 15
     await uninterruptible(state, stop_and_collect(state, ctx))  # steps 16-17
     if not state.cancelled and not state.failed:
         await work(state, grade(state, ctx))  # steps 18-19

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from orchestra.config.manifest import ArtifactHashMismatch
 from orchestra.paths import CONTAINER_TEST_SH, TrialPaths
-from orchestra.processes import kill_group
+from orchestra.processes import kill_group, tied
 from orchestra.verify.inputs import VerifierInputs, clear_verifier_dirs
 from orchestra.verify.outcome import NETWORK_NOT_ISOLATED, VerifierRun, conclude_verifier_run
 
@@ -131,7 +131,7 @@ async def _run_script(
 ) -> tuple[int | None, bool]:
     with output.open("wb") as sink:
         process = await asyncio.create_subprocess_exec(
-            *command,
+            *tied(command),  # dies with the orchestrator, whatever kills it
             cwd=cwd,
             env=env,
             stdin=asyncio.subprocess.DEVNULL,

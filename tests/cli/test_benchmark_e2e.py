@@ -36,6 +36,7 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
     assert result["stop_reason"] == "turn_end"
     assert result["accounting"] == "event_log" and result["tokens"]["input"] > 0
     assert result["verifier"]["network"] == "not-isolated"
+    assert result["sandbox"] == "bwrap"
     assert result["buzz"]["evidence_exported"] is True
     evidence = json.loads((trial / "agent" / "buzz" / "buzz-evidence.json").read_text())
     assert evidence["task_name"] == "reply-to-thread"
@@ -97,9 +98,15 @@ def test_oracle_trial_scores_and_resume_owes_nothing(
 def test_interrupt_cancels_in_flight_trials_and_exits_130(
     relay_url: str, embedded_pg, tmp_path: Path, document_round_trip
 ) -> None:
+    """Also the unsandboxed local env (no bwrap): one warning line, `sandbox: none`, and the
+    sweep of what escaped by HOME/TMPDIR."""
     args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "stop")
     process = subprocess.Popen(
-        orchestra(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        orchestra(*args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "ORCHESTRA_BWRAP": ""},
     )
     job = tmp_path / "jobs" / "stop" / "stop"
     deadline = time.monotonic() + 120
@@ -115,8 +122,13 @@ def test_interrupt_cancels_in_flight_trials_and_exits_130(
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
+    warnings = [line for line in stderr.splitlines() if "unsandboxed" in line]
+    assert warnings == [
+        "warning: local-env agents run unsandboxed (sandbox: none): ORCHESTRA_BWRAP is empty; "
+        "they can read the host's files and other trials' processes"
+    ], stderr
     result = json.loads((trial / "result.json").read_text())
-    assert result["status"] == "cancelled"
+    assert result["status"] == "cancelled" and result["sandbox"] == "none"
     assert result["exception_info"]["exception_type"] == "Cancelled"
     assert document_round_trip(job).diffs == {}
     sandbox = os.fsencode(str((trial / "sandbox").resolve()))

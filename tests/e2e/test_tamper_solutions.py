@@ -4,10 +4,13 @@ tampering named in trial.log where the local env can see it.
 
 The job runs with a scratch directory named `tamper-path-bin` first on PATH (agents of the local
 env inherit the orchestrator's PATH, so that is where replace-interpreters.sh plants its `python3`,
-`sh` and `mkdir`); edit-tests.sh rewrites the task copy's own `tests/verify.py`. The local env
-does not confine its agents yet (they run as this user, root in CI), so the whole job, like every
-other run of a tamper script here, runs with the host read-only but for the scratch directory
-(`read_only_host`): whatever the scripts try, nothing outside a temporary copy can change.
+`sh` and `mkdir`); edit-tests.sh rewrites the task copy's own `tests/verify.py`. The job runs the
+local env unsandboxed (`sandbox: none`, `ORCHESTRA_BWRAP` empty): the verifier's own defences are
+what is tested, where agents can reach the trial's directories (in the bubblewrap sandbox they
+cannot see them at all: tests/trial/env/test_sandbox_escapes.py). Unconfined agents run as this
+user (root in CI), so the whole job, like every other run of a tamper script here, runs with the
+host read-only but for the scratch directory (`read_only_host`): whatever the scripts try,
+nothing outside a temporary copy can change.
 """
 
 import os
@@ -50,6 +53,7 @@ def tamper_job(run_job, scratch: Path, path_dir: Path, relay_url: str, embedded_
         **os.environ,
         "PATH": f"{path_dir}{os.pathsep}{os.environ['PATH']}",
         "TMPDIR": str(scratch / "tmp"),
+        "ORCHESTRA_BWRAP": "",
     }
     confined = read_only_host([scratch])
     return run_job(tasks, "tamper-solutions", *stack, *database, env=environ, prefix=confined)
@@ -91,6 +95,7 @@ def test_every_tampered_trial_is_scored(tamper_job: JobRun, record_property) -> 
     assert tamper_job.returncode == 0, tamper_job.output
     statuses = {name: result["status"] for name, result in tamper_job.results.items()}
     assert statuses == {solution.task: "scored" for solution in SOLUTIONS}, tamper_job.output
+    assert {result["sandbox"] for result in tamper_job.results.values()} == {"none"}
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda solution: solution.name)

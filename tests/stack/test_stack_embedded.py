@@ -1,6 +1,8 @@
 """The embedded stack: state secrets, pgserver + relay child, readiness, reuse, busy port (§5.2, §5.4)."""
 
 import json
+import os
+import signal
 import socket
 import stat
 from pathlib import Path
@@ -8,7 +10,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from orchestra.stack.embedded import EmbeddedStack, stop_embedded
+from orchestra.processes import alive
+from orchestra.stack.embedded import EmbeddedStack, running_relay_pid, stop_embedded
 from orchestra.stack.readiness import StackError, probe_relay
 from orchestra.stack.registry import Registry, apply_schema
 from orchestra.stack.state import STATE_KEYS, StateError, load_state
@@ -86,3 +89,73 @@ async def test_busy_port_names_the_holder(pg_dir: Path) -> None:
     message = str(caught.value)
     assert message.startswith(f"127.0.0.1:{port} is in use by ")
     assert "(pid " in message and message.endswith("choose another port with --relay-port")
+
+
+async def test_secrets_stay_private_and_postgres_wants_the_state_files_password(
+    pg_dir: Path, free_port: int
+) -> None:
+    """§5.2: the state dir and what holds secrets stay 0700/0600 (also as root, where
+    PostgreSQL must not run as root); every connection needs the password, which only the
+    state file holds."""
+    state = load_state(pg_dir / "state")
+    stack = EmbeddedStack(state, free_port)
+    info = await stack.start()
+    try:
+        for directory in (state.paths.root, state.paths.embedded, state.paths.embedded_pg):
+            assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+        for file in (state.paths.state_json, state.paths.relay_log):
+            assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+        assert info.database_url is not None and state.postgres_password in info.database_url
+        socket_dir = stack.postgres.socket_dir
+        for password in ("", "postgres", "wrong"):
+            with pytest.raises(asyncpg.InvalidPasswordError):
+                await asyncpg.connect(
+                    f"postgresql://postgres:{password}@/postgres?host={socket_dir}"
+                )
+        connection = await asyncpg.connect(info.database_url)
+        assert await connection.fetchval("SELECT 1") == 1
+        await connection.close()
+    finally:
+        await stack.stop()
+
+
+async def test_a_stack_whose_owner_died_is_reaped_before_a_new_start(
+    pg_dir: Path, free_port: int
+) -> None:
+    """A relay and PostgreSQL left by a command that died (its pid in owner.lock, the lock
+    free) are stopped by the next start, which then runs the stack as its own."""
+    state = load_state(pg_dir / "state")
+    leftover = EmbeddedStack(state, free_port, detached=True)  # nothing tied to this process
+    await leftover.start()
+    old_relay, old_postgres = running_relay_pid(state.paths), leftover.postgres.pid
+    assert old_relay is not None and old_postgres is not None
+    state.paths.embedded_owner.write_text("999999999\n")  # its owner died
+    stack = EmbeddedStack(state, free_port)
+    try:
+        await stack.start()
+        assert not stack.reused
+        assert stack.reaped == [
+            f"stopped buzz-relay (pid {old_relay})",
+            "stopped embedded PostgreSQL",
+        ]
+        assert not alive(old_relay) and not alive(old_postgres)
+        assert running_relay_pid(state.paths) not in (None, old_relay)
+        assert state.paths.embedded_owner.read_text().strip() == str(os.getpid())
+    finally:
+        await stack.stop()
+    assert state.paths.embedded_owner.read_text() == ""
+
+
+async def test_restart_brings_a_killed_relay_back(pg_dir: Path, free_port: int) -> None:
+    state = load_state(pg_dir / "state")
+    stack = EmbeddedStack(state, free_port)
+    info = await stack.start()
+    try:
+        [relay] = [pid for pid, name in stack.processes().items() if name == "buzz-relay"]
+        os.kill(relay, signal.SIGKILL)
+        await stack.restart()
+        assert await probe_relay(info.relay_http_url)
+        assert running_relay_pid(state.paths) not in (None, relay)
+        assert stack.info == info  # the same URLs and password after a restart
+    finally:
+        await stack.stop()

@@ -21,6 +21,7 @@ from orchestra.agents.llm.types import AssistantMessage, LLMResponse, ToolCall, 
 from orchestra.buzz import BuzzClient, BuzzError
 from orchestra.config.condition import load_condition
 from orchestra.config.task import Task, load_task
+from orchestra.documents.enums import SandboxKind
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.kinds import Kind
 from orchestra.paths import (
@@ -236,6 +237,7 @@ class FakeEnvironment:
             host_alias=None,
             agent_path=None,
             inherited={},
+            sandbox=SandboxKind.NONE,
         )
 
     async def _call(self, name: str) -> None:

@@ -29,7 +29,7 @@ from orchestra.paths import (
     LOGS_ARTIFACTS,
     container_env_file,
 )
-from orchestra.processes import CommandResult, run_command
+from orchestra.processes import CommandResult, run_command, tied
 from orchestra.trial.env.commands import run_command_to_end
 from orchestra.trial.env.protocol import LOOPBACK, EnvCommandError, ExecResult
 
@@ -152,7 +152,7 @@ class TrialContainer:
         is produced. The process exits with the command's exit status (§7.7 watches it)."""
         with stdout.open("ab") as out, stderr.open("ab") as err:
             return await asyncio.create_subprocess_exec(
-                *self.exec_argv(command),
+                *tied(self.exec_argv(command)),  # the host session dies with the orchestrator
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

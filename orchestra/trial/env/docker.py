@@ -19,6 +19,7 @@ from pathlib import Path, PurePath, PurePosixPath
 
 from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.config.task import Task
+from orchestra.documents.enums import SandboxKind
 from orchestra.paths import (
     CONTAINER_BUZZ_BIN_DIR,
     CONTAINER_SOLUTION,
@@ -120,6 +121,7 @@ class DockerEnvironment:
             host_alias=HOST_FROM_CONTAINER,
             agent_path=None,  # the image's own PATH (§7.9) unless `--buzz-bin-dir` has a buzz
             inherited={},
+            sandbox=SandboxKind.DOCKER,
         )
         self.container: TrialContainer | None = None
         self.removed = False  # by a hurried stop (§7.6): nothing is left to reach in it

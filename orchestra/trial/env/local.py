@@ -1,8 +1,9 @@
 """The local environment: a per-trial sandbox on the host (orchestrator.md §5.8).
 
-Agents are host processes in their own sessions and the logical paths are host paths, so most
-transfers are copies within the trial directory, and a transfer onto itself (the agents' logs,
-the evidence) is nothing to do. No isolation: agents run as the invoking user (§5.8).
+The logical paths are host paths, so most transfers are copies within the trial directory, and
+a transfer onto itself (the agents' logs, the evidence) is nothing to do. Each agent tree is
+started by the job's launcher (`trial.env.sandbox`): in a bubblewrap sandbox that sees only the
+trial's sandbox directory, or, where there is none, as a host process in its own session.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 
 from orchestra.config.task import Task
+from orchestra.documents.enums import SandboxKind
 from orchestra.files import make_parents, read_regular_file
 from orchestra.paths import TrialPaths
-from orchestra.processes import kill_group, kill_processes_in, last_allocated_pid, stop_group
+from orchestra.processes import kill_group, kill_processes_in, last_allocated_pid
 from orchestra.stack.info import scripts_dir
 from orchestra.trial.env.commands import run_command_to_end
 from orchestra.trial.env.protocol import (
@@ -29,6 +31,7 @@ from orchestra.trial.env.protocol import (
     TrialEnvironment,
     Verifier,
 )
+from orchestra.trial.env.sandbox import AgentFiles, AgentTree, Launcher, TreeLaunch
 from orchestra.trial.env.verifiers import HostVerifier
 
 #: Host variables a local-env agent keeps besides what the orchestrator sets (§7.9).
@@ -37,50 +40,47 @@ STOP_GRACE_SECONDS = 5.0
 
 
 class LocalAgentProcess:
-    """One `buzz-acp` started in its own session, stdout/stderr streamed to host files."""
+    """One `buzz-acp` tree, started by the launcher, stdout/stderr streamed to host files."""
 
     def __init__(self, agent_id: str, on_exit: Callable[[], None]) -> None:
         self.agent_id = agent_id
         self._on_exit = on_exit
-        self.process: asyncio.subprocess.Process | None = None
+        self.tree: AgentTree | None = None
         self.exit_code: int | None = None
         self.stopping = False
         self._watch: asyncio.Task[None] | None = None
 
     async def start(
-        self, program: Path, env: Mapping[str, str], cwd: Path, stdout: Path, stderr: Path
+        self,
+        launcher: Launcher,
+        program: Path,
+        files: AgentFiles,
+        env: Mapping[str, str],
+        stdout: Path,
+        stderr: Path,
     ) -> None:
         try:
-            with stdout.open("ab") as out, stderr.open("ab") as err:
-                self.process = await asyncio.create_subprocess_exec(
-                    str(program),
-                    cwd=cwd,
-                    env=dict(env),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                )
+            self.tree = await launcher.start(TreeLaunch([str(program)], files, env, stdout, stderr))
         except OSError as error:
             raise EnvCommandError(f"{self.agent_id}: cannot start {program}: {error}") from None
         self._watch = asyncio.create_task(self._wait(), name=f"agent-exit-{self.agent_id}")
 
     async def _wait(self) -> None:
-        assert self.process is not None
-        self.exit_code = await self.process.wait()
+        assert self.tree is not None
+        self.exit_code = await self.tree.process.wait()
         self._on_exit()
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.exit_code is None
+        return self.tree is not None and self.exit_code is None
 
     async def stop(self, hurry: asyncio.Event | None = None) -> None:
-        """TERM the process group, up to 5 s (no longer once `hurry` is set), then KILL what
-        is left of it: children may outlive the leader."""
-        if self.process is None:
+        """TERM the tree's program, up to 5 s (no longer once `hurry` is set), then KILL what
+        is left of the tree: children may outlive the program."""
+        if self.tree is None:
             return
         self.stopping = True
-        await stop_group(self.process, grace=STOP_GRACE_SECONDS, hurry=hurry)
+        await self.tree.stop(grace=STOP_GRACE_SECONDS, hurry=hurry)
         if self._watch is not None:
             await self._watch
 
@@ -89,9 +89,15 @@ class LocalEnvironment:
     """Implements `TrialEnvironment` on `<trial>/sandbox/`."""
 
     def __init__(
-        self, trial: TrialPaths, task: Task, programs_dir: Path, buzz_bin_dir: Path | None
+        self,
+        trial: TrialPaths,
+        task: Task,
+        programs_dir: Path,
+        buzz_bin_dir: Path | None,
+        launcher: Launcher,
     ) -> None:
         self.trial = trial
+        self.launcher = launcher
         host_path = os.environ.get("PATH", os.defpath)
         has_buzz = buzz_bin_dir is not None and (buzz_bin_dir / "buzz").exists()
         inherited = {k: os.environ[k] for k in INHERITED_LOCAL_VARIABLES if k in os.environ}
@@ -101,6 +107,7 @@ class LocalEnvironment:
             host_alias=None,
             agent_path=f"{buzz_bin_dir}:{host_path}" if has_buzz else host_path,
             inherited=inherited,
+            sandbox=launcher.kind,
         )
         self.pid_floor = last_allocated_pid()  # every process of this trial starts after this
         self._agents: list[LocalAgentProcess] = []
@@ -128,20 +135,27 @@ class LocalEnvironment:
     ) -> AgentProcess:
         agent = LocalAgentProcess(agent_id, on_exit)
         self._agents.append(agent)
-        await agent.start(
-            Path(self._facts.programs_dir) / "buzz-acp",
-            env,
-            Path(self._facts.paths.workspace),
-            stdout,
-            stderr,
+        paths = self._facts.paths
+        files = AgentFiles(
+            writable_tree=self.trial.sandbox,
+            cwd=Path(paths.workspace),
+            read_only_files=(Path(paths.system_prompt(agent_id)),),
+            writable_files=(
+                Path(paths.events_log(agent_id)),
+                Path(paths.trajectory_log(agent_id)),
+            ),
         )
+        program = Path(self._facts.programs_dir) / "buzz-acp"
+        await agent.start(self.launcher, program, files, env, stdout, stderr)
         return agent
 
     async def stop_agents(self, hurry: asyncio.Event) -> list[str]:
-        """TERM each agent's group, ≤ 5 s (until `hurry`), KILL; then anything left with
-        HOME/TMPDIR inside the sandbox."""
+        """TERM each agent's program, ≤ 5 s (until `hurry`), KILL its tree; unsandboxed, then
+        anything left with HOME/TMPDIR inside the sandbox (a sandbox lets nothing escape)."""
         for agent in self._agents:
             await agent.stop(hurry)
+        if self.launcher.kind is not SandboxKind.NONE:
+            return []
         killed = kill_processes_in(self.trial.sandbox, newer_than=self.pid_floor)
         return [f"killed {len(killed)} escaped process(es): {killed}"] if killed else []
 
@@ -226,18 +240,21 @@ def _replace_tree(source: Path, destination: Path) -> None:
 
 class LocalKind:
     """The local env of a job: agents from this package's console scripts (or
-    `--buzz-bin-dir`), the verifier on the host (§9.3)."""
+    `--buzz-bin-dir`) started by `launcher`, the verifier on the host (§9.3)."""
 
     name = "local"
 
-    def __init__(self, buzz_bin_dir: Path | None) -> None:
+    def __init__(self, buzz_bin_dir: Path | None, launcher: Launcher) -> None:
         self.buzz_bin_dir = buzz_bin_dir
+        self.launcher = launcher
 
     async def host_listen_address(self) -> str:
         return LOOPBACK
 
     def environment(self, trial: TrialPaths, task: Task, trial_id: str) -> TrialEnvironment:
-        return LocalEnvironment(trial, task, self.buzz_bin_dir or scripts_dir(), self.buzz_bin_dir)
+        return LocalEnvironment(
+            trial, task, self.buzz_bin_dir or scripts_dir(), self.buzz_bin_dir, self.launcher
+        )
 
     def verifier(self, trial: TrialPaths, task: Task, trial_id: str) -> Verifier:
         return HostVerifier(trial, task.fixture.home)

@@ -18,6 +18,7 @@ from pathlib import Path, PurePath
 from typing import Protocol
 
 from orchestra.config.task import Task
+from orchestra.documents.enums import SandboxKind
 from orchestra.errors import OrchestraError
 from orchestra.paths import EnvPaths, TrialPaths
 from orchestra.verify.inputs import VerifierInputs
@@ -44,6 +45,7 @@ class EnvFacts:
     host_alias: str | None
     agent_path: str | None  # PATH for agents; None keeps the environment's own
     inherited: Mapping[str, str]  # host variables agents keep (local env: LANG, LC_ALL, TERM)
+    sandbox: SandboxKind  # what keeps the agents in (§5.8, §10.3)
 
     @property
     def host_address(self) -> str:

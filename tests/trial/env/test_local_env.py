@@ -2,11 +2,14 @@
 
 import asyncio
 import os
+import signal
 import stat
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from orchestra.config.fixture import Fixture
 from orchestra.config.task import Task, TaskToml
@@ -14,6 +17,8 @@ from orchestra.jobs.runner import Interrupt
 from orchestra.paths import TrialPaths
 from orchestra.trial.env import local
 from orchestra.trial.env.local import LocalAgentProcess, LocalEnvironment
+from orchestra.trial.env.protocol import EnvCommandError
+from orchestra.trial.env.sandbox import AgentFiles, HostLauncher
 from orchestra.trial.filewatch import watch_file
 from orchestra.trial.setup_phase import prepare_environment
 
@@ -38,7 +43,7 @@ def local_trial(tmp_path: Path, fixture: Fixture) -> SimpleNamespace:
     (task_dir / "solution" / "solve.sh").write_text("#!/bin/sh\n")
     task = Task(dir=task_dir, toml=TaskToml(), fixture=fixture)
     trial = TrialPaths(tmp_path / "trial")
-    env = LocalEnvironment(trial, task, tmp_path / "bin", None)
+    env = LocalEnvironment(trial, task, tmp_path / "bin", None, HostLauncher())
     return SimpleNamespace(task=task, paths=trial, env=env)
 
 
@@ -67,8 +72,9 @@ def test_solution_is_copied_executable(tmp_path: Path) -> None:
 
 
 def test_stopping_the_agents_sweeps_what_escaped_into_the_sandbox(tmp_path: Path) -> None:
-    """§7.2 step 16: after the agents' groups, every process whose HOME lies in this trial's
-    sandbox, started since the environment was made, is killed; nothing else is."""
+    """§7.2 step 16 (sandbox: none): after the agents' groups, every process whose HOME lies
+    in this trial's sandbox, started since the environment was made, is killed; nothing else
+    is."""
     sandbox_home = tmp_path / "trial" / "sandbox" / "root"
     sandbox_home.mkdir(parents=True)
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
@@ -109,7 +115,10 @@ async def test_a_hurried_stop_kills_without_waiting_out_the_grace_period(
     stdout = tmp_path / "out.log"
     written = watch_file(stdout)
     try:
-        await agent.start(program, dict(os.environ), tmp_path, stdout, tmp_path / "err.log")
+        files = AgentFiles(writable_tree=tmp_path, cwd=tmp_path)
+        await agent.start(
+            HostLauncher(), program, files, dict(os.environ), stdout, tmp_path / "err.log"
+        )
         while b"ready" not in stdout.read_bytes():  # SIG_IGN is in place before the TERM
             await asyncio.wait_for(written.wait(), 30)
     finally:
@@ -127,3 +136,20 @@ def test_the_second_signal_hurries_the_stopping_trials() -> None:
     assert interrupt.requested.is_set() and not interrupt.hurry.is_set()
     interrupt.trigger()
     assert interrupt.hurry.is_set()
+
+
+#: prctl(PR_GET_PDEATHSIG): the signal this process gets when its parent dies
+READ_PDEATHSIG = (
+    "import ctypes; signal = ctypes.c_int(); "
+    "ctypes.CDLL(None).prctl(2, ctypes.byref(signal)); print(signal.value)"
+)
+
+
+async def test_exec_runs_tied_and_names_a_missing_program(tmp_path: Path) -> None:
+    """Env commands die with the orchestrator (PDEATHSIG set on the command itself); a program
+    that does not exist is an error naming it, not the tie's exit status."""
+    environment = local_trial(tmp_path, Fixture.empty()).env
+    result = await environment.exec([sys.executable, "-c", READ_PDEATHSIG])
+    assert result.exit_code == 0 and result.output.strip() == str(int(signal.SIGKILL))
+    with pytest.raises(EnvCommandError, match="cannot run no-such-program-xyz"):
+        await environment.exec(["no-such-program-xyz"])
