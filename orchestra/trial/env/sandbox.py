@@ -54,6 +54,7 @@ MASKED_TREES = ("/etc/ssh", "/etc/ssl/private")
 FOLLOWED_LINKS = ("/etc/resolv.conf",)
 PROBE_SECONDS = 10.0
 INFO_SECONDS = 10.0
+NAMESPACE_END_SECONDS = 10.0  # the kernel's teardown of a namespace whose first process died
 HOW_TO_GET_IT = "install bubblewrap (e.g. `apt-get install bubblewrap`)"
 
 
@@ -292,8 +293,17 @@ class SandboxedTree:
         except asyncio.CancelledError:
             self.kill()
             raise
-        self.kill()
-        await self.process.wait()
+        # KILL the first process only and wait for bwrap: bwrap exits after it, and the first
+        # process finishes exiting only once the kernel has killed and reaped everything else
+        # in the namespace. Killing bwrap too would return while detached processes still run
+        # for a moment, into the evidence export (§8).
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.program, signal.SIGKILL)
+        try:
+            await asyncio.wait_for(self.process.wait(), NAMESPACE_END_SECONDS)
+        except TimeoutError:  # bwrap itself is stuck: take its group
+            self.kill()
+            await self.process.wait()
 
     def kill(self) -> None:
         """SIGKILL the namespace's first process: the kernel kills every process in it."""
