@@ -25,6 +25,7 @@ DIRECT_KINDS = {
     "buzz-agent": "buzz-agent",
     "buzz-dev-mcp": "buzz-dev-mcp",
     "buzz": "buzz CLI",
+    "buzz-forkserver": "fork server",
 }
 KIND_ORDER = (
     "orchestrator",
@@ -34,12 +35,23 @@ KIND_ORDER = (
     "buzz-agent",
     "buzz-dev-mcp",
     "buzz CLI",
+    "fork server",
     "agent shell (bash)",
     "agent tools (other commands)",
     "verifier (sh + python3)",
     "other",
 )
-PYTHON_COMMS = {"orchestra", "buzz-relay", "buzz", "buzz-acp", "buzz-agent", "buzz-dev-mcp"}
+#: (with a fork server, the programs it forks and their clients carry the programs' names too,
+#: so "Python starts" then counts processes of Python programs, not interpreter starts)
+PYTHON_COMMS = {
+    "orchestra",
+    "buzz-relay",
+    "buzz",
+    "buzz-acp",
+    "buzz-agent",
+    "buzz-dev-mcp",
+    "buzz-forkserver",
+}
 PYTHON_INTERPRETERS = {"python", "python3", "python3.11", "python3.12", "python3.13"}
 SHELLS = {"bash", "sh", "dash"}
 

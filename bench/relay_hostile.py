@@ -200,6 +200,31 @@ class RssSampler:
         }
 
 
+class CpuMeter:
+    """CPU seconds the relay process and its descendants (PostgreSQL) use from now on: a
+    measure of the work an attack costs that the machine's load does not change much."""
+
+    def __init__(self, pid: int) -> None:
+        self.process = psutil.Process(pid)
+        self.start = self.seconds()
+
+    def seconds(self) -> tuple[float, float]:
+        own = self.process.cpu_times()
+        descendants = 0.0
+        for child in self.process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                times = child.cpu_times()
+                descendants += times.user + times.system
+        return own.user + own.system, descendants
+
+    def report(self) -> dict:
+        relay, postgres = self.seconds()
+        return {
+            "relay": round(relay - self.start[0], 2),
+            "postgres": round(postgres - self.start[1], 2),
+        }
+
+
 def mb(size: int) -> float:
     return round(size / 1e6, 1)
 
@@ -216,17 +241,25 @@ async def under_attack(
     sampling = None if running else asyncio.create_task(sampler.run())
     probe = Probe(relay.url)
     await probe.start()
+    cpu = CpuMeter(relay.pid)
     attacker.signal()
     started = time.perf_counter()
     outcome = await attacker.outcome()
     seconds = time.perf_counter() - started
+    cpu_seconds = cpu.report()
     probe_result = await probe.stop()
     if sampling is None:
-        return {"attack_seconds": round(seconds, 2), "probe": probe_result, "attacker": outcome}
+        return {
+            "attack_seconds": round(seconds, 2),
+            "cpu_seconds": cpu_seconds,
+            "probe": probe_result,
+            "attacker": outcome,
+        }
     await asyncio.sleep(SETTLE_S)  # the measurement point of the RSS target
     sampling.cancel()
     return {
         "attack_seconds": round(seconds, 2),
+        "cpu_seconds": cpu_seconds,
         "probe": probe_result,
         "rss_mb": sampler.report(),
         "attacker": outcome,
@@ -308,6 +341,7 @@ async def run(args: argparse.Namespace) -> dict:
             results["rss_mb_after_warm_up"] = mb(psutil.Process(relay.pid).memory_info().rss)
             for name in args.only or ATTACKS:
                 log_before = relay.log_path.stat().st_size
+                load = round(os.getloadavg()[0], 1)
                 try:
                     if name == "nonmatching_subs":
                         result = await nonmatching_subs(relay, args.scale)
@@ -316,6 +350,7 @@ async def run(args: argparse.Namespace) -> dict:
                 except Exception as error:  # one failed attack must not lose the others
                     result = {"error": f"{type(error).__name__}: {error}"}
                 result["relay_log_bytes"] = relay.log_path.stat().st_size - log_before
+                result["load_average_at_start"] = load
                 results["attacks"][name] = result
                 print(f"{name}: {json.dumps(result)}", file=sys.stderr, flush=True)
             results["tracebacks_in_log"] = log_tracebacks(relay)

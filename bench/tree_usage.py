@@ -25,8 +25,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 AGENT_PROGRAMS = ("buzz-acp", "buzz-agent", "buzz-dev-mcp")
+#: With the fork server (orchestra/agents/forkserver) a tree's programs are the server's
+#: children inside the tree's sandbox, whose first process is the holder: a tree is then the
+#: agent processes of one PID namespace, holder included, and the server (one for all trees) is
+#: added to the total of all trees.
+FORK_SERVER = "buzz-forkserver"
+FORK_HOLDER = "buzz-tree-init"
 PR_SET_CHILD_SUBREAPER = 36
 CGROUP_CANDIDATES = (  # (directory, usage file): v2 unified (hybrid or pure), then v1 cpuacct
     (Path("/sys/fs/cgroup/unified"), "cpu.stat"),
@@ -114,8 +121,16 @@ class MemorySampler:
 
     root_pid: int
     interval_s: float
-    tree_peaks_kib: dict[int, tuple[int, int]] = field(default_factory=dict)  # acp pid: rss, pss
+    #: rss, pss by tree (its PID namespace, or its buzz-acp where it has none of its own)
+    tree_peaks_kib: dict[int | str, tuple[int, int]] = field(default_factory=dict)
     total_peak_kib: tuple[int, int] = (0, 0)
+    #: per process (by pid): its kind (`kind_of`) and peak Pss and Private_Dirty, KiB
+    process_peaks_kib: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+    #: peak PSS (KiB) of each tree over the samples in which at least `sharing_trees` trees
+    #: were complete (every agent program running): a tree's PSS rises at the end of a run as
+    #: fewer trees share the server's pages
+    shared_peaks_kib: dict[int | str, int] = field(default_factory=dict)
+    sharing_trees: int = 5
     samples: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -136,26 +151,75 @@ class MemorySampler:
     def sample(self) -> None:
         table = process_table()
         trees: dict[int, list[int]] = {}
+        servers: list[int] = []
+        own_namespace = pid_namespace("self")
         for pid in descendants(table, self.root_pid):
             name = table[pid][0]
-            if name in AGENT_PROGRAMS:
-                acp = pid
-                while acp in table and table[acp][0] != "buzz-acp":
-                    acp = table[acp][1]
-                if acp in table:
-                    trees.setdefault(acp, []).append(pid)
+            if name == FORK_SERVER and pid_namespace(pid) == own_namespace:
+                servers.append(pid)  # not its request processes, which enter a sandbox
+            elif name in (*AGENT_PROGRAMS, FORK_HOLDER):
+                namespace = pid_namespace(pid)
+                key = namespace if namespace != own_namespace else acp_ancestor(table, pid)
+                if key is not None:
+                    trees.setdefault(key, []).append(pid)
         total_rss = total_pss = 0
-        for acp, pids in trees.items():
-            usages = [smaps_rollup(pid) for pid in pids]
-            rss, pss = sum(u[0] for u in usages), sum(u[1] for u in usages)
-            peak = self.tree_peaks_kib.get(acp, (0, 0))
-            self.tree_peaks_kib[acp] = (max(peak[0], rss), max(peak[1], pss))
+        for server in servers:
+            rss, pss = smaps_rollup(server)
             total_rss, total_pss = total_rss + rss, total_pss + pss
+        complete: dict[int | str, int] = {}
+        for namespace, pids in trees.items():
+            # a namespace's inode number is reused once it has ended: its holder tells trees apart
+            holders = [pid for pid in pids if table[pid][0] == FORK_HOLDER]
+            key = f"{namespace}:{holders[0]}" if holders else namespace
+            usages = [smaps_rollup(pid, private_dirty=True) for pid in pids]
+            for pid, (_, pss, dirty) in zip(pids, usages, strict=True):
+                kind, peak_pss, peak_dirty = self.process_peaks_kib.get(pid, ("", 0, 0))
+                kind = kind or kind_of(table, pid)
+                self.process_peaks_kib[pid] = (kind, max(peak_pss, pss), max(peak_dirty, dirty))
+            rss, pss = sum(u[0] for u in usages), sum(u[1] for u in usages)
+            names = {table[pid][0] for pid in pids}
+            if names >= {"buzz-acp", "buzz-agent", "buzz-dev-mcp"}:
+                complete[key] = pss
+            peak = self.tree_peaks_kib.get(key, (0, 0))
+            self.tree_peaks_kib[key] = (max(peak[0], rss), max(peak[1], pss))
+            total_rss, total_pss = total_rss + rss, total_pss + pss
+        if len(complete) >= self.sharing_trees:
+            for key, pss in complete.items():
+                self.shared_peaks_kib[key] = max(self.shared_peaks_kib.get(key, 0), pss)
         self.total_peak_kib = (
             max(self.total_peak_kib[0], total_rss),
             max(self.total_peak_kib[1], total_pss),
         )
         self.samples += 1
+
+
+def kind_of(table: dict[int, tuple[str, int]], pid: int) -> str:
+    """The program's name; `… client` for the fork server's client process (it is not the
+    server's child), `… forked` for a program the server forked."""
+    name, parent = table.get(pid, ("", 0))
+    if name in ("buzz-agent", "buzz-dev-mcp", "buzz-acp"):
+        forked = table.get(parent, ("", 0))[0] == FORK_SERVER or (
+            name == "buzz-acp" and (table.get(parent, ("", 0))[0] == FORK_HOLDER)
+        )
+        return f"{name} forked" if forked else f"{name} client" if name != "buzz-acp" else name
+    return name
+
+
+def acp_ancestor(table: dict[int, tuple[str, int]], pid: int) -> int | None:
+    """The buzz-acp `pid` is (or is below), for trees without a sandbox of their own."""
+    node, seen = pid, 0
+    while node in table and seen < 64:
+        if table[node][0] == "buzz-acp":
+            return node
+        node, seen = table[node][1], seen + 1
+    return None
+
+
+def pid_namespace(pid: int | str) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
 
 
 def descendants(table: dict[int, tuple[str, int]], root: int) -> list[int]:
@@ -191,20 +255,25 @@ def process_table() -> dict[int, tuple[str, int]]:
     return table
 
 
-def smaps_rollup(pid: int) -> tuple[int, int]:
-    """(Rss, Pss) in KiB; (0, 0) when the process is gone."""
+@overload
+def smaps_rollup(pid: int) -> tuple[int, int]: ...
+@overload
+def smaps_rollup(pid: int, *, private_dirty: bool) -> tuple[int, int, int]: ...
+def smaps_rollup(pid: int, *, private_dirty: bool = False) -> tuple[int, ...]:
+    """(Rss, Pss) in KiB, and Private_Dirty if asked; zeros when the process is gone."""
+    keys = ("Rss", "Pss", "Private_Dirty") if private_dirty else ("Rss", "Pss")
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError as error:
         if error.errno in (errno.ENOENT, errno.ESRCH):
-            return 0, 0
+            return (0,) * len(keys)
         raise
     values = {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")
-        if key in ("Rss", "Pss"):
+        if key in keys:
             values[key] = int(rest.split()[0])
-    return values.get("Rss", 0), values.get("Pss", 0)
+    return tuple(values.get(key, 0) for key in keys)
 
 
 @dataclass(frozen=True)

@@ -219,8 +219,48 @@ class JobPaths:
         """Where a trial directory replaced on resume is moved (§2.5)."""
         return self.superseded_dir / trial_name
 
+    def incoming(self, trial_name: str) -> Path:
+        """Where a trial directory packed on a Ray node is unpacked and checked before it is
+        renamed into place (scale-out.md §5 step 3)."""
+        return self.root / ".incoming" / trial_name
+
     def trial(self, trial_name: str) -> TrialPaths:
         return TrialPaths(self.root / trial_name)
+
+
+#: A Ray node's scratch space, unless `ORCHESTRA_NODE_DIR` says otherwise (short: the embedded
+#: PostgreSQL's Unix socket lives under it).
+DEFAULT_NODE_ROOT = Path("/tmp/buzz-node")
+
+
+@dataclass(frozen=True)
+class NodePaths:
+    """`<node root>/<job id>-<node id>/`: one node host's directory on its node (scale-out.md
+    §2): the node's state dir (its stack), the job's tasks as unpacked, and the job directory
+    its trials run in, with the trial directory's layout (§10.1)."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, node_root: Path, job_id: str, node_id: str) -> NodePaths:
+        return cls(node_root / f"{job_id[:8]}-{node_id[:12]}")
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.root / "tasks"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """The manifest's artifacts (prompts, personas, skills) as the driver sent them."""
+        return self.root / "artifacts"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.root / "jobs"
 
 
 #: The verifier's stdout and stderr, in its verifier directory (§9.3).
@@ -279,6 +319,11 @@ class TrialPaths:
     def trajectory(self, agent_id: str) -> Path:
         """The agent's ATIF trajectory, assembled from its side file at teardown (§7.16)."""
         return self.buzz_dir / f"{agent_id}.trajectory.json"
+
+    @property
+    def harbor_solve_record(self) -> Path:
+        """The host copy of the oracle's `harbor-solve.sh` for a Harbor task."""
+        return self.buzz_dir / HARBOR_SOLVE.name
 
     @property
     def oracle_log(self) -> Path:
@@ -377,19 +422,52 @@ DEFAULT_HOME = "/root"
 
 CONTAINER_WORKSPACE = PurePosixPath("/workspace")
 CONTAINER_TMP = PurePosixPath("/tmp")
+#: The fork server (orchestra/agents/forkserver) inside a local-env tree's sandbox: its socket,
+#: its client script (also bound over the programs it serves: a command that is this file is
+#: served) and the tree's first process, bound into the sandbox's private /tmp.
+FORK_SERVER_IN_SANDBOX = CONTAINER_TMP / "buzz-fork-server"
+FORK_SERVER_SOCKET = FORK_SERVER_IN_SANDBOX / "socket"
+FORK_CLIENT = FORK_SERVER_IN_SANDBOX / "client"
+FORK_HOLDER_NAME = "buzz-tree-init"  # also its name in `ps`
+FORK_HOLDER = FORK_SERVER_IN_SANDBOX / FORK_HOLDER_NAME
+
+
+@dataclass(frozen=True)
+class ForkServerPaths:
+    """The fork server's directory on the host: a private temporary directory (a unix socket's
+    path must stay short), made by the orchestrator that runs the server."""
+
+    root: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "socket"
+
+    @property
+    def client(self) -> Path:
+        """The client script, bound over the agent programs' console scripts in sandboxes."""
+        return self.root / "client"
+
+    @property
+    def holder(self) -> Path:
+        return self.root / FORK_HOLDER_NAME
+
+
 OPT_BUZZ = PurePosixPath("/opt/buzz")
 CONTAINER_VENV_BIN = OPT_BUZZ / "venv" / "bin"
 CONTAINER_BUZZ_BIN_DIR = OPT_BUZZ / "bin"
 CONTAINER_PROMPTS = OPT_BUZZ / "prompts"
 CONTAINER_RUNTIME_LOGS = OPT_BUZZ / "logs"
 CONTAINER_ENV_DIR = OPT_BUZZ / "env"
-LOGS_AGENT = PurePosixPath("/logs/agent")
+LOGS = PurePosixPath("/logs")
+LOGS_AGENT = LOGS / "agent"
 LOGS_ARTIFACTS = PurePosixPath("/logs/artifacts")
 LOGS_VERIFIER = PurePosixPath("/logs/verifier")
 CONTAINER_TESTS = PurePosixPath("/tests")
 CONTAINER_TEST_SH = CONTAINER_TESTS / "test.sh"
 CONTAINER_SOLUTION = PurePosixPath("/solution")
 CONTAINER_EVIDENCE = LOGS_ARTIFACTS / EVIDENCE_FILE_NAME
+HARBOR_SOLVE = OPT_BUZZ / "harbor-solve.sh"
 
 
 def event_log_name(agent_id: str) -> str:
@@ -468,6 +546,12 @@ class EnvPaths:
     @property
     def solve_sh(self) -> PurePath:
         return self.solution / "solve.sh"
+
+    @property
+    def harbor_solve(self) -> PurePath:
+        """What the oracle runs for a Harbor task: `solve.sh`, then the done marker Harbor's
+        scripts do not write (§4.5)."""
+        return self.root / HARBOR_SOLVE.relative_to("/")
 
     def solve_state_dir(self, channel_id: str) -> PurePath:
         """`${TMPDIR:-/tmp}/buzz-solve-<channel id>` as the agents see it (§4.5)."""

@@ -29,9 +29,20 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 #: A group leader: our asyncio or `subprocess` child, or the pid of any process.
 Leader = asyncio.subprocess.Process | subprocess.Popen[bytes] | int
+
+
+class Child(Protocol):
+    """A process whose exit we can await: our asyncio child, or a program the fork server
+    forked for us (`orchestra.agents.forkserver.spawn.ForkedProcess`)."""
+
+    @property
+    def pid(self) -> int: ...
+    async def wait(self) -> int: ...
+
 
 PR_SET_CHILD_SUBREAPER = 36
 #: How often liveness is polled where a pidfd cannot be opened (no pidfd_open, or denied).
@@ -162,7 +173,7 @@ async def kill_group(leader: Leader) -> None:
 
 
 async def stop_tree(
-    root: asyncio.subprocess.Process,
+    root: Child,
     *,
     grace: float,
     known: Iterable[int] = (),
@@ -344,7 +355,8 @@ async def run_command(
     except OSError as error:
         return CommandResult(FAILED_TO_RUN, "", f"cannot run {argv[0]}: {error}")
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout_seconds)
+        async with asyncio.timeout(timeout_seconds):
+            stdout, stderr = await process.communicate(stdin)
     except TimeoutError:
         process.kill()
         await process.wait()

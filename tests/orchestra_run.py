@@ -10,8 +10,12 @@ tests/cli/test_orchestrator_death.py).
 * `pids_in_namespace(link, started_before)`: host pids of the processes in a PID namespace
   (`readlink /proc/<pid>/ns/pid`, e.g. `pid:[4026532179]`) started before a time (namespace
   numbers are reused once a namespace is gone).
+* `processes_naming(*marks)`: processes that name a mark in their command line or environment.
+* `leftovers(*dirs)`: those naming one of the directories, described (an agent tree's HOME and
+  TMPDIR lie inside its trial's directory).
 """
 
+import os
 import shutil
 import sys
 import time
@@ -64,3 +68,29 @@ def pids_in_namespace(link: str, started_before: float) -> list[int]:
             except (OSError, psutil.Error):
                 continue
     return pids
+
+
+def processes_naming(*marks: str) -> list[psutil.Process]:
+    """Processes (this one aside) that name one of `marks` in their command line or
+    environment."""
+    encoded = [os.fsencode(mark) for mark in marks]
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            command = " ".join(process.info["cmdline"] or []).encode()
+            environment = "\0".join(f"{k}={v}" for k, v in process.environ().items()).encode()
+        except psutil.Error:
+            continue
+        if process.pid != os.getpid() and any(
+            mark in command or mark in environment for mark in encoded
+        ):
+            found.append(process)
+    return found
+
+
+def leftovers(*directories: Path) -> list[str]:
+    """Processes that name one of `directories` in their command line or environment."""
+    return [
+        f"{process.pid}: {' '.join(process.info['cmdline'] or [])[:120]!r}"
+        for process in processes_naming(*(str(directory) for directory in directories))
+    ]

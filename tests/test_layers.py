@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("evidence", "verify"),  # exporting the transcript; running the verifier
     ("trial",),  # one trial, step by step
     ("jobs",),  # a job: plan, resume, scheduling, its result and aggregation
+    ("executors",),  # trials on a Ray cluster (the only place that imports ray)
     ("report",),  # summary table, report.json, junit.xml, report.html, compare
     ("export",),  # runs and jobs in Harbor's jobs-directory format
     ("cli",),  # the `orchestra` command

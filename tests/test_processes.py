@@ -202,11 +202,15 @@ async def test_the_sandbox_sweep_kills_processes_living_in_the_directory(tmp_pat
     outside.mkdir()
 
     def spawn(home: Path, tmpdir: Path) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        process = subprocess.Popen(
+            [sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
             stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             env={"PATH": os.defpath, "HOME": str(home), "TMPDIR": str(tmpdir)},
         )
+        # Popen returns once the exec began: its environment may not be readable yet
+        assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+        return process
 
     older = spawn(sandbox / "home", outside)
     floor = last_allocated_pid()
@@ -231,8 +235,9 @@ async def test_the_sandbox_sweep_kills_processes_living_in_the_directory(tmp_pat
         for process in everyone:
             process.kill()
             process.wait()
-            assert process.stdin is not None
+            assert process.stdin is not None and process.stdout is not None
             process.stdin.close()
+            process.stdout.close()
 
 
 async def test_run_command_captures_output_and_never_raises() -> None:

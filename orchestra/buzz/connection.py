@@ -96,7 +96,8 @@ class RelayConnection:
 
     async def _authenticate(self, keys: Keys, wait_limit: float) -> None:
         try:
-            challenge = await asyncio.wait_for(asyncio.shield(self._challenge), wait_limit)
+            async with asyncio.timeout(wait_limit):
+                challenge = await asyncio.shield(self._challenge)
         except TimeoutError:
             raise network_error("timed out waiting for the relay's AUTH challenge") from None
         event = make_auth_event(keys, self.url, challenge)
@@ -113,7 +114,8 @@ class RelayConnection:
         self._pending_ok.setdefault(event_id, []).append(future)
         try:
             await self._send(frame)
-            return await asyncio.wait_for(asyncio.shield(future), wait_limit)
+            async with asyncio.timeout(wait_limit):
+                return await asyncio.shield(future)
         except TimeoutError:
             raise network_error("timed out waiting for the relay's OK") from None
         finally:

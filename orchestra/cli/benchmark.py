@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +20,13 @@ from orchestra.cli.errors import (
     EXIT_TRIAL_ERRORS,
     EXIT_USAGE,
     error_lines,
+)
+from orchestra.cli.execution import (
+    Execution,
+    driver_stack,
+    dry_run_text,
+    start_executor,
+    stop_executor,
 )
 from orchestra.cli.runs import (
     Invocation,
@@ -39,10 +43,12 @@ from orchestra.documents.enums import SandboxKind, StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.documents.run import RunSettings
+from orchestra.errors import OrchestraError
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.controls import RunControls
 from orchestra.jobs.cost_estimate import estimate_cost
 from orchestra.jobs.endpoint_probe import probe_endpoints
+from orchestra.jobs.executor import Executor
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import JobConfigMismatch, scan_trials
 from orchestra.jobs.leftovers import JobInUse, check_job_free, reap_jobs_dir
@@ -56,16 +62,17 @@ from orchestra.jobs.plan import (
     select_tasks,
 )
 from orchestra.jobs.run import RunRequest, choose_run
-from orchestra.jobs.runner import Interrupt, JobOutcome, Settings, run_job
+from orchestra.jobs.runner import Interrupt, JobOutcome, run_job
+from orchestra.jobs.services import Settings
 from orchestra.paths import JobPaths
 from orchestra.report.progress import Progress
 from orchestra.stack.info import scripts_dir
 from orchestra.stack.readiness import StackError
-from orchestra.stack.select import ModeError, Modes, check_docker, choose_modes, running_stack
-from orchestra.stack.state import StateError, load_state
-from orchestra.stack.watch import HealableStack, StackWatch
+from orchestra.stack.select import ModeError, Modes, check_docker, choose_modes
+from orchestra.stack.state import BenchmarkState, StateError, load_state
 from orchestra.streams import when_stdout_gone
 from orchestra.trial.context import RunOptions
+from orchestra.trial.env.local_image import LocalImageError, read_local_image
 from orchestra.trial.env.sandbox import sandbox_support
 
 #: A closed terminal (SIGHUP) stops a run as Ctrl-C and SIGTERM do (§2.4 exit 130).
@@ -127,6 +134,7 @@ class BenchmarkOptions:
     #: the live endpoint check: before a real run unless skipped; in a dry run when asked
     check_endpoints: bool = True
     controls: RunControls = field(default_factory=RunControls)
+    execution: Execution = field(default_factory=Execution)
 
 
 def config_errors(error: ConfigError) -> None:
@@ -145,7 +153,8 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         condition = load_condition(
             opts.manifest, opts.endpoint_config, opts.artifact_root, verify=False
         )
-        modes = choose_modes(opts.stack, opts.env, opts.relay_url)
+        stack = opts.execution.stack_choice(opts.stack, opts.env, opts.relay_url)
+        modes = choose_modes(stack, opts.env, opts.relay_url)
         check_condition(condition)
         request = RunRequest(
             condition,
@@ -200,6 +209,7 @@ def run_benchmark_command(opts: BenchmarkOptions) -> int:
         fresh=opts.fresh,
         check_endpoints=opts.check_endpoints,
         controls=opts.controls,
+        execution=opts.execution,
     )
     if opts.dry_run:
         return _dry_run(unit, condition, modes, options, invocation, selection, warnings, opts)
@@ -264,6 +274,11 @@ def _dry_run(
     )
     print(text, end="")
     _print_cost_estimate(opts.jobs_dir, condition, unit.n_planned)
+    try:
+        print(dry_run_text(invocation.execution), end="")
+    except OrchestraError as error:  # the cluster cannot be reached or offers no slot
+        error_lines(str(error))
+        return error.exit_code
     if invocation.check_endpoints:  # the live check, asked for with --check-endpoints
         try:
             _check_endpoints(condition, api_keys, output_console())
@@ -340,6 +355,28 @@ def _check_jobs_dir(jobs_dir: Path) -> None:
         )
 
 
+def _check_local_harbor_tasks(jobs: tuple[PlannedJob, ...], env: str) -> None:
+    """The local env runs a Harbor task only in the bubblewrap sandbox and only from a
+    Dockerfile that does nothing but place files (issue 20.2); one line per problem."""
+    tasks = {task.dir: task for job in jobs for task in job.tasks if task.is_harbor}
+    if env != "local" or not tasks:
+        return
+    problems = []
+    support = sandbox_support()
+    if support.program is None:
+        problems.append(
+            f"Harbor tasks run in the local env only in the bubblewrap sandbox ({support.problem}); "
+            "use --env docker"
+        )
+    for task in tasks.values():
+        try:
+            read_local_image(task.paths.environment_dir)
+        except LocalImageError as error:
+            problems.append(str(error))
+    if problems:
+        raise Preflight("\n".join(problems))
+
+
 def _check_resumable(
     jobs: tuple[PlannedJob, ...], condition: Condition, env: str, jobs_dir: Path
 ) -> None:
@@ -383,6 +420,7 @@ def _preflight(
         api_keys = _api_keys(condition, allow_missing=allow_missing_keys)
         _check_programs(options.buzz_bin_dir)
         _check_jobs_dir(unit.jobs_dir)
+        _check_local_harbor_tasks(unit.jobs, modes.env)
     except Preflight as error:
         missing_keys = isinstance(error, MissingKeys)
         raise Refused(EXIT_PREFLIGHT, str(error), missing_keys=missing_keys) from None
@@ -398,8 +436,10 @@ def run_plan(
     try:
         api_keys = _preflight(unit, condition, modes, options)
         owed = unit.owed(invocation.keep_errors)
-        check_docker(modes)
+        if invocation.execution.ray is None:  # under Ray, Docker is the nodes' business
+            check_docker(modes)
         state = load_state(invocation.state_dir)
+        executor = start_executor(invocation.execution)
     except Refused as error:
         error_lines(str(error))
         return error.code
@@ -409,6 +449,28 @@ def run_plan(
     except (StackError, StateError) as error:
         error_lines(str(error))
         return EXIT_PREFLIGHT
+    except OrchestraError as error:  # the Ray cluster (or its extra)
+        error_lines(str(error))
+        return error.exit_code
+    try:
+        return _run_plan(
+            unit, condition, modes, options, invocation, api_keys, owed, state, executor
+        )
+    finally:
+        stop_executor(invocation.execution)
+
+
+def _run_plan(
+    unit: Unit,
+    condition: Condition,
+    modes: Modes,
+    options: RunOptions,
+    invocation: Invocation,
+    api_keys: dict[str, str],
+    owed: int,
+    state: BenchmarkState,
+    executor: Executor,
+) -> int:
     console = output_console()
     interrupt = Interrupt()
     sandbox = sandbox_support()
@@ -442,21 +504,19 @@ def run_plan(
         skip = {JobPaths.of(unit.jobs_dir, job.name).root for job in unit.jobs}
         for note in await reap_jobs_dir(unit.jobs_root, skip=skip):
             console.print(f"reaped a dead run's leftovers: {note}", markup=False)
-        async with (
-            running_stack(
-                modes,
-                state,
-                relay_port=invocation.relay_port,
-                relay_url=invocation.relay_url,
-                database_url=invocation.database_url,
-                fresh=invocation.fresh,
-            ) as stack,
-            watching(stack) as watch,
-        ):
+        async with driver_stack(
+            invocation.execution,
+            modes,
+            state,
+            relay_port=invocation.relay_port,
+            relay_url=invocation.relay_url,
+            database_url=invocation.database_url,
+            fresh=invocation.fresh,
+        ) as (stack_info, watch):
             settings = Settings(
                 condition=condition,
                 environment=modes.env,
-                stack=stack.info,
+                stack=stack_info,
                 state=state,
                 options=options,
                 api_keys=api_keys,
@@ -473,7 +533,7 @@ def run_plan(
             progress = Progress(console, quiet=invocation.quiet)
             try:
                 for job in unit.jobs:
-                    outcome = await run_job(job, settings, progress, interrupt)
+                    outcome = await run_job(job, settings, progress, interrupt, executor)
                     outcomes.append(outcome)
                     if (
                         outcome.interrupted
@@ -522,21 +582,6 @@ def _note_output_gone(results_dir: Path, interrupt: Interrupt) -> None:
         "note: standard output closed; the run goes on without printing and writes its results "
         f"to {results_dir} (Ctrl-C cancels it)\n"
     )
-
-
-@asynccontextmanager
-async def watching(stack: HealableStack) -> AsyncIterator[StackWatch]:
-    """The stack watched (and healed) while the jobs run; the watch ends before the stack
-    is stopped, which is no death."""
-    watch = StackWatch(stack)
-    watch.listeners.append(lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
-    task = asyncio.create_task(watch.run(), name="stack-watch")
-    try:
-        yield watch
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def _print_summary(console: Console, unit: Unit) -> None:

@@ -12,6 +12,13 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer >
 from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command
 from orchestra.cli.cleanup import run_cleanup
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, fail
+from orchestra.cli.execution import (
+    ExecutorChoice,
+    ExecutorOption,
+    RayAddress,
+    RaySlotsPerNode,
+    execution_of,
+)
 from orchestra.cli.export import register as register_export_commands
 from orchestra.cli.help import (
     READ_EXIT_CODES,
@@ -183,7 +190,7 @@ def benchmark(
     layer: Annotated[
         Layer | None,
         typer.Option(
-            "--layer", help="Keep only the tasks of this evaluation layer.  [default: both]"
+            "--layer", help="Keep only the tasks of this evaluation layer.  [default: all]"
         ),
     ] = None,
     attempts: Annotated[
@@ -194,7 +201,7 @@ def benchmark(
             min=1,
             metavar="N",
             help="Attempts per task, one job for every task.  [default: per layer: regression "
-            "1, workflow 3, as two jobs when both are selected]",
+            "1, workflow 3, harbor 5, one job per layer selected]",
         ),
     ] = None,
     manifest: Annotated[
@@ -335,6 +342,9 @@ def benchmark(
     provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
     max_cost_usd: MaxCostUsd = None,
     hard_cost_cap: HardCostCap = False,
+    executor: ExecutorOption = ExecutorChoice.local,
+    ray_address: RayAddress = None,
+    ray_slots_per_node: RaySlotsPerNode = None,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline, no API key).
 
@@ -383,6 +393,7 @@ def benchmark(
         allow_missing_keys=allow_missing_keys,
         check_endpoints=check_endpoints if dry_run else not skip_endpoint_check,
         controls=controls,
+        execution=execution_of(executor, ray_address, ray_slots_per_node),
     )
     raise typer.Exit(run_benchmark_command(options))
 
@@ -499,6 +510,9 @@ def resume(
     provider_error_limit: ProviderErrorLimit = DEFAULT_PROVIDER_ERROR_LIMIT,
     max_cost_usd: MaxCostUsd = None,
     hard_cost_cap: HardCostCap = False,
+    executor: ExecutorOption = ExecutorChoice.local,
+    ray_address: RayAddress = None,
+    ray_slots_per_node: RaySlotsPerNode = None,
 ) -> None:
     """Finish a run (or a job from before runs): every trial and job it still owes.
 
@@ -525,6 +539,7 @@ def resume(
         quiet=quiet,
         check_endpoints=not skip_endpoint_check,
         controls=run_controls(retries, provider_error_limit, max_cost_usd, hard_cost_cap),
+        execution=execution_of(executor, ray_address, ray_slots_per_node),
     )
     raise typer.Exit(run_resume_command(path, options))
 

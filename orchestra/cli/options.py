@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from orchestra.cli.errors import fail
+from orchestra.config.task import LAYERS as TASK_LAYERS
 from orchestra.config.task import Layer as TaskLayer
 from orchestra.jobs.controls import RunControls
 
@@ -33,10 +34,11 @@ class EnvMode(StrEnum):
 class Layer(StrEnum):
     regression = "regression"
     workflow = "workflow"
+    harbor = "harbor"
 
     @property
     def task_layer(self) -> TaskLayer:
-        return "regression" if self is Layer.regression else "workflow"
+        return next(layer for layer in TASK_LAYERS if layer == self.value)
 
 
 STACK_HELP = (

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from orchestra.cli.benchmark import Refused, check_condition, config_errors, run_plan
 from orchestra.cli.errors import EXIT_USAGE, error_lines
+from orchestra.cli.execution import Execution
 from orchestra.cli.runs import Invocation, Unit, settings_of_job
 from orchestra.config.condition import load_condition
 from orchestra.config.errors import ConfigError
@@ -41,6 +42,7 @@ class ResumeOptions:
     quiet: bool = False
     check_endpoints: bool = True
     controls: RunControls = field(default_factory=RunControls)
+    execution: Execution = field(default_factory=Execution)
 
 
 def run_resume_command(path: Path, opts: ResumeOptions) -> int:
@@ -87,6 +89,7 @@ def run_resume_command(path: Path, opts: ResumeOptions) -> int:
         endpoint_config=condition.endpoint_config.path,
         check_endpoints=opts.check_endpoints,
         controls=opts.controls,
+        execution=opts.execution,
     )
     return run_plan(unit, condition, modes, options, invocation)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from orchestra.cli.execution import Execution
 from orchestra.config.errors import display_path
 from orchestra.documents.enums import StackMode
 from orchestra.documents.job import JobConfig
@@ -47,6 +48,8 @@ class Invocation:
     #: the live endpoint check before the stack starts (issue 13); off for the oracle anyway
     check_endpoints: bool = True
     controls: RunControls = field(default_factory=RunControls)
+    #: where the trials run (scale-out.md §1); not part of what is measured
+    execution: Execution = field(default_factory=Execution)
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,7 @@ def resume_command(unit: Unit, modes: Modes, options: RunOptions, invocation: In
         args += ["--relay-port", str(invocation.relay_port)]
     if _absolute(invocation.state_dir) != _absolute(stored.state_dir):
         args += ["--state-dir", str(invocation.state_dir)]
+    args += invocation.execution.resume_args()
     if invocation.keep_errors:
         args.append("--keep-errors")
     if invocation.report and not stored.report:

@@ -18,15 +18,30 @@ from orchestra.config.errors import (
     show_value,
 )
 from orchestra.config.fixture import Fixture, load_fixture
+from orchestra.config.harbor_task import (
+    HARBOR_LAYER,
+    HarborSettings,
+    HarborTaskToml,
+    harbor_checksum,
+    harbor_layer,
+    harbor_settings,
+    load_harbor_toml,
+    missing_harbor_files,
+    strip_canary,
+)
 from orchestra.config.loading import load_toml
 from orchestra.paths import TESTS_DIR_NAME, TaskPaths
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
-Layer = Literal["regression", "workflow"]
-LAYERS: tuple[Layer, ...] = ("regression", "workflow")
-#: Attempts per task when `-k` is not given (§2.3 item 5).
-LAYER_DEFAULT_ATTEMPTS: dict[str, int] = {"regression": 1, "workflow": 3}
+Layer = Literal["regression", "workflow", "harbor"]
+#: Buzz tasks are `regression` or `workflow`; a Harbor task (no `buzz-fixture.toml`) may also
+#: be, and is `harbor` when its `[metadata]` names no layer (issue 20.2).
+BUZZ_LAYERS: tuple[Layer, ...] = ("regression", "workflow")
+LAYERS: tuple[Layer, ...] = (*BUZZ_LAYERS, HARBOR_LAYER)
+#: Attempts per task when `-k` is not given (§2.3 item 5; `harbor`: upstream's k for datasets
+#: that are not Buzz's).
+LAYER_DEFAULT_ATTEMPTS: dict[str, int] = {"regression": 1, "workflow": 3, "harbor": 5}
 
 PositiveFloat = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -91,6 +106,12 @@ class Task:
     dir: Path
     toml: TaskToml
     fixture: Fixture
+    #: set for a Harbor task: graded on the state its agents leave in their environment
+    harbor: HarborSettings | None = None
+
+    @property
+    def is_harbor(self) -> bool:
+        return self.harbor is not None
 
     @property
     def paths(self) -> TaskPaths:
@@ -129,6 +150,11 @@ class Task:
         later (orchestrator.md §9)."""
         return self._contents.tests
 
+    @functools.cached_property
+    def harbor_checksum(self) -> str:
+        """Harbor's `Task.checksum` of the directory as of the first use (with the digest)."""
+        return harbor_checksum(self.dir)
+
     def tests_changed_on_disk(self) -> list[str]:
         """Paths under `tests/` whose files on disk differ from `tests` (added, removed or
         rewritten since the copy was taken)."""
@@ -137,23 +163,30 @@ class Task:
         return sorted(path for path in now.keys() | then.keys() if now.get(path) != then.get(path))
 
     def record(self) -> dict[str, str]:
-        """`{name, short_name, dir, layer, digest}` as job and trial configs record it (§10.2)."""
+        """`{name, short_name, dir, layer, digest, harbor_checksum}` as job and trial configs
+        record it (§10.2)."""
         return {
             "name": self.name,
             "short_name": self.short_name,
             "dir": self.dir.absolute().as_posix(),
             "layer": self.layer,
             "digest": self.digest,
+            "harbor_checksum": self.harbor_checksum,
         }
 
     def instruction(self) -> str:
-        """`instruction.md` as posted: UTF-8 with trailing whitespace removed (§7.2 step 11)."""
-        return self.paths.instruction_md.read_text(encoding="utf-8").rstrip()
+        """`instruction.md` as posted: UTF-8 with trailing whitespace removed (§7.2 step 11);
+        a Harbor task's without its leading canary lines, as Harbor shows it to agents."""
+        text = self.paths.instruction_md.read_text(encoding="utf-8")
+        return (strip_canary(text) if self.is_harbor else text).rstrip()
 
 
 def load_task(task_dir: Path) -> Task:
-    """Validate one task directory; every problem is reported together (§2.3 item 2)."""
+    """Validate one task directory; every problem is reported together (§2.3 item 2). Without
+    a `buzz-fixture.toml` it is a Harbor task (`load_harbor_task`)."""
     paths = TaskPaths(task_dir)
+    if not paths.fixture_toml.exists():
+        return load_harbor_task(task_dir)
     shown = display_path(paths.task_toml)
     errors: list[ConfigError] = []
     toml: TaskToml | None = None
@@ -176,6 +209,49 @@ def load_task(task_dir: Path) -> Task:
     return Task(dir=task_dir, toml=toml, fixture=fixture)
 
 
+def load_harbor_task(task_dir: Path) -> Task:
+    """A Harbor task as a `Task`: Harbor's `task.toml` read into our `TaskToml` (its name the
+    directory's unless `[task].name` says otherwise), the empty fixture."""
+    paths = TaskPaths(task_dir)
+    harbor, errors = load_harbor_toml(paths)
+    if harbor is not None and harbor_layer(harbor) not in LAYERS:
+        choices = ", ".join(f'"{layer}"' for layer in LAYERS)
+        found = show_value(harbor_layer(harbor))
+        problem = f"must be one of {choices} (got {found})"
+        shown = display_path(paths.task_toml)
+        errors.append(_inline(shown, "[metadata].evaluation_layer", problem))
+    errors += missing_harbor_files(paths)
+    raise_if_any(errors)
+    assert harbor is not None
+    return Task(
+        dir=task_dir, toml=_as_task_toml(harbor, task_dir), fixture=Fixture.empty(),
+        harbor=harbor_settings(harbor),
+    )  # fmt: skip
+
+
+def _as_task_toml(harbor: HarborTaskToml, task_dir: Path) -> TaskToml:
+    info, environment = harbor.task, harbor.environment
+    defaults = EnvironmentSection()
+    return TaskToml(
+        schema_version=harbor.schema_version or harbor.version or "1.0",
+        task=TaskSection(
+            name=info.name or task_dir.name,
+            description=info.description,
+            authors=[Author(name=a.name, email=a.email) for a in info.authors],
+            keywords=info.keywords,
+        ),
+        metadata=MetadataSection(evaluation_layer=harbor_layer(harbor)),
+        agent=TimeoutSection(timeout_sec=harbor.agent.timeout_sec or TimeoutSection().timeout_sec),
+        verifier=TimeoutSection(timeout_sec=harbor.verifier.timeout_sec),
+        environment=EnvironmentSection(
+            network_mode=environment.effective_network_mode,
+            cpus=environment.cpus or defaults.cpus,
+            memory_mb=environment.memory_mb or defaults.memory_mb,
+            storage_mb=environment.storage_mb or defaults.storage_mb,
+        ),
+    )
+
+
 def _required_field_errors(shown: str, toml: TaskToml) -> list[ConfigError]:
     errors: list[ConfigError] = []
     name = toml.task.name
@@ -183,7 +259,7 @@ def _required_field_errors(shown: str, toml: TaskToml) -> list[ConfigError]:
         found = "missing" if name is None else f"got {show_value(name)}"
         errors.append(_inline(shown, "[task].name", f"must be a non-empty string ({found})"))
     layer = toml.metadata.evaluation_layer
-    if layer not in LAYERS:
+    if layer not in BUZZ_LAYERS:
         found = "missing" if layer is None else f"got {show_value(layer)}"
         errors.append(
             _inline(

@@ -60,6 +60,8 @@ class ErrorType(StrEnum):
     REWARD_PARSE_ERROR = "RewardParseError"
     VERIFIER_REPORTED_ERROR = "VerifierReportedError"
     ORCHESTRATOR_LOST = "OrchestratorLost"  # left `running` by an orchestrator that died
+    NODE_LOST = "NodeLost"  # the Ray node (or its node host) died with the trial (scale-out §6)
+    TRIAL_ARTIFACTS_TOO_LARGE = "TrialArtifactsTooLarge"  # packed trial dir > limit (§5)
     PROVIDER_UNAVAILABLE = "ProviderUnavailable"  # the model provider failed (issue 13)
     PROVIDER_AUTH_FAILED = "ProviderAuthFailed"  # the provider refused the key (401/403)
     CANCELLED = "Cancelled"  # status `cancelled`, not `error`
@@ -105,6 +107,13 @@ class SandboxKind(StrEnum):
     BWRAP = "bwrap"  # local env: a bubblewrap sandbox per agent tree
     NONE = "none"  # local env without bubblewrap: host processes
     DOCKER = "docker"  # docker env: the trial's container
+
+
+class ExecutorKind(StrEnum):
+    """Where a job's trials run (scale-out.md §1)."""
+
+    LOCAL = "local"  # in the orchestrator's process
+    RAY = "ray"  # on a Ray cluster's nodes
 
 
 class StackMode(StrEnum):

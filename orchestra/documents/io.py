@@ -20,6 +20,11 @@ Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
+def absent(value: object) -> bool:
+    """`exclude_if` of an optional key that older documents lack: None is not written."""
+    return value is None
+
+
 class DocumentError(ConfigError):
     """A document that is missing, unreadable or does not match its model (exit 1).
 

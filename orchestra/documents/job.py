@@ -8,12 +8,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from orchestra.config.endpoints import Endpoint, Provider
-from orchestra.documents.enums import EnvKind, StackMode, TrialStatus
-from orchestra.documents.io import Document, Sha256, Timestamp
+from orchestra.documents.enums import EnvKind, ExecutorKind, StackMode, TrialStatus
+from orchestra.documents.io import Document, Sha256, Timestamp, absent
 from orchestra.documents.summary import LayerSummary
 from orchestra.documents.trial import Attempt, Count, Part, TaskRecord, TokenCounts
 
-PlanLayer = Literal["regression", "workflow", "mixed"]
+PlanLayer = Literal["regression", "workflow", "harbor", "mixed"]
 #: Why a job started no more trials before its plan was done (issue 13): the run's cost cap
 #: was reached, or the circuit breaker saw provider errors in a row.
 JobStopReason = Literal["cost_cap", "circuit_breaker"]
@@ -103,6 +103,8 @@ class JobOptions(Part):
 class ResumeRecord(Part):
     at: Timestamp
     owed_trials: Count
+    #: where this resume ran the trials (scale-out.md §1); absent in older documents
+    executor: Annotated[ExecutorKind | None, Field(default=None, exclude_if=absent)]
 
 
 class JobConfig(Document):
@@ -120,6 +122,8 @@ class JobConfig(Document):
     stack: StackRecord
     environment: EnvKind
     options: JobOptions
+    #: where the job's trials ran when it started (scale-out.md §7); `local` before it existed
+    executor: ExecutorKind = ExecutorKind.LOCAL
     resumes: list[ResumeRecord] = Field(default_factory=list)
 
     @property

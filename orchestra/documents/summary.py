@@ -6,6 +6,8 @@ one and how many those are (§11.1).
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from orchestra.documents.trial import Count, Part, TokenCounts
 
 
@@ -63,6 +65,21 @@ class JobRef(Part):
     spent_usd: float | None = None
 
 
+class AgentSummary(Part):
+    """One agent id of the roster over the condition's trials: its share of what the team
+    wrote in the transcripts (messages it authored / messages any agent authored, over the
+    trials whose evidence was exported) and what it cost."""
+
+    role: str
+    kind: str
+    endpoint: str
+    trials: Count
+    messages: Count
+    transcript_share: float | None  # None: no agent message in any exported transcript
+    tokens: TokenCounts
+    cost_usd: float
+
+
 class ConditionSummary(Part):
     condition: str
     manifest_sha256: str
@@ -71,6 +88,8 @@ class ConditionSummary(Part):
     layers: dict[str, LayerSummary]
     totals: GroupSummary
     error_types: dict[str, list[str]]  # §12 type (or status) -> trial names
+    #: agent id -> its summary, in roster order; absent in documents written before it existed
+    agents: dict[str, AgentSummary] = Field(default_factory=dict)
 
 
 class Summary(Part):

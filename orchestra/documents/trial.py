@@ -19,7 +19,7 @@ from orchestra.documents.enums import (
     TrialStatus,
     VerifierNetwork,
 )
-from orchestra.documents.io import Document, Sha256, Timestamp
+from orchestra.documents.io import Document, Sha256, Timestamp, absent
 
 Attempt = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
@@ -32,13 +32,16 @@ class Part(BaseModel):
 
 
 class TaskRecord(Part):
-    """`{name, short_name, dir, layer, digest}`, as `Task.record()` builds it."""
+    """`{name, short_name, dir, layer, digest, harbor_checksum}`, as `Task.record()` builds
+    it. `harbor_checksum` is Harbor's `Task.checksum` of the directory when the job started
+    (the export's `task_checksum`); absent in documents written before it existed."""
 
     name: str
     short_name: str
     dir: str
     layer: Layer
     digest: Sha256
+    harbor_checksum: Sha256 | None = None
 
 
 class TrialIdentity(Part):
@@ -97,13 +100,9 @@ class PhaseTiming(Part):
     seconds: float | None = None
 
 
-def _absent(value: object) -> bool:
-    return value is None
-
-
 # A phase not entered yet has no key at all (not null): the trial writes each phase's timing
 # when it enters the phase.
-_PhaseEntry = Annotated[PhaseTiming | None, Field(exclude_if=_absent)]
+_PhaseEntry = Annotated[PhaseTiming | None, Field(exclude_if=absent)]
 
 
 class Timings(Part):
@@ -178,6 +177,9 @@ class BuzzAgent(Part):
     kind: AgentKind
     endpoint: str
     pubkey: str
+    #: messages this agent authored in the exported transcript (the evidence's `messages`);
+    #: absent when no evidence was exported, and in documents written before the field existed
+    messages: Annotated[Count | None, Field(default=None, exclude_if=absent)]
 
 
 class ScriptedEvent(Part):
@@ -223,6 +225,19 @@ class RetriedAttempt(Part):
     exception_type: ErrorType
 
 
+class NodeRecord(Part):
+    """The Ray node a trial ran on (scale-out.md §5 step 3)."""
+
+    node_id: str
+    hostname: str
+
+    @property
+    def label(self) -> str:
+        """How messages name the node: its host and the start of its id (one machine may
+        run several nodes)."""
+        return f"{self.hostname} ({self.node_id[:8]})"
+
+
 class TrialResult(TrialIdentity, Document):
     """The trial's status and outcome, rewritten at every phase change (§10.3).
 
@@ -253,8 +268,10 @@ class TrialResult(TrialIdentity, Document):
     secret_scan: SecretScan = Field(default_factory=SecretScan)
     exception_info: ExceptionInfo | None = None
     #: absent only in documents written before the field existed
-    sandbox: Annotated[SandboxKind | None, Field(default=None, exclude_if=_absent)]
+    sandbox: Annotated[SandboxKind | None, Field(default=None, exclude_if=absent)]
     retried_from: list[RetriedAttempt] = Field(default_factory=list)
+    #: `--executor ray` only: the node that ran the trial (absent under the local executor)
+    node: Annotated[NodeRecord | None, Field(default=None, exclude_if=absent)]
 
     @classmethod
     def starting(cls, identity: TrialIdentity, started_at: str) -> TrialResult:

@@ -159,7 +159,7 @@ def export_trial(
         trial_name=result.trial_name,
         trial_uri=out.absolute().as_uri(),
         task_id=harbor.LocalTaskId(path=config.task.dir),
-        task_checksum=config.task.digest,
+        task_checksum=config.task.harbor_checksum or config.task.digest,
         config=trial_config,
         agent_info=harbor.AgentInfo(
             name=harbor.HARBOR_AGENT_NAME,

@@ -4,28 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from math import comb
 from pathlib import Path
 
+from orchestra.config.task import LAYERS
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.job import JobConfig, PlanRecord
 from orchestra.documents.summary import (
+    AgentSummary,
     ConditionSummary,
     GroupPassAtK,
     GroupSummary,
     JobRef,
     LayerSummary,
-    Rates,
     Summary,
     TaskPassAtK,
     TaskSummary,
-    UsageSummary,
 )
-from orchestra.documents.trial import TokenCounts, TrialResult
+from orchestra.documents.trial import AgentTokens, BuzzAgent, TokenCounts, TrialResult
+from orchestra.jobs.tally import Counted, Tally
 
-SUCCESS_THRESHOLD = 1.0 - 1e-9
-LAYER_ORDER = ("regression", "workflow")
+LAYER_ORDER = LAYERS
 
 
 @dataclass(frozen=True)
@@ -90,83 +89,81 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
-def metric_passed(value: float | None) -> bool:
-    """A metric (or the reward) holds when it is ≥ 1.0 − 1e-9, as §11.1 defines success."""
-    return value is not None and value >= SUCCESS_THRESHOLD
+def _layer_rank(name: str) -> tuple[int, str]:
+    return (LAYER_ORDER.index(name) if name in LAYER_ORDER else len(LAYER_ORDER), name)
 
 
-def succeeded(trial: TrialResult) -> bool:
-    """Scored with a reward that holds (§11.1)."""
-    return trial.status is TrialStatus.SCORED and metric_passed(trial.reward)
+@dataclass
+class ConditionTally:
+    """One condition's trials as a `Tally` per (layer, task), with what the plans give each:
+    the summary's layers and totals from sums, not from another pass over the trials.
+
+    `aggregate` fills it from scratch; the job `result.json` adds and removes trials as their
+    results change (orchestra.jobs.result)."""
+
+    planned: dict[tuple[str, str], int] = field(default_factory=dict)  # 0: a task no plan names
+    attempts: dict[tuple[str, str], int] = field(default_factory=dict)  # k of pass@k
+    tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
+
+    def plan(self, job: JobRecord) -> None:
+        for task in job.tasks:
+            key = (task.layer, task.name)
+            self.planned[key] = self.planned.get(key, 0) + job.attempts
+            self.attempts[key] = max(self.attempts.get(key, 0), job.attempts)
+            self.tallies.setdefault(key, Tally())
+
+    def add(self, trial: Counted, attempts: int) -> None:
+        """Count a trial in; `attempts`: its job's k, for a task no plan names."""
+        key = (trial.layer, trial.task_name)
+        if key not in self.tallies:
+            self.planned[key], self.attempts[key], self.tallies[key] = 0, attempts, Tally()
+        self.tallies[key].add(trial)
+
+    def remove(self, trial: Counted) -> None:
+        """Take a counted trial back out (its result changed, or it left the job)."""
+        key = (trial.layer, trial.task_name)
+        tally = self.tallies[key]
+        tally.remove(trial)
+        if tally.trials == 0 and self.planned[key] == 0:
+            del self.planned[key], self.attempts[key], self.tallies[key]
+
+    def total(self) -> Tally:
+        return Tally.of(list(self.tallies.values()))
+
+    def count(self, status: TrialStatus) -> int:
+        """Trials with `status` (without summing the rest of the tallies)."""
+        return sum(tally.statuses[status] for tally in self.tallies.values())
+
+    def layers(self) -> dict[str, LayerSummary]:
+        layers: dict[str, LayerSummary] = {}
+        for layer in sorted({layer for layer, _ in self.tallies}, key=_layer_rank):
+            keys = sorted(key for key in self.tallies if key[0] == layer)
+            tasks = {key[1]: self._task_summary(key) for key in keys}
+            tally = Tally.of([self.tallies[key] for key in keys])
+            layers[layer] = LayerSummary(**dict(_group_summary(tasks, tally)), tasks=tasks)
+        return layers
+
+    def totals(self, layers: dict[str, LayerSummary]) -> GroupSummary:
+        tasks = {name: task for layer in layers.values() for name, task in layer.tasks.items()}
+        return _group_summary(tasks, self.total())
+
+    def _task_summary(self, key: tuple[str, str]) -> TaskSummary:
+        tally, k = self.tallies[key], self.attempts[key]
+        n = tally.scored
+        return TaskSummary(
+            **dict(tally.rates(self.planned[key])),
+            **dict(tally.usage()),
+            incomplete=n < k,
+            pass_at_k=None if n < k else TaskPassAtK(k=k, value=pass_at_k(n, tally.successes, k)),
+            failing_dimensions=tally.failing_dimensions(),
+        )
 
 
-def seconds_between(start: str, end: str) -> float:
-    started = datetime.fromisoformat(start.replace("Z", "+00:00"))
-    finished = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    return (finished - started).total_seconds()
-
-
-def token_totals(trials: Iterable[TrialResult]) -> tuple[TokenCounts, float]:
-    """Tokens and cost summed over trials that started agents (any status: cost was incurred)."""
-    billed = [(t.tokens, t.cost_usd) for t in trials if t.tokens is not None]
-    tokens = TokenCounts(
-        input=sum(tokens.input for tokens, _ in billed),
-        cached_input=sum(tokens.cached_input for tokens, _ in billed),
-        output=sum(tokens.output for tokens, _ in billed),
-    )
-    return tokens, sum(cost or 0.0 for _, cost in billed)
-
-
-def _usage(trials: Sequence[TrialResult]) -> UsageSummary:
-    tokens, cost = token_totals(trials)
-    billed = sum(1 for t in trials if t.tokens is not None)
-    times = [seconds_between(t.started_at, t.finished_at) for t in trials if t.finished_at]
-    return UsageSummary(
-        tokens=tokens,
-        cost_usd=cost,
-        mean_cost_usd=cost / billed if billed else None,
-        mean_trial_seconds=sum(times) / len(times) if times else None,
-    )
-
-
-def _rates(trials: Sequence[TrialResult], planned: int) -> Rates:
-    scored = [t for t in trials if t.status is TrialStatus.SCORED]
-    rewards = [t.reward or 0.0 for t in scored]
-    successes = sum(1 for t in trials if succeeded(t))
-    return Rates(
-        planned=planned,
-        scored=len(scored),
-        errors=sum(1 for t in trials if t.status is TrialStatus.ERROR),
-        cancelled=sum(1 for t in trials if t.status is TrialStatus.CANCELLED),
-        running=sum(1 for t in trials if t.status is TrialStatus.RUNNING),
-        not_started=max(0, planned - len(trials)),
-        pass_rate=sum(rewards) / len(rewards) if rewards else None,
-        pass_rate_all=successes / planned if planned else None,
-    )
-
-
-def _task_summary(trials: Sequence[TrialResult], planned: int, k: int) -> TaskSummary:
-    scored = [t for t in trials if t.status is TrialStatus.SCORED]
-    n, c = len(scored), sum(1 for t in scored if succeeded(t))
-    failing: dict[str, int] = {}
-    for trial in scored:
-        for name, value in sorted((trial.rewards or {}).items()):
-            if name != "reward" and value < 1.0:
-                failing[name] = failing.get(name, 0) + 1
-    return TaskSummary(
-        **dict(_rates(trials, planned)),
-        **dict(_usage(trials)),
-        incomplete=n < k,
-        pass_at_k=None if n < k else TaskPassAtK(k=k, value=pass_at_k(n, c, k)),
-        failing_dimensions=failing,
-    )
-
-
-def _group_summary(tasks: dict[str, TaskSummary], trials: Sequence[TrialResult]) -> GroupSummary:
+def _group_summary(tasks: dict[str, TaskSummary], tally: Tally) -> GroupSummary:
     with_pass_at_k = [task.pass_at_k.value for task in tasks.values() if task.pass_at_k]
     return GroupSummary(
-        **dict(_rates(trials, sum(task.planned for task in tasks.values()))),
-        **dict(_usage(trials)),
+        **dict(tally.rates(sum(task.planned for task in tasks.values()))),
+        **dict(tally.usage()),
         pass_at_k=GroupPassAtK(
             value=sum(with_pass_at_k) / len(with_pass_at_k), n_tasks=len(with_pass_at_k)
         )
@@ -183,37 +180,17 @@ def aggregate(jobs: Iterable[JobRecord]) -> Summary:
         by_condition.setdefault((job.condition, job.manifest_sha256), []).append(job)
     conditions = []
     for (condition, manifest_sha256), records in by_condition.items():
-        planned: dict[tuple[str, str], int] = {}
-        attempts: dict[tuple[str, str], int] = {}
-        trials_of: dict[tuple[str, str], list[TrialResult]] = {}
+        tally = ConditionTally()
         for job in records:
-            for task in job.tasks:
-                key = (task.layer, task.name)
-                planned[key] = planned.get(key, 0) + job.attempts
-                attempts[key] = max(attempts.get(key, 0), job.attempts)
-                trials_of.setdefault(key, [])
+            tally.plan(job)
             for trial in job.trials:
-                key = (trial.layer, trial.task_name)
-                trials_of.setdefault(key, []).append(trial)
-                planned.setdefault(key, 0)
-                attempts.setdefault(key, job.attempts)
-        layers: dict[str, LayerSummary] = {}
-        layer_names = sorted(
-            {layer for layer, _ in trials_of},
-            key=lambda n: (LAYER_ORDER.index(n) if n in LAYER_ORDER else len(LAYER_ORDER), n),
-        )
-        for layer in layer_names:
-            keys = sorted(key for key in trials_of if key[0] == layer)
-            tasks = {
-                name: _task_summary(
-                    trials_of[(layer, name)], planned[(layer, name)], attempts[(layer, name)]
-                )
-                for layer, name in keys
-            }
-            layer_trials = [t for key in keys for t in trials_of[key]]
-            layers[layer] = LayerSummary(**dict(_group_summary(tasks, layer_trials)), tasks=tasks)
-        all_tasks = {name: task for layer in layers.values() for name, task in layer.tasks.items()}
-        all_trials = [t for ts in trials_of.values() for t in ts]
+                tally.add(Counted.of(trial), job.attempts)
+        layers = tally.layers()
+        by_task: dict[tuple[str, str], list[TrialResult]] = {key: [] for key in tally.tallies}
+        for job in records:
+            for trial in job.trials:
+                by_task[(trial.layer, trial.task_name)].append(trial)
+        all_trials = [trial for trials in by_task.values() for trial in trials]
         conditions.append(
             ConditionSummary(
                 condition=condition,
@@ -231,14 +208,62 @@ def aggregate(jobs: Iterable[JobRecord]) -> Summary:
                     for job in records
                 ],
                 layers=layers,
-                totals=_group_summary(all_tasks, all_trials),
+                totals=tally.totals(layers),
                 error_types=_error_types(all_trials),
+                agents=agent_summaries(all_trials),
             )
         )
     return Summary(conditions=conditions)
 
 
-def _error_types(trials: Sequence[TrialResult]) -> dict[str, list[str]]:
+@dataclass
+class _AgentTally:
+    agent: BuzzAgent
+    trials: int = 0
+    messages: int = 0
+    input: int = 0
+    cached_input: int = 0
+    output: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, agent: BuzzAgent, used: AgentTokens | None) -> None:
+        self.trials += 1
+        self.messages += agent.messages or 0
+        if used is not None:
+            self.input += used.input
+            self.cached_input += used.cached_input
+            self.output += used.output
+            self.cost_usd += used.cost_usd
+
+
+def agent_summaries(trials: Sequence[TrialResult]) -> dict[str, AgentSummary]:
+    """Per agent id: trials, transcript messages and their share of the agents' messages,
+    tokens and cost, summed over `trials` (agents in the order the trials list them)."""
+    tallies: dict[str, _AgentTally] = {}
+    for trial in trials:
+        per_agent = trial.tokens.per_agent if trial.tokens is not None else {}
+        for agent in trial.buzz.agents:
+            tally = tallies.setdefault(agent.agent_id, _AgentTally(agent))
+            tally.add(agent, per_agent.get(agent.agent_id))
+    written = sum(tally.messages for tally in tallies.values())
+    return {
+        agent_id: AgentSummary(
+            role=tally.agent.role,
+            kind=tally.agent.kind,
+            endpoint=tally.agent.endpoint,
+            trials=tally.trials,
+            messages=tally.messages,
+            transcript_share=tally.messages / written if written else None,
+            tokens=TokenCounts(
+                input=tally.input, cached_input=tally.cached_input, output=tally.output
+            ),
+            cost_usd=tally.cost_usd,
+        )
+        for agent_id, tally in tallies.items()
+    }
+
+
+def _error_types(trials: Iterable[TrialResult]) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     for trial in trials:
         kind = trial.error_type

@@ -8,7 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from orchestra.config.errors import display_path
-from orchestra.documents.enums import ErrorType, TrialStatus
+from orchestra.documents.enums import ErrorType, ExecutorKind, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult, ResumeRecord
 from orchestra.documents.trial import TrialResult
@@ -105,9 +105,15 @@ def take_inventory(
 
 
 def open_job(
-    paths: JobPaths, config: JobConfig, *, slots: list[tuple[int, str]], keep_errors: bool
+    paths: JobPaths,
+    config: JobConfig,
+    *,
+    slots: list[tuple[int, str]],
+    keep_errors: bool,
+    executor: ExecutorKind = ExecutorKind.LOCAL,
 ) -> tuple[JobConfig, Inventory, bool]:
-    """Create the job with `config`, or resume it when the replay identity matches.
+    """Create the job with `config`, or resume it when the replay identity matches (under any
+    executor: it is not part of the identity, and each resume records its own).
 
     Returns (the job config as stored, the inventory, whether this is a resume).
     """
@@ -123,7 +129,9 @@ def open_job(
             "choose another --job-name"
         )
     inventory = take_inventory(paths, slots, keep_errors=keep_errors)
-    existing.resumes.append(ResumeRecord(at=utc_timestamp(), owed_trials=len(inventory.owed)))
+    existing.resumes.append(
+        ResumeRecord(at=utc_timestamp(), owed_trials=len(inventory.owed), executor=executor)
+    )
     existing.write(paths.config_json)
     return existing, inventory, True
 

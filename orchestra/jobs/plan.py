@@ -184,7 +184,8 @@ def check_job_name(name: str, *, option: str = "job name") -> None:
 def plan_jobs(
     tasks: Sequence[Task], attempts: int | None, base_name: str
 ) -> tuple[PlannedJob, ...]:
-    """One job, or the two-job regression-then-workflow plan (§2.3 item 6)."""
+    """One job, or one job per layer in `LAYERS` order, e.g. regression then workflow (§2.3
+    item 6; Harbor tasks of the `harbor` layer make a third)."""
     if attempts is not None and attempts < 1:
         raise PlanError(f"--attempts must be an integer >= 1 (got {attempts})")
     layers = [layer for layer in LAYERS if any(task.layer == layer for task in tasks)]
@@ -200,7 +201,7 @@ def plan_jobs(
                 LAYER_DEFAULT_ATTEMPTS[layer],
                 tuple(task for task in tasks if task.layer == layer),
             )
-            for layer in LAYERS
+            for layer in layers
         )
     for job in jobs:
         check_job_name(job.name)

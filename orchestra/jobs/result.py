@@ -1,16 +1,43 @@
-"""The job's `result.json`, rewritten after every trial state change (orchestrator.md §10.4)."""
+"""The job's `result.json` (orchestrator.md §10.4), kept current as its trials change state.
+
+Counts and aggregates are running sums (`ConditionTally`), updated in O(1) per trial change.
+The file lists every trial, so each rewrite costs O(trials): with a `schedule` (the driver's
+event loop) rewrites are coalesced, so a job's rewriting costs O(1) per trial, whatever its
+size: a state change writes at once when the last rewrite is at least `MIN_INTERVAL_SECONDS`
+and `WRITE_COST_FACTOR` times its own duration ago, else once that time is up, with every
+change made meanwhile. A job whose trials are all terminal, an early stop and the end of the
+job write at once. A resume rebuilds everything from the trial directories (§2.5), so a file a
+crash left behind by a fraction of a second loses nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.job import JobConfig, JobResult, JobStats, JobTrialEntry
 from orchestra.documents.trial import TrialResult
-from orchestra.jobs.aggregate import JobRecord, aggregate, token_totals
+from orchestra.jobs.aggregate import ConditionTally, JobRecord
 from orchestra.jobs.controls import RunControls
+from orchestra.jobs.tally import Counted
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
+
+#: the shortest time between two coalesced rewrites
+MIN_INTERVAL_SECONDS = 0.25
+#: a rewrite is followed by at least this many times its duration without one (so a large job
+#: spends at most about 1/20 of its time rewriting the file)
+WRITE_COST_FACTOR = 20
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+#: run a callback after a delay in seconds (`asyncio.AbstractEventLoop.call_later`)
+Schedule = Callable[[float, Callable[[], None]], Timer]
 
 
 def trial_state(result: TrialResult) -> tuple[TrialStatus, str | None]:
@@ -27,57 +54,79 @@ class JobResultRecorder:
         config: JobConfig,
         n_planned: int,
         controls: RunControls | None = None,
+        *,
+        schedule: Schedule | None = None,
     ) -> None:
+        """`schedule` None: every state change is written at once (offline writers, tests)."""
         self.paths = paths
         self.config = config
         self.n_planned = n_planned
         self.controls = controls  # what may stop the run early (its `stopped` record)
-        self.trials: dict[str, TrialResult] = {}  # trial name -> latest result
-        self._states: dict[str, tuple[TrialStatus, str | None]] = {}  # last written per trial
+        self.trials: dict[str, Counted] = {}  # trial name -> what its latest result counts
+        self.tally = ConditionTally()
+        self.tally.plan(JobRecord.from_config(config, paths.root))
+        self._states: dict[str, tuple[TrialStatus, str | None]] = {}  # last seen per trial
+        self._schedule = schedule
+        self._pending: Timer | None = None  # the coalesced rewrite to come
+        self._next_write = 0.0  # monotonic time from which a state change writes at once
         previous = JobResult.load_if_readable(paths.result_json)  # a resume keeps started_at
         self.started_at = previous.started_at if previous is not None else utc_timestamp()
 
     def seed(self, results: Iterable[TrialResult]) -> None:
         for result in results:
-            self.trials[result.trial_name] = result
+            self._put(result)
+
+    def _put(self, result: TrialResult) -> None:
+        previous = self.trials.get(result.trial_name)
+        if previous is not None:
+            self.tally.remove(previous)
+        counted = self.trials[result.trial_name] = Counted.of(result)
+        self.tally.add(counted, self.config.plan.attempts)
 
     def update(self, result: TrialResult) -> None:
-        """Record a trial's latest result; rewrite the file when the trial's state changed.
-
-        A trial reports every phase change; the rewrite, with its aggregation and fsync,
-        happens only for a new state.
-        """
-        name = result.trial_name
-        self.trials[name] = result
-        state = trial_state(result)
+        """Record a trial's latest result; the file is rewritten when the trial's state
+        changed (a trial reports every phase change)."""
+        self._put(result)
+        name, state = result.trial_name, trial_state(result)
         if self._states.get(name) != state:
             self._states[name] = state
-            self.write()
+            self._state_changed()
 
     def forget(self, trial_name: str) -> None:
         """A trial moved to `.superseded/` (rerun in the job) is no longer the job's."""
-        self.trials.pop(trial_name, None)
+        previous = self.trials.pop(trial_name, None)
+        if previous is not None:
+            self.tally.remove(previous)
         self._states.pop(trial_name, None)
 
-    def record(self) -> JobRecord:
-        record = JobRecord.from_config(self.config, self.paths.root)
-        record.trials = list(self.trials.values())
-        return record
+    def _state_changed(self) -> None:
+        if self._schedule is None or self.finished:
+            self.write()
+        elif self._pending is None:
+            wait = self._next_write - time.monotonic()
+            if wait <= 0:
+                self.write()
+            else:
+                self._pending = self._schedule(wait, self.write)
+
+    @property
+    def finished(self) -> bool:
+        """Every planned trial has a terminal status."""
+        running = self.tally.count(TrialStatus.RUNNING)
+        return running == 0 and len(self.trials) >= self.n_planned
 
     def document(self) -> JobResult:
-        trials = list(self.trials.values())
-        counts = {status: sum(1 for t in trials if t.status is status) for status in TrialStatus}
-        running = counts[TrialStatus.RUNNING]
-        finished = len(trials) - running >= self.n_planned and running == 0
-        conditions = aggregate([self.record()]).conditions
-        tokens, cost = token_totals(trials)
+        trials = self.trials.values()
+        total = self.tally.total()
+        counts = total.statuses
+        usage = total.usage()
         stop = self.controls.stop if self.controls is not None else None
         return JobResult(
             id=self.config.id,
             job_name=self.config.job_name,
             started_at=self.started_at,
             updated_at=utc_timestamp(),
-            finished_at=utc_timestamp() if finished else None,
+            finished_at=utc_timestamp() if self.finished else None,
             condition=self.config.manifest.condition,
             manifest_sha256=self.config.manifest.sha256,
             n_planned=self.n_planned,
@@ -85,12 +134,12 @@ class JobResultRecorder:
                 n_scored=counts[TrialStatus.SCORED],
                 n_errors=counts[TrialStatus.ERROR],
                 n_cancelled=counts[TrialStatus.CANCELLED],
-                n_running=running,
-                n_pending=max(0, self.n_planned - len(trials)),
-                tokens=tokens,
-                cost_usd=cost,
+                n_running=counts[TrialStatus.RUNNING],
+                n_pending=max(0, self.n_planned - len(self.trials)),
+                tokens=usage.tokens,
+                cost_usd=usage.cost_usd,
             ),
-            aggregates=conditions[0].layers if conditions else {},
+            aggregates=self.tally.layers(),
             trials=[
                 JobTrialEntry(
                     trial_name=t.trial_name,
@@ -112,4 +161,11 @@ class JobResultRecorder:
         )
 
     def write(self) -> None:
+        """Rewrite the file now (and drop a coalesced rewrite still to come)."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        began = time.monotonic()
         self.document().write(self.paths.result_json)
+        ended = time.monotonic()
+        self._next_write = ended + max(MIN_INTERVAL_SECONDS, WRITE_COST_FACTOR * (ended - began))

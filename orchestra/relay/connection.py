@@ -64,7 +64,11 @@ class Connection:
         self.websocket = websocket
         self.limit_log = LimitLog(f"connection {describe_peer(websocket)}")
         self.outbox = Outbox(
-            websocket, self.limits.max_pending_send_bytes, relay.send_total, self.limit_log
+            websocket,
+            self.limits.max_pending_send_bytes,
+            relay.send_total,
+            self.limit_log,
+            relay.turns,
         )
         self.challenge = secrets.token_hex(32)
         self.pubkey: str | None = None
@@ -98,12 +102,10 @@ class Connection:
             self.limits.auth_timeout_seconds, self._auth_deadline_passed
         )
         self.send(wire.relay_auth(self.challenge))
-        turn = TimeSlice()
+        turn = TimeSlice(self.relay.turns)
         try:
-            async for message in self.websocket:
-                if self.outbox.closing:
-                    break
-                await self.handle_frame(message)
+            while not self.outbox.closing:
+                await self.handle_frame(await turn.idle(self.websocket.recv()))
                 await turn.pause_if_due()
         except (ConnectionClosed, _Closed):
             pass
@@ -291,8 +293,9 @@ class Connection:
     async def _answer_reqs(self) -> None:
         """Send stored results, one REQ at a time in arrival order, then EOSE and the live
         matches held back meanwhile (no gap, no duplicate: §5.3)."""
+        turn = TimeSlice(self.relay.turns)
         while True:
-            sub = await self._stored_queue.get()
+            sub = await turn.idle(self._stored_queue.get())
             if not self._is_current(sub):
                 continue
             try:
@@ -303,6 +306,7 @@ class Connection:
                     self.outbox,
                     sub.frame_prefix,
                     functools.partial(self._is_current, sub),
+                    turn,
                 )
             except Exception as error:
                 if self.limit_log.allows("query failed"):

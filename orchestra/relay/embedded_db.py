@@ -236,7 +236,8 @@ class EmbeddedPostgres:
         if pid is None:
             return False
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wait_gone([pid]), STOP_SECONDS)
+            async with asyncio.timeout(STOP_SECONDS):
+                await wait_gone([pid])
         self._finish_stop(pid)
         return True
 

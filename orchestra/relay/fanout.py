@@ -86,9 +86,11 @@ class Fanout:
         await self._queue.put(event)
 
     async def run(self) -> None:
+        # Delivery serves every connection in commit order, so it only yields between slices
+        # rather than queue behind the connections' backlogs (throttle.Turns).
         turn = TimeSlice()
         while True:
-            self.deliver(await self._queue.get())
+            self.deliver(await turn.idle(self._queue.get()))
             await turn.pause_if_due()
 
     def deliver(self, event: Event) -> None:

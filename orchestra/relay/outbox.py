@@ -22,7 +22,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
-from orchestra.relay.throttle import LimitLog, TimeSlice
+from orchestra.relay.throttle import LimitLog, TimeSlice, Turns
 
 log = logging.getLogger("buzz.relay.connection")
 
@@ -49,8 +49,10 @@ class Outbox:
         max_pending_bytes: int,
         total: SendTotal,
         limit_log: LimitLog,
+        turns: Turns,
     ) -> None:
         self._websocket = websocket
+        self._turns = turns
         self.max_pending_bytes = max_pending_bytes
         self._total = total
         self._limit_log = limit_log
@@ -141,10 +143,10 @@ class Outbox:
 
     async def run(self) -> None:
         """Write queued frames until the connection closes."""
-        turn = TimeSlice()
+        turn = TimeSlice(self._turns)
         try:
             while not self.closing:
-                await self._wake.wait()
+                await turn.idle(self._wake.wait())
                 self._wake.clear()
                 # Several queued frames (e.g. the OKs of one group commit, a page of stored
                 # results): let the kernel coalesce them into few segments.

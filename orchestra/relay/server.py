@@ -28,6 +28,7 @@ from orchestra.relay.outbox import SendTotal
 from orchestra.relay.quotas import Quotas
 from orchestra.relay.storage.migrate import migrate
 from orchestra.relay.storage.writes import Writer
+from orchestra.relay.throttle import Turns
 
 log = logging.getLogger("buzz.relay")
 
@@ -103,6 +104,7 @@ class Relay:
             config.limits.max_connections_per_ip,
         )
         self.handshakes = HandshakePacer(HANDSHAKES_PER_SECOND, HANDSHAKE_BURST)
+        self.turns = Turns()  # the event loop's round robin of busy connections
         self.connections: set[Connection] = set()
         self.pool: asyncpg.Pool  # stored-result queries
         self.write_pool: asyncpg.Pool  # the writer and /_readiness

@@ -1,32 +1,129 @@
-"""Primitives behind the relay's limits (protocol.md §13): a token bucket for rates, an async
-budget for backpressure, and a log that names each limit once per minute per owner."""
+"""Primitives behind the relay's limits (protocol.md §13): time slices and the relay-wide round
+robin of busy tasks (the event loop's fair share), a token bucket for rates, an async budget
+for backpressure, and a log that names each limit once per minute per owner."""
 
 import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Generic, TypeVar, cast
 
 log = logging.getLogger("buzz.relay.limits")
 
 LIMIT_LOG_INTERVAL_SECONDS = 60.0
-# How long one connection (or the writer, or fan-out) may keep the event loop before it lets
-# the others run: frames already buffered are otherwise handled back to back.
+# How long a task may keep the event loop before it lets the others run: frames already
+# buffered are otherwise handled back to back.
 TIME_SLICE_SECONDS = 0.001
+
+T = TypeVar("T")
+
+
+class Turns:
+    """The relay-wide round robin of tasks that have more work queued than one slice (a
+    backlog): each pass of the event loop gives one of them its next slice.
+
+    A task that wakes up to new work (a frame that just arrived, a reply to send) runs at
+    once, as usual; only a task that would run on past its slice waits here. So however many
+    connections keep work queued, one pass of the loop holds at most one slice of theirs, and
+    what anyone else waits for (a probe's EVENT, its OK) is a few passes away, not one slice
+    per busy task."""
+
+    def __init__(self) -> None:
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._granting = False
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    async def wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        turn: asyncio.Future[None] = loop.create_future()
+        self._waiting.append(turn)
+        if not self._granting:
+            self._granting = True
+            loop.call_soon(self._grant)
+        await turn  # a cancelled waiter's future is cancelled too; `_grant` skips it
+
+    def _grant(self) -> None:
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                break
+        if self._waiting:
+            asyncio.get_running_loop().call_soon(self._grant)  # the next one, next pass
+        else:
+            self._granting = False
+
+
+class _Watched(Generic[T]):
+    """Awaits `awaitable`, noting whether the task had to wait for it (was suspended)."""
+
+    def __init__(self, awaitable: Awaitable[T]) -> None:
+        self._awaitable = awaitable
+        self.suspended = False
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        inner = self._awaitable.__await__()
+        value: Any = None
+        error: BaseException | None = None
+        signal: Any = None
+        while True:
+            try:
+                signal = inner.send(value) if error is None else inner.throw(error)
+            except StopIteration as done:
+                return cast(T, done.value)
+            finally:
+                # Nothing that an exception passing through may refer to (the future it was
+                # set on, the exception itself) stays referenced by this frame, which the
+                # exception's traceback holds: that would be a reference cycle.
+                value, error = None, None
+            self.suspended = True
+            try:
+                value = yield signal
+            except GeneratorExit:
+                inner.close()
+                raise
+            except BaseException as thrown:  # e.g. the task's cancellation: pass it on
+                error = thrown
+            finally:
+                signal = None
 
 
 class TimeSlice:
-    """Cooperative fairness for loops over ready work: `await pause_if_due()` yields to the
-    event loop once the current slice is used up, so no client's backlog stalls the others."""
+    """Cooperative fairness for a task's loop over ready work: `await pause_if_due()` lets the
+    others run once the current slice is used up: through `turns` (the relay-wide round robin)
+    when given, else by yielding once. A slice starts when the task wakes up from waiting for
+    new work (`idle`), so waiting for its own backlog (a full socket, the writer, a query)
+    counts as part of the slice, and a task that is never idle takes its turns."""
 
-    def __init__(self, seconds: float = TIME_SLICE_SECONDS) -> None:
+    def __init__(
+        self,
+        turns: Turns | None = None,
+        seconds: float = TIME_SLICE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._turns = turns
         self._seconds = seconds
-        self._started = time.monotonic()
+        self._clock = clock
+        self._started = clock()
+
+    async def idle(self, awaitable: Awaitable[T]) -> T:
+        """Await new work; if it was not there yet, the next slice starts when it arrives."""
+        watched = _Watched(awaitable)
+        result = await watched
+        if watched.suspended:
+            self._started = self._clock()
+        return result
 
     async def pause_if_due(self) -> None:
-        if time.monotonic() - self._started >= self._seconds:
-            await asyncio.sleep(0)
-            self._started = time.monotonic()
+        if self._clock() - self._started >= self._seconds:
+            if self._turns is None:
+                await asyncio.sleep(0)
+            else:
+                await self._turns.wait()
+            self._started = self._clock()
 
 
 class TokenBucket:

@@ -15,6 +15,7 @@ from typing import Any
 
 from orchestra.jsonio import write_text_atomic
 from orchestra.plural import plural
+from orchestra.report.html_agents import agents_table
 from orchestra.report.html_filter import (
     OPEN_TRIALS_UP_TO,
     failing_dimensions,
@@ -145,6 +146,12 @@ def _heatmap(condition: dict[str, Any]) -> str:
     )
 
 
+def _team(condition: dict[str, Any]) -> str:
+    """A team's agents over the condition's trials (nothing for a solo roster)."""
+    agents = condition.get("agents") or {}
+    return f"<h3>Agents</h3>{agents_table(agents)}" if len(agents) > 1 else ""
+
+
 def _condition_block(condition: dict[str, Any]) -> str:
     jobs = ", ".join(escape(job["name"]) for job in condition["jobs"])
     errors = "".join(
@@ -157,6 +164,7 @@ def _condition_block(condition: dict[str, Any]) -> str:
 <div>manifest <code>{escape(condition["manifest_sha256"][:12])}…</code> · jobs: {jobs}</div>
 {f'<p class="note">{escape(ORACLE_NOTE)}</p>' if condition.get("oracle") else ""}
 {_summary_table(condition)}
+{_team(condition)}
 {f"<h3>Errors and cancellations</h3><ul>{errors}</ul>" if errors else ""}
 <h3>Metric heatmap (trials where the metric held / scored trials)</h3>
 {_heatmap(condition)}

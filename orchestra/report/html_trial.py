@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from orchestra.jobs.aggregate import metric_passed
+from orchestra.jobs.tally import metric_passed
 from orchestra.jsonio import read_json_object
+from orchestra.report.html_agents import agents_table
 from orchestra.report.html_filter import failing_dimensions, outcome, trial_attributes
 from orchestra.report.html_trajectory import has_trajectories, render_trajectories
 from orchestra.report.html_transcript import message_anchor, render_transcript
@@ -215,6 +216,7 @@ def render_trial(trial: dict[str, Any], index: int, out_dir: Path, *, expanded: 
 <h3>Verifier metrics</h3>{_metrics_table(trial)}
 <h3>Verifier details</h3>{_details_table(trial["details"], prefix, index_of)}
 <h3>Outcome</h3>{_facts(trial)}{_error(trial)}
+<h3>Agents</h3>{agents_table(trial["agents"])}
 <h3>Verifier inputs</h3>{_inputs_table(trial["verifier_inputs"])}
 <h3>Logs and files</h3>{_links(trial, out_dir)}
 </section>

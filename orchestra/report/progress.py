@@ -65,13 +65,17 @@ class Progress:
         self._planned = 0
         # by slot (task, attempt): a retried trial's new attempt replaces the superseded one
         self._status: dict[tuple[str, int], TrialStatus] = {}
+        self._counts_by: dict[TrialStatus, int] = dict.fromkeys(TrialStatus, 0)  # of `_status`
         self._running: dict[str, Running] = {}
         self._finished_here = 0  # trials that ended in this command (not kept by a resume)
         self._started = time.monotonic()
 
     def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None:
         self._job, self._planned = name, planned
-        self._status = {r.slot: r.status for r in kept}
+        self._status = {}
+        self._counts_by = dict.fromkeys(TrialStatus, 0)
+        for kept_result in kept:
+            self._set_status(kept_result.slot, kept_result.status)
         self._running = {}
         self._finished_here = 0
         self._started = time.monotonic()
@@ -88,8 +92,7 @@ class Progress:
 
     def trial_update(self, result: TrialResult) -> None:
         name, status = result.trial_name, result.status
-        before = self._status.get(result.slot)
-        self._status[result.slot] = status
+        before = self._set_status(result.slot, status)
         label = f"{result.task_name} #{result.attempt}"
         if status is TrialStatus.RUNNING:
             running = self._running.setdefault(name, Running(label, "", time.monotonic()))
@@ -117,9 +120,17 @@ class Progress:
             Text.assemble(("stopped  ", "bold red"), f" {reason}: {message}; no new trials")
         )
 
+    def _set_status(self, slot: tuple[str, int], status: TrialStatus) -> TrialStatus | None:
+        """The slot's new status (counted in O(1)); the one it had."""
+        before = self._status.get(slot)
+        if before is not None:
+            self._counts_by[before] -= 1
+        self._status[slot] = status
+        self._counts_by[status] += 1
+        return before
+
     def _counts(self) -> str:
-        statuses = list(self._status.values())
-        return counts_text(self._planned, *(statuses.count(status) for status in COUNTED_STATUSES))
+        return counts_text(self._planned, *(self._counts_by[status] for status in COUNTED_STATUSES))
 
     def _line(self) -> Text:
         """The overall line a job ends with."""
@@ -131,7 +142,7 @@ class Progress:
     def _eta(self) -> str:
         """From this command's pace: elapsed time per trial finished here (scored, error or
         cancelled) × trials left."""
-        left = self._planned - sum(1 for s in self._status.values() if s in STATUS_STYLE)
+        left = self._planned - sum(self._counts_by[status] for status in STATUS_STYLE)
         if left <= 0 or self._finished_here == 0:
             return ""
         return f", ETA {clock(self._elapsed() / self._finished_here * left)}"

@@ -167,6 +167,8 @@ def render_summary(document: Summary, console: Console, width: int | None = None
             hidden = ", ".join(c.header for c in table.dropped)
             console.print(f"not shown at this width: {hidden} (--json has every column)")
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
+        for agent_line in agent_lines(condition):
+            console.print(agent_line, markup=False, highlight=False)
         for kind, names in condition.error_types.items():
             note = PROVIDER_NOTE if kind in PROVIDER_ERROR_TYPES else ""
             console.print(f"{kind}: {len(names)} ({', '.join(names)}){note}")
@@ -180,6 +182,34 @@ def render_summary(document: Summary, console: Console, width: int | None = None
                     markup=False,
                     highlight=False,
                 )
+
+
+def share_text(share: float | None) -> str:
+    return "—" if share is None else f"{share:.0%}"
+
+
+def agent_lines(condition: ConditionSummary) -> list[str]:
+    """A team's agents, one line each: role, endpoint, transcript messages and their share of
+    what the agents wrote, tokens and cost (nothing for a solo roster)."""
+    if len(condition.agents) < 2:
+        return []
+    cells = [
+        (
+            agent_id,
+            agent.role,
+            agent.endpoint,
+            f"{agent.messages} msgs ({share_text(agent.transcript_share)})",
+            f"{_kilo(agent.tokens.input)}/{_kilo(agent.tokens.output)}",
+            f"${agent.cost_usd:.4f}",
+        )
+        for agent_id, agent in condition.agents.items()
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return ["agents (transcript share, tokens in/out, cost):"] + [
+        "  "
+        + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    ]
 
 
 PROVIDER_ERROR_TYPES = frozenset(t.value for t in ErrorType if t.cause == "provider")

@@ -13,8 +13,9 @@ from typing import Any
 
 from orchestra.documents.enums import Phase, TrialStatus
 from orchestra.documents.trial import TrialResult
-from orchestra.jobs.aggregate import JobRecord, aggregate, metric_passed, seconds_between
+from orchestra.jobs.aggregate import JobRecord, agent_summaries, aggregate
 from orchestra.jobs.run import job_records
+from orchestra.jobs.tally import metric_passed, seconds_between
 from orchestra.jsonio import read_json_object, utc_timestamp, write_json_atomic
 from orchestra.paths import JobPaths, TrialPaths
 
@@ -121,6 +122,10 @@ def trial_entry(job: JobRecord, result: TrialResult) -> dict[str, Any]:
         "started_at": result.started_at,
         "finished_at": result.finished_at,
         "durations": _durations(result),
+        "agents": {
+            agent_id: summary.model_dump(mode="json")
+            for agent_id, summary in agent_summaries([result]).items()
+        },
         "files": trial_files(result, paths),
     }
 

@@ -58,3 +58,12 @@ def busy_port_message(host: str, port: int) -> str:
     holder = port_holder(port)
     who = f"{holder[0]} (pid {holder[1]})" if holder else "another process"
     return f"{host}:{port} is in use by {who}; stop it or choose another port with --relay-port"
+
+
+def free_port(host: str) -> int:
+    """A TCP port the kernel says is free on `host` now (a Ray node's embedded relay binds it
+    right after; scale-out.md §4)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+    return port

@@ -10,8 +10,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from orchestra.errors import OrchestraError
-from orchestra.stack.docker import COMPOSE_PROJECT, DockerStack, compose_command
-from orchestra.stack.embedded import RESTART_READY_SECONDS, EmbeddedStack
+from orchestra.stack.docker import (
+    AGENT_RELAY_URL,
+    COMPOSE_PROJECT,
+    ORCHESTRATOR_RELAY_URL,
+    DockerStack,
+    compose_command,
+)
+from orchestra.stack.embedded import RESTART_READY_SECONDS, EmbeddedStack, relay_urls
 from orchestra.stack.info import StackInfo, docker_reachable_url
 from orchestra.stack.readiness import (
     NO_DOCKER_WAY_OUT,
@@ -167,3 +173,23 @@ async def running_stack(
         yield ExternalStack(info)
         return
     raise StackError(f"unknown stack mode {modes.stack}")
+
+
+#: The database of a stack that each Ray node runs for itself (never dialled by the driver).
+PER_NODE_DATABASE = "postgresql://per-node"
+
+
+def per_node_stack_info(
+    modes: Modes, relay_port: int, relay_url: str | None, database_url: str | None
+) -> StackInfo:
+    """What a job's config records when the stack runs on the Ray nodes (scale-out.md §4):
+    the URLs of such a stack on one node at `relay_port` (an embedded relay on a node takes a
+    free port, which the node's job.log line names); one external relay is itself."""
+    if modes.stack == "external":
+        assert relay_url is not None
+        agent_url = docker_reachable_url(relay_url) if modes.env == "docker" else relay_url
+        return StackInfo("external", relay_url, agent_url, database_url)
+    if modes.stack == "docker":
+        return StackInfo("docker", ORCHESTRATOR_RELAY_URL, AGENT_RELAY_URL, PER_NODE_DATABASE)
+    ws_url, agent_url = relay_urls(relay_port)
+    return StackInfo("embedded", ws_url, agent_url, PER_NODE_DATABASE)

@@ -86,3 +86,22 @@ def load_state(root: Path, *, create: bool = True) -> BenchmarkState:
         relay=keys["relay_private_key"],
         postgres_password=data["postgres_password"],
     )
+
+
+def state_secrets(state: BenchmarkState) -> dict[str, str]:
+    """The secrets of `state.json` (every key of STATE_KEYS), to seed another state dir with:
+    a Ray node's stack then signs and derives exactly what this one does (scale-out.md §4)."""
+    return {
+        "owner_secret_key": state.owner.secret_hex,
+        "user_secret_key": state.user.secret_hex,
+        "postgres_password": state.postgres_password,
+        "relay_private_key": state.relay.secret_hex,
+    }
+
+
+def seeded_state(root: Path, secrets: dict[str, str]) -> BenchmarkState:
+    """A state dir at `root` holding `secrets` (written 0600 when missing), loaded."""
+    paths = ensure_state_dir(root)
+    if not paths.state_json.exists():
+        write_json_atomic(paths.state_json, secrets, mode=0o600)
+    return load_state(root)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Protocol, TypeVar
 
 from orchestra.errors import TrialFailure
@@ -166,3 +167,21 @@ class StackWatch:
         finally:
             for waiter in exits:
                 waiter.cancel()
+
+
+@asynccontextmanager
+async def watching(
+    stack: HealableStack, listener: Callable[[str], None] | None = None
+) -> AsyncIterator[StackWatch]:
+    """The stack watched (and healed) while the jobs run; the watch ends before the stack
+    is stopped, which is no death. `listener` is told each event."""
+    watch = StackWatch(stack)
+    if listener is not None:
+        watch.listeners.append(listener)
+    task = asyncio.create_task(watch.run(), name="stack-watch")
+    try:
+        yield watch
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestra.paths import TrialPaths
+from orchestra.processes import first_of
 from orchestra.stack.watch import StackUnavailable
 from orchestra.trial.env.protocol import AgentProcess
 from orchestra.trial.eventlog import AgentLogState
@@ -161,10 +162,7 @@ class CompletionWatch:
             if now >= deadline:
                 return Completion("timeout", None)
             wake_at = min(deadline, solo.next_deadline())
-            try:
-                await asyncio.wait_for(self.changed.wait(), max(0.0, wake_at - now))
-            except TimeoutError:
-                pass
+            await first_of(self.changed.wait(), None, max(0.0, wake_at - now))
 
     async def wait_turns_end(self, timeout_seconds: float) -> None:
         """Usage settle (§7.2 step 15): let in-flight turns finish so final usage is logged."""
@@ -174,9 +172,7 @@ class CompletionWatch:
             if remaining <= 0:
                 return
             self.changed.clear()
-            try:
-                await asyncio.wait_for(self.changed.wait(), remaining)
-            except TimeoutError:
+            if not await first_of(self.changed.wait(), None, remaining):
                 return
 
 

@@ -4,6 +4,7 @@ inputs from the harness's own copies, run the verifier (§8, §9)."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 from orchestra.evidence.export import (
     EvidenceContext,
@@ -93,6 +94,7 @@ async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
         return
     state.evidence = evidence_text(evidence).encode("utf-8")
     state.evidence_exported = True
+    state.authored = dict(Counter(str(m["pubkey"]) for m in evidence["messages"]))
 
 
 def verifier_inputs(state: TrialState) -> VerifierInputs:
@@ -109,7 +111,8 @@ def verifier_inputs(state: TrialState) -> VerifierInputs:
 
 
 async def verify(state: TrialState, ctx: JobContext) -> None:
-    """Step 19, in the verifier the environment kind provides (§9)."""
+    """Step 19, in the verifier the environment kind provides (§9); a Harbor task's in the
+    environment its agents worked in."""
     if not state.evidence_exported and state.task.fixture.requires_evidence:
         return
     changed = state.task.tests_changed_on_disk()
@@ -120,7 +123,10 @@ async def verify(state: TrialState, ctx: JobContext) -> None:
         )
     inputs = verifier_inputs(state)
     state.verifier_inputs = inputs.record()
-    verifier = ctx.environments.verifier(state.paths, state.task, state.trial_id)
+    if state.task.is_harbor:  # graded on the state the agents left (issue 20.2)
+        verifier = state.env.state_verifier()
+    else:
+        verifier = ctx.environments.verifier(state.paths, state.task, state.trial_id)
     try:
         run = await verifier.run(inputs, state.timeouts.verifier_seconds, state.recorder.log)
     except VerifierFailure as failure:  # an error of §9.4; what the verifier left is kept

@@ -8,10 +8,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
+from orchestra.agents.acp.options import MIN_TURN_DURATION_SECONDS
 from orchestra.agents.agent.config import load_config
 from orchestra.agents.llm.client import ProviderSettings
 from orchestra.agents.oracle.faults import fault_plan_from_env
-from orchestra.agents.oracle.registry import DoneProbe, OracleAgent, OracleTrial, oracle_token
+from orchestra.agents.oracle.registry import (
+    DoneProbe,
+    OracleAgent,
+    OracleTeammate,
+    OracleTrial,
+    oracle_token,
+)
 from orchestra.config.condition import Condition
 from orchestra.config.endpoints import Endpoint
 from orchestra.config.manifest import AgentSlot, RosterEntry
@@ -98,7 +105,9 @@ def agent_environment(
     """Later rows override earlier ones; configs cannot set the trial-identity variables."""
     env = dict(endpoint_env)
     env.update({key: _extra_value(value) for key, value in entry.generation.extra.items()})
-    timeout = math.ceil(spec.agent_timeout_seconds)
+    # buzz-acp refuses a turn cap under 10 s; a shorter agent timeout is the orchestrator's
+    # own to enforce (it stops the trial), so the cap is only ever the backstop
+    timeout = max(MIN_TURN_DURATION_SECONDS, math.ceil(spec.agent_timeout_seconds))
     generation = entry.generation
     env.update(
         {
@@ -143,14 +152,18 @@ def oracle_registration(
     condition: Condition,
     slots: Sequence[AgentSlot],
     *,
+    pubkeys: Mapping[str, str],
     trial_id: str,
     channel_id: str,
     user: Identity,
     env: EnvPaths,
     log_path: Path,
     done_probe: DoneProbe | None = None,
+    solve_path: PurePath | None = None,
 ) -> OracleTrial:
-    """One token per oracle-served agent, each with its endpoint's fault plan."""
+    """One token per oracle-served agent, each with its endpoint's fault plan; the roster as
+    the team (`pubkeys`: agent id -> hex pubkey); the oracle runs `solve_path` (default: the
+    task's `solve.sh` where the environment has it)."""
     agents = {
         oracle_token(trial_id, slot.agent_id): OracleAgent(
             agent_id=slot.agent_id,
@@ -164,11 +177,15 @@ def oracle_registration(
         channel_id=channel_id,
         requester_pubkey=user.pubkey,
         requester_name=user.name,
-        solve_path=str(env.solve_sh),
+        solve_path=str(solve_path or env.solve_sh),
         state_dir=str(env.solve_state_dir(channel_id)),
         agents=agents,
         log_path=log_path,
         done_probe=done_probe,
+        team=tuple(
+            OracleTeammate(agent_id=slot.agent_id, kind=slot.kind, pubkey=pubkeys[slot.agent_id])
+            for slot in slots
+        ),
     )
 
 

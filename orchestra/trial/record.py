@@ -150,6 +150,9 @@ def buzz_record(state: TrialState) -> dict[str, Any]:
                 "kind": slot.kind,
                 "endpoint": slot.entry.endpoint,
                 "pubkey": state.agent_keys[slot.agent_id].pubkey,
+                "messages": None
+                if state.authored is None
+                else state.authored.get(state.agent_keys[slot.agent_id].pubkey, 0),
             }
             for slot in state.slots
             if slot.agent_id in state.agent_keys

@@ -21,16 +21,21 @@ from orchestra.trial.grading import grade
 from orchestra.trial.provider import record_provider_failure
 from orchestra.trial.record import enter_phase, record_failure, result_document, write_trial_config
 from orchestra.trial.setup_phase import set_up
-from orchestra.trial.state import TrialState
+from orchestra.trial.state import TrialNaming, TrialState
 from orchestra.trial.teardown import settle_usage, stop_and_collect
 
 
 async def run_trial(
-    ctx: JobContext, task: Task, attempt: int, retried_from: Sequence[RetriedAttempt] = ()
+    ctx: JobContext,
+    task: Task,
+    attempt: int,
+    retried_from: Sequence[RetriedAttempt] = (),
+    named: TrialNaming | None = None,
 ) -> TrialResult:
     """Steps 1-21; the result is always written. Raises only when the trial's directory
-    cannot be created. `retried_from`: the earlier attempts at this slot that this one reruns."""
-    state = TrialState.new(ctx, task, attempt)
+    cannot be created. `retried_from`: the earlier attempts at this slot that this one reruns;
+    `named`: the trial's id and name when the caller chose them (else fresh ones)."""
+    state = TrialState.new(ctx, task, attempt, named)
     state.retried_from = list(retried_from)
     write_trial_config(state, ctx)  # step 1
     enter_phase(state, "setup")

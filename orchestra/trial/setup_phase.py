@@ -4,7 +4,6 @@ fixture files, the trial channel and its members, profiles and memories, then th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
 from pathlib import PurePath
@@ -12,6 +11,7 @@ from pathlib import PurePath
 from orchestra.config.manifest import AgentSlot
 from orchestra.jsonio import write_text_atomic
 from orchestra.nostr.keys import Keys
+from orchestra.processes import first_of
 from orchestra.trial import relay_ops
 from orchestra.trial.completion import describe_exit
 from orchestra.trial.context import JobContext
@@ -19,6 +19,7 @@ from orchestra.trial.env.protocol import EnvCommandError, TrialEnvironment
 from orchestra.trial.errors import INTERNAL, TrialError, classified
 from orchestra.trial.eventlog import EventLogFollower
 from orchestra.trial.fixture_files import render_fixture_files
+from orchestra.trial.harbor_solve import harbor_solve_script
 from orchestra.trial.identities import Identity, derive_fixture_keys, trial_user
 from orchestra.trial.launch import agent_process_environment, oracle_registration
 from orchestra.trial.observer import ChannelObserver
@@ -79,6 +80,9 @@ async def prepare_environment(state: TrialState, *, with_solution: bool) -> None
         with classified("EnvironmentStartError"):
             await env.put_tree(state.task.paths.solution_dir, paths.solution)
             (await env.exec(["chmod", "+x", str(paths.solve_sh)])).check("chmod +x solve.sh")
+            if state.task.is_harbor:
+                write_text_atomic(state.paths.harbor_solve_record, harbor_solve_script(paths))
+                await env.put_file(state.paths.harbor_solve_record, paths.harbor_solve, mode=0o755)
 
 
 async def create_channel(state: TrialState, ctx: JobContext) -> None:
@@ -188,10 +192,12 @@ async def register_with_oracle(state: TrialState, ctx: JobContext) -> int | None
             oracle_registration(
                 condition,
                 state.slots,
+                pubkeys={agent_id: keys.pubkey for agent_id, keys in state.agent_keys.items()},
                 trial_id=state.trial_id,
                 channel_id=state.channel_id,
                 user=state.user,
                 env=env.facts.paths,
+                solve_path=env.facts.paths.harbor_solve if state.task.is_harbor else None,
                 log_path=state.paths.oracle_log,
                 done_probe=lambda: _exists(env, done),
             )
@@ -275,5 +281,4 @@ async def wait_until_ready(state: TrialState) -> None:
                 "AgentReadinessTimeout",
                 f"agents not subscribed within {READINESS_SECONDS:g} s: {', '.join(pending)}",
             )
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(state.changed.wait(), remaining)
+        await first_of(state.changed.wait(), None, remaining)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,21 @@ from orchestra.trial.relay_ops import ClientPool
 class Timeouts:
     agent_seconds: float  # the effective agent timeout (§7.1)
     verifier_seconds: float
+
+
+@dataclass(frozen=True)
+class TrialNaming:
+    """A trial's id and directory name (§10.1), chosen once for the trial."""
+
+    trial_id: str
+    name: str
+
+    @classmethod
+    def fresh(cls, task: Task) -> TrialNaming:
+        return cls(str(uuid.uuid4()), make_trial_name(task.short_name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((self.trial_id, self.name))
 
 
 @dataclass
@@ -73,6 +89,8 @@ class TrialState:
     completion: Completion | None = None
     evidence_exported: bool = False
     evidence: bytes | None = None  # the exported evidence file's bytes (§8.5)
+    #: author pubkey -> messages in the exported transcript (None: no evidence exported)
+    authored: dict[str, int] | None = None
     verifier_inputs: dict[str, Any] | None = None  # the result.json record of what was judged
     verifier: dict[str, Any] | None = None  # the result.json `verifier` summary
     rewards: dict[str, float] | None = None
@@ -86,10 +104,12 @@ class TrialState:
     retried_from: list[RetriedAttempt] = field(default_factory=list)  # earlier attempts rerun
 
     @classmethod
-    def new(cls, ctx: JobContext, task: Task, attempt: int) -> TrialState:
-        """A fresh trial id and name, its directory's paths and its environment (unstarted)."""
-        trial_id = str(uuid.uuid4())
-        name = make_trial_name(task.short_name)
+    def new(
+        cls, ctx: JobContext, task: Task, attempt: int, named: TrialNaming | None = None
+    ) -> TrialState:
+        """Its directory's paths and its environment (unstarted); a fresh trial id and name
+        unless the caller chose them (`named`: a Ray node host runs the driver's trial)."""
+        trial_id, name = named or TrialNaming.fresh(task)
         paths = TrialPaths((ctx.job_paths.root / name).absolute())
         multiplier = ctx.options.timeout_multiplier
         manifest = ctx.condition.manifest

@@ -140,7 +140,8 @@ async def _run_script(
             start_new_session=True,
         )
         try:
-            return await asyncio.wait_for(process.wait(), timeout_seconds), False
+            async with asyncio.timeout(timeout_seconds):
+                return await process.wait(), False
         except TimeoutError:
             await kill_group(process)
             return process.returncode, True

@@ -1,12 +1,14 @@
 """Helpers for the agent-tree tests: a recording ACP client, the agent under test, the test
-environment, FIFOs and exit waits. A module of its own, not conftest.py: several test folders
+environment, FIFOs and exit waits, and an MCP client held open by a task of its own. A module of its own, not conftest.py: several test folders
 have a conftest.py, so `from conftest import ...` would pick whichever was imported last."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,3 +135,36 @@ async def read_fifo(path: Path, timeout_secs: float = 30.0) -> str:
 def make_fifo(path: Path) -> Path:
     os.mkfifo(path)
     return path
+
+
+@contextlib.asynccontextmanager
+async def held_mcp_client(
+    transport: Any, connect_within: float | None = None
+) -> AsyncIterator[Any]:
+    """An MCP SDK `Client` connected over `transport` (server parameters or a transport),
+    its connection awaited at most `connect_within` seconds.
+    pytest-asyncio sets fixtures up and tears them down in different tasks while anyio scopes
+    must be exited by the task that entered them, so an owner task holds the client."""
+    from mcp import Client
+
+    ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    stop = asyncio.Event()
+
+    async def own() -> None:
+        try:
+            async with Client(transport) as client:
+                ready.set_result(client)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    owner = asyncio.create_task(own())
+    try:
+        async with asyncio.timeout(connect_within):
+            client = await ready
+        yield client
+    finally:
+        stop.set()
+        await owner

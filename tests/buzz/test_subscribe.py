@@ -117,7 +117,9 @@ async def test_concurrent_operations_share_one_connection(make_client):
 
 async def test_closing_the_client_ends_a_reconnecting_subscription(make_client):
     client = make_client()
-    subscription = client.subscribe([{"kinds": [1]}], reconnect=True, backoff=(0.05,))
+    # Its own notes: none are stored, whatever earlier tests left on the shared relay.
+    own_notes = {"kinds": [1], "authors": [client.pubkey]}
+    subscription = client.subscribe([own_notes], reconnect=True, backoff=(0.05,))
     async with subscription:
         assert await next_item(subscription) is EOSE
         await client.close()

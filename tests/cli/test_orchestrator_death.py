@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from orchestra_run import orchestra_command, task_copy, wait_until
+from orchestra_run import leftovers, orchestra_command, task_copy, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -24,21 +24,6 @@ GONE_WITHIN_SECONDS = 5.0
 SLOW_ORACLE = {
     "oracle": {"provider": "oracle", "env": {"ORACLE_FAULTS": "slow:1", "ORACLE_SLOW_SECONDS": "4"}}
 }
-
-
-def leftovers(state: Path, job: Path) -> list[str]:
-    """Processes that name the state or jobs directory in their command line or environment."""
-    marks = [os.fsencode(str(state)), os.fsencode(str(job))]
-    found = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            command = " ".join(process.info["cmdline"] or []).encode()
-            environment = "\0".join(f"{k}={v}" for k, v in process.environ().items()).encode()
-        except psutil.Error:
-            continue
-        if any(mark in command or mark in environment for mark in marks):
-            found.append(f"{process.info['pid']}: {command[:120]!r}")
-    return found
 
 
 def test_sigkill_leaves_no_process_and_resume_completes_the_job(

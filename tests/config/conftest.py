@@ -60,10 +60,11 @@ def make_task(
     layer: str | None = "regression",
     *,
     name: str | None = None,
-    fixture: str | None = None,
+    fixture: str | None = "schema_version = 1\n",
     skip: tuple[str, ...] = (),
 ) -> Path:
-    """A minimal valid Harbor task directory; `skip` leaves out listed parts."""
+    """A minimal valid Buzz task directory (`fixture=None`: a Harbor task, no
+    `buzz-fixture.toml`); `skip` leaves out listed parts."""
     task = root / dir_name
     task.mkdir(parents=True)
     lines = ['schema_version = "1.3"', "", "[task]"]

@@ -102,6 +102,21 @@ def test_repository_manifests_match_the_spec(name: str, expected: str) -> None:
     assert verify_artifacts(manifest, path, REPO) == []
 
 
+@pytest.mark.parametrize(
+    ("name", "endpoints"),
+    [("oracle", ("oracle", "oracle")), ("sonnet", ("claude-sonnet-4-6", "claude-haiku-4-5"))],
+)
+def test_team_manifests_have_a_lead_and_two_workers(name: str, endpoints: tuple[str, str]) -> None:
+    path = REPO / "manifests" / f"buzz-native-team-{name}.yaml"
+    manifest = load_manifest(path)
+    lead, workers = manifest.roster
+    assert (lead.kind, lead.role, lead.count) == ("orchestrator", "lead", 1)
+    assert (workers.kind, workers.role, workers.count) == ("worker", "worker", 2)
+    assert (lead.endpoint, workers.endpoint) == endpoints
+    assert set(manifest.prices) == set(endpoints)
+    assert verify_artifacts(manifest, path, REPO) == []  # the personas' pinned sha256
+
+
 def test_persona_file_is_exactly_the_spec_bytes() -> None:
     data = (REPO / "manifests/personas/buzz-native-solo.md").read_bytes()
     assert len(data) == 297 and data.endswith(b"workspace.\n") and b"\r" not in data

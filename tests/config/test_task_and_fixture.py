@@ -24,7 +24,10 @@ def task_problems(task_dir: Path) -> list[str]:
 
 
 def test_valid_task_loads_with_defaults(tmp_path: Path) -> None:
-    task = load_task(make_task(tmp_path, "reply-to-thread", "workflow"))
+    """Without a buzz-fixture.toml the task is a Harbor task: the empty fixture, no evidence
+    required, its layer and name from its task.toml."""
+    task = load_task(make_task(tmp_path, "reply-to-thread", "workflow", fixture=None))
+    assert task.is_harbor
     assert task.name == "buzz-native/reply-to-thread"
     assert task.short_name == "reply-to-thread"
     assert task.layer == "workflow"
@@ -98,7 +101,7 @@ def test_fixture_errors_are_task_errors(tmp_path: Path) -> None:
 
 
 def test_task_digest_covers_files_but_not_readme_or_bytecode(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "foo")
+    task = make_task(tmp_path, "foo", fixture=None)
     expected = hashlib.sha256()
     for relative in ("environment/Dockerfile", "instruction.md", "task.toml", "tests/test.sh"):
         expected.update(relative.encode() + b"\0" + (task / relative).read_bytes() + b"\0")

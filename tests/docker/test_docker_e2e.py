@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from docker_support import BuiltImages
+from harbor_support import harbor_dataset, harbor_problems
 from tamper_support import tamper_dataset, tamper_problems, tamper_solutions
 
 from orchestra.agents.trajectory.atif import Trajectory
@@ -175,6 +176,33 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
     # the relay was reachable from this container while its agents ran (the trial scored)
     assert probe.startswith("refused: "), probe
     assert _job_containers(job) == []
+
+
+def test_harbor_tasks_are_graded_on_their_container_state(
+    state_dir: Path, environ: dict[str, str], tmp_path: Path
+) -> None:
+    """Harbor-format tasks (issue 20.2): the agents work in the task's own container in its
+    WORKDIR, and tests/test.sh grades that container after they stopped, offline; solo, then
+    as the oracle team (a worker runs the solution; the images are built once)."""
+    tasks = harbor_dataset(tmp_path / "tasks")
+    team = ["--manifest", str(PROJECT_ROOT / "manifests" / "buzz-native-team-oracle.yaml")]
+    for name, extra in (("solo", []), ("team", team)):
+        job = f"docker-harbor-{name}-{uuid.uuid4().hex[:8]}"
+        argv = [*_benchmark_argv(tasks, state_dir, tmp_path / "jobs", job), *extra]
+        run = subprocess.run(
+            argv, env=environ, capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        job_dir = _job_dir(tmp_path / "jobs", job)
+        results = _results(job_dir)
+        assert harbor_problems(results) == [], name
+        expected_stop = "done_message" if name == "team" else "turn_end"
+        assert {r["stop_reason"] for r in results.values()} == {expected_stop}, name
+        for trial_log in job_dir.glob("*/trial.log"):
+            text = trial_log.read_text()
+            assert "tests/test.sh in the agents' container" in text, text
+            assert not VERIFIER_CONTAINER.search(text), text  # no verifier container of its own
+        assert _job_containers(job) == []
 
 
 def test_tamper_solutions_get_exactly_what_their_evidence_earns(

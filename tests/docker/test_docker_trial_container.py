@@ -15,7 +15,7 @@ from docker_support import TASK_DIR, BuiltImages
 
 from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.config.task import TaskFile, load_task
-from orchestra.paths import TrialPaths, container_env_file
+from orchestra.paths import CONTAINER_WORKSPACE, TrialPaths, container_env_file
 from orchestra.processes import run_command
 from orchestra.trial.env.container import (
     TrialContainer,
@@ -102,7 +102,12 @@ async def test_agent_session_reads_its_env_file_and_streams_output(
     }
     stdout, stderr = tmp_path / "solo-1.stdout.log", tmp_path / "solo-1.stderr.log"
     process = await container.start_agent(
-        "solo-1", env, programs_dir=programs, stdout=stdout, stderr=stderr
+        "solo-1",
+        env,
+        programs_dir=programs,
+        workdir=CONTAINER_WORKSPACE,
+        stdout=stdout,
+        stderr=stderr,
     )
     assert await process.wait() == 3
     assert stdout.read_text() == f"cwd=/workspace value={env['TRICKY_VALUE']}\n"

@@ -11,11 +11,11 @@ pytestmark = pytest.mark.slow
 
 
 async def test_a_start_cancelled_halfway_leaves_no_server_running(pg_dir: Path) -> None:
-    """Ctrl-C under `asyncio.run` cancels the awaiting task while the worker thread is inside
-    `pg_ctl -w start`; the server that thread goes on to start used to stay up."""
+    """Ctrl-C under `asyncio.run` cancels the awaiting task after the server was spawned but
+    before it is ready; the start stops the server it spawned, so none stays up."""
     postgres = EmbeddedPostgres(pg_dir / "data")
     starting = asyncio.create_task(postgres.start())
-    while not (pg_dir / "data" / "log").exists():  # pgserver's `pg_ctl -l log start` is waiting
+    while not (pg_dir / "data" / "log").exists():  # the server is spawned, not ready yet
         assert not starting.done()
         await asyncio.sleep(0.01)
     starting.cancel()

@@ -1,6 +1,7 @@
 """Limits against hostile load (protocol.md §13 as amended, docs/spec-changes.md): rates answer
 `rate-limited:`, queues stop reading the socket, caps refuse connections, an unauthenticated
-connection is closed at its deadline, each limit is logged once per connection per minute."""
+connection is closed at its deadline, each limit is logged once per connection per minute, and
+a busy connection does not hold up the others."""
 
 import asyncio
 import gc
@@ -366,3 +367,46 @@ async def test_invalid_unicode_in_a_filter_is_invalid_not_an_error(connect, rela
     await client.send('["REQ","s",{"#t":["\\ud800"]}]')
     reply = await client.next(lambda f: f[0] == "CLOSED")
     assert reply == ["CLOSED", "s", "invalid: filter contains invalid unicode"]
+
+
+# A well-behaved client is served while another connection keeps the relay busy: its EVENT is
+# acknowledged and its REQ answered while a flood of REQs is in flight (the round robin behind
+# it: test_throttle.py).
+STORED = 600
+FLOOD_REQS = 16  # the default max_pending_reqs: all of them are queued at once
+FILTERS = [{"kinds": [1], "limit": 500, "until": 2**40 - i} for i in range(20)]
+
+
+async def test_a_probe_is_answered_while_a_flood_of_reqs_is_in_flight(relay_with, connect):
+    relay = await relay_with()
+    author = await connect(relay.url)
+    events = [author.sign(1, f"stored {n}") for n in range(STORED)]
+    for event in events:
+        await author.send(["EVENT", event.to_dict()])
+    for event in events:
+        assert (await author.next(lambda f, e=event: f[:2] == ["OK", e.id]))[2] is True
+
+    flooder = await connect(relay.url)
+    flooding = connection_of(relay, flooder)
+    last = f"r{FLOOD_REQS - 1}"
+    for n in range(FLOOD_REQS):
+        await flooder.send(["REQ", f"r{n}", *FILTERS])
+    await flooder.send(["CLOSE"])  # answered in order: once it is, the flood has been read
+    assert (await flooder.next(lambda f: f[0] == "NOTICE"))[1].startswith("invalid:")
+    assert last in flooding.subscriptions
+
+    probe = await connect(relay.url)
+    note = await probe.ok(1, "probe")
+    stored, end = await probe.req("mine", {"authors": [probe.keys.pubkey], "limit": 5})
+    assert end == ["EOSE", "mine"] and [e["id"] for e in stored] == [note.id]
+    # Both answered while the flood's last REQ still waited for its stored results.
+    assert flooding.subscriptions[last].pending is not None
+
+    ended = 0
+    received = 0
+    while ended < FLOOD_REQS:
+        frame = await flooder.next(lambda f: f[0] in ("EVENT", "EOSE", "CLOSED"))
+        assert frame[0] != "CLOSED", frame
+        ended += frame[0] == "EOSE"
+        received += frame[0] == "EVENT"
+    assert received >= FLOOD_REQS * 500  # each REQ got its 500 newest (the probe's may be live)

@@ -1,5 +1,5 @@
-"""The primitives behind the relay's limits: token bucket, budget, limit log, the writer's fair
-queue, the handshake pacer, the listener's error filter and the full-collection policy
+"""The primitives behind the relay's limits: time slices and their round robin, token bucket,
+budget, limit log, the writer's fair queue, the handshake pacer, the listener's error filter and the full-collection policy
 (relay/throttle.py, storage/write_queue.py, admission.py, memory.py)."""
 
 import asyncio
@@ -11,7 +11,7 @@ import pytest
 from orchestra.relay.admission import HandshakePacer, LoopErrorFilter
 from orchestra.relay.memory import FullCollections
 from orchestra.relay.storage.write_queue import FairQueue
-from orchestra.relay.throttle import Budget, LimitLog, TokenBucket
+from orchestra.relay.throttle import Budget, LimitLog, TimeSlice, TokenBucket, Turns
 
 
 class Clock:
@@ -84,6 +84,107 @@ def test_limit_log_reports_once_a_minute(caplog):
         "limit event rate reached by connection 127.0.0.1:5000: too fast"
         " (and 4 more times since the last report)",
     ]
+
+
+class Passes:
+    """Counts passes of the event loop: one `sleep(0)` per pass, as long as it runs."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._task = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0)
+            self.count += 1
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+
+async def test_busy_tasks_take_turns_one_per_pass_of_the_loop():
+    turns = Turns()
+    passes = Passes()
+    slices: list[tuple[str, int]] = []
+
+    async def busy(name: str) -> None:
+        turn = TimeSlice(turns, seconds=0)  # every slice is used up at once
+        for _ in range(4):
+            slices.append((name, passes.count))
+            await turn.pause_if_due()
+
+    await asyncio.gather(*(busy(name) for name in "abc"))
+    passes.stop()
+    assert [name for name, _ in slices] == list("abc") * 4  # round robin
+    later = [at for _, at in slices[3:]]  # after their first slices, one per pass
+    assert len(set(later)) == len(later)
+    assert len(turns) == 0
+
+
+async def test_a_task_woken_by_new_work_runs_before_the_backlog_queued_ahead():
+    turns = Turns()
+    served: list[str] = []
+    arrived = asyncio.Event()
+
+    async def busy(name: str) -> None:
+        turn = TimeSlice(turns, seconds=0)
+        while not served or served[-1] != "probe":
+            served.append(name)
+            await turn.pause_if_due()
+
+    async def probe() -> None:
+        turn = TimeSlice(turns, seconds=0)
+        await turn.idle(arrived.wait())
+        served.append("probe")
+
+    waiting = asyncio.create_task(probe())
+    backlog = [asyncio.create_task(busy(f"busy{n}")) for n in range(20)]
+    await asyncio.sleep(0)  # one pass: every busy task uses its first slice
+    assert len(turns) == 20  # and waits its turn
+    arrived.set()
+    await waiting
+    await asyncio.gather(*backlog)
+    # 20 slices were queued ahead of it; it ran within two passes, at most two of theirs.
+    assert served.index("probe") <= 20 + 2
+
+
+async def test_a_slice_starts_when_new_work_arrives_not_when_the_backlog_is_ready():
+    clock = Clock()
+    turns = Turns()
+    turn = TimeSlice(turns, seconds=1.0, clock=clock)
+    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    ready.set_result("queued already")
+    clock.now += 5  # the task has been busy for 5 s
+    assert await turn.idle(ready) == "queued already"  # no wait: the backlog continues
+    pausing = asyncio.create_task(turn.pause_if_due())
+    await asyncio.sleep(0)
+    assert len(turns) == 1  # its slice is used up: it waits its turn
+    await pausing
+    later: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    idle = asyncio.create_task(turn.idle(later))
+    await asyncio.sleep(0)
+    clock.now += 5  # idle for 5 s, then new work arrives
+    later.set_result("new work")
+    assert await idle == "new work"
+    await turn.pause_if_due()  # a fresh slice: it goes on at once
+    assert len(turns) == 0
+
+
+async def test_cancelling_an_idle_wait_or_a_turn_leaves_nothing_behind():
+    turns = Turns()
+    turn = TimeSlice(turns, seconds=0)
+    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    idle = asyncio.create_task(turn.idle(never))
+    await asyncio.sleep(0)
+    idle.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await idle
+    assert never.cancelled()  # the cancellation reached what it waited for
+    waiting = asyncio.create_task(turn.pause_if_due())
+    after = asyncio.create_task(TimeSlice(turns, seconds=0).pause_if_due())
+    await asyncio.sleep(0)
+    waiting.cancel()
+    await asyncio.wait_for(after, 1)  # the cancelled waiter's turn went to the next
 
 
 def test_fair_queue_serves_occasional_sources_first():

@@ -36,6 +36,18 @@ def seconds(timestamp: str) -> float:
     return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
+def where_it_is(job: Path, process: subprocess.Popen[str]) -> str:
+    """The job's log, each trial's log and the command's stderr (it is killed): what a
+    failure in CI shows of where the job stood."""
+    parts = [f"job.log:\n{(job / 'job.log').read_text() if (job / 'job.log').exists() else '-'}"]
+    for log in sorted(job.glob("*__*/trial.log")):
+        parts.append(f"{log.parent.name}/trial.log:\n{log.read_text()[-4000:]}")
+    process.kill()
+    _, stderr = process.communicate()
+    parts.append(f"stderr:\n{stderr[-4000:]}")
+    return "\n".join(parts)
+
+
 def kill_when_stalled(
     job: Path, task: str, pid_of: Callable[[], int], process: subprocess.Popen[str]
 ) -> tuple[float, Path]:
@@ -48,7 +60,10 @@ def kill_when_stalled(
             return marker.parents[2]
         return None
 
-    trial = wait_until(stalled, 180, f"{task} stalls mid-turn")
+    try:
+        trial = wait_until(stalled, 180, f"{task} stalls mid-turn")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{where_it_is(job, process)}") from None
     os.kill(pid_of(), signal.SIGKILL)
     return time.time(), trial
 

@@ -235,3 +235,18 @@ async def test_pending_retry_blocks_turn_end() -> None:
     t.log("turn_started", event_ids=["task"])
     t.log("turn_failed", will_retry=True, event_ids=["task"])
     assert (await t.watch.wait(4 * GRACE)).stop_reason == "timeout"
+
+
+async def test_a_cancellation_that_comes_with_a_change_is_not_lost() -> None:
+    """The stack fails (`during` cancels the agent phase) just as the agent's log changes: on
+    Python 3.11 `asyncio.wait_for` returns the inner result when both arrive together and the
+    cancellation is gone, so the watch used to keep waiting for a turn until the agent timeout
+    (a trial in flight outlived its outage: tests/stack/test_stack_faults.py hung in CI)."""
+    t = trial()
+    t.seen("task")
+    waiter = asyncio.create_task(t.watch.wait(60))
+    await asyncio.sleep(0)  # the watch now waits for a change
+    t.watch.notify()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiter, 5)

@@ -1,10 +1,12 @@
 """System-prompt composition (§7.8) and the agent environment (§4.2, §7.9)."""
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from orchestra.agents.acp.config import load_config as load_acp_config
 from orchestra.config.endpoints import Endpoint
 from orchestra.config.manifest import ArtifactHashMismatch, RosterEntry
 from orchestra.trial.launch import (
@@ -151,3 +153,23 @@ def test_oracle_endpoint_variables() -> None:
         "OPENAI_COMPAT_API_KEY": "oracle-12345678-solo-1",
         "EXTRA": "x",
     }
+
+
+def test_an_agent_timeout_under_ten_seconds_still_starts_buzz_acp(tmp_path: Path) -> None:
+    """buzz-acp refuses a turn cap under 10 s; a 3 s agent timeout (a short trial budget or a
+    small --timeout-multiplier) must give it a cap it accepts, not an agent that exits at start."""
+    roster = entry(tmp_path, include_platform_prompt=False, concurrency=1)
+    endpoint = Endpoint.model_validate({"provider": "openai", "api_key_env": "MY_KEY"})
+    short = replace(spec(tmp_path), agent_timeout_seconds=3.0)
+    env = agent_environment(
+        roster, endpoint_variables("m", endpoint, api_key="sk-1", oracle=None), short
+    )
+    assert env["BUZZ_ACP_MAX_TURN_DURATION"] == "10" and env["BUZZ_ACP_IDLE_TIMEOUT"] == "9"
+    (tmp_path / "bin").mkdir()
+    for program in ("buzz-agent", "buzz-dev-mcp"):
+        (tmp_path / "bin" / program).write_text("#!/bin/sh\n")
+        (tmp_path / "bin" / program).chmod(0o755)
+    (tmp_path / "persona.md").write_text("persona\n")
+    env["BUZZ_ACP_SYSTEM_PROMPT_FILE"] = str(tmp_path / "persona.md")
+    config = load_acp_config(env)
+    assert (config.max_turn_duration_s, config.idle_timeout_s) == (10, 9)

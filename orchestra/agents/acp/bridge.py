@@ -14,7 +14,7 @@ from orchestra.agents.acp.channels import Channels
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.eventlog import EventLog, PromptLog
 from orchestra.agents.acp.pool import AgentInitError, AgentPool
-from orchestra.agents.acp.proctree import end_orphans
+from orchestra.agents.acp.proctree import AgentProcess, end_orphans
 from orchestra.agents.acp.prompt import (
     TurnInput,
     compose_turn_prompt,
@@ -185,7 +185,8 @@ class Bridge:
                 self.retry_waiters += 1
                 try:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.shutdown.wait(), delay)
+                        async with asyncio.timeout(delay):
+                            await self.shutdown.wait()
                     current = await self.pool.wait_for_slot(channel, self.shutdown)
                 finally:
                     self.retry_waiters -= 1
@@ -270,7 +271,7 @@ class Bridge:
 
     # --- life cycle --------------------------------------------------------------------------
 
-    async def run(self, started: list[asyncio.subprocess.Process] | None = None) -> int:
+    async def run(self, started: list[AgentProcess] | None = None) -> int:
         """Serve until a signal; `started` are agent processes the entry point already spawned."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -287,7 +288,7 @@ class Bridge:
         await self.pool.stop_all()
         await end_orphans()
 
-    async def _run(self, started: list[asyncio.subprocess.Process] | None) -> int:
+    async def _run(self, started: list[AgentProcess] | None) -> int:
         try:
             await self.pool.start(started)
         except AgentInitError as error:

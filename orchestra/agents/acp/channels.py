@@ -126,7 +126,8 @@ class Channels:
                 retry = self._retry[channel]
                 retry.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(retry.wait(), REFUSAL_RETRY_S)
+                    async with asyncio.timeout(REFUSAL_RETRY_S):
+                        await retry.wait()
 
     async def _subscription(self, channel: str, since: int) -> bool:
         """Serve one subscription; True when the agent was removed from the channel."""

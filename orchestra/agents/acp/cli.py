@@ -12,7 +12,7 @@ import traceback
 from orchestra.agents.acp.config import AcpConfig, load_config
 from orchestra.agents.acp.eventlog import EventLog, PromptLog, open_log
 from orchestra.agents.acp.options import help_text, parse_flags
-from orchestra.agents.acp.proctree import start_agent_process
+from orchestra.agents.acp.proctree import AgentProcess, start_agent_process
 from orchestra.agents.acp.prompt import compose_system_prompt
 from orchestra.agents.acp.records import AgentSpawned, Shutdown, Startup
 from orchestra.agents.logs import LOG_LEVELS, setup_logging
@@ -51,12 +51,12 @@ def startup_record(events: EventLog, config: AcpConfig, system_prompt: str) -> N
     )
 
 
-async def start_agents(config: AcpConfig, events: EventLog) -> list[asyncio.subprocess.Process]:
+async def start_agents(config: AcpConfig, events: EventLog) -> list[AgentProcess]:
     """Spawn the pool's agents (§1.2 step 3) before the bridge is imported: the ACP SDK and
     relay client cost buzz-acp ~0.5 s of imports, which then overlap the agents' own start-up
     instead of preceding it. The pool initializes them; a spawn error is left to the pool,
     which reports it as at any spawn (exit 1)."""
-    started: list[asyncio.subprocess.Process] = []
+    started: list[AgentProcess] = []
     for index in range(config.pool_size):
         try:
             process = await start_agent_process(config.agent_command, config.agent_args, config.cwd)

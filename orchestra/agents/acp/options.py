@@ -138,8 +138,12 @@ IDLE_TIMEOUT = Setting(
     "idle timeout per turn, seconds",
     ("BUZZ_ACP_TURN_TIMEOUT",),
 )
+MIN_TURN_DURATION_SECONDS = 10
 MAX_TURN_DURATION = Setting(
-    "BUZZ_ACP_MAX_TURN_DURATION", integer(10, 7 * 86400), "7200", "absolute cap per turn, seconds"
+    "BUZZ_ACP_MAX_TURN_DURATION",
+    integer(MIN_TURN_DURATION_SECONDS, 7 * 86400),
+    "7200",
+    "absolute cap per turn, seconds",
 )
 MAX_RETRIES = Setting("BUZZ_ACP_MAX_RETRIES", integer(0, 100), "2", "retries of a failed turn")
 MAX_TURNS_PER_SESSION = Setting(

@@ -13,6 +13,7 @@ from typing import Any
 from orchestra.agents.acp.acp_client import BridgeClient
 from orchestra.agents.acp.config import AcpConfig
 from orchestra.agents.acp.eventlog import EventLog
+from orchestra.agents.acp.proctree import AgentProcess
 from orchestra.agents.acp.records import (
     AgentExited,
     AgentInitialized,
@@ -70,14 +71,14 @@ class AgentPool:
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
 
-    async def start(self, started: list[asyncio.subprocess.Process] | None = None) -> None:
+    async def start(self, started: list[AgentProcess] | None = None) -> None:
         """Initialize every slot, using the agent processes already `started` (and already
         logged as `agent_spawned`) for the first slots; raises AgentInitError."""
         started = list(started or [])
         for index in range(self._config.pool_size):
             await self._spawn(index, started[index] if index < len(started) else None)
 
-    async def _spawn(self, index: int, process: asyncio.subprocess.Process | None = None) -> None:
+    async def _spawn(self, index: int, process: AgentProcess | None = None) -> None:
         client = BridgeClient(self._events, self._on_session_usage)
         try:
             slot = await spawn_slot(index, self._config, client, process)
@@ -86,14 +87,16 @@ class AgentPool:
         if process is None:
             self._events.emit(AgentSpawned(slot=index, pid=slot.pid))
         try:
-            response = await asyncio.wait_for(slot.initialize(), INIT_TIMEOUT_S)
+            async with asyncio.timeout(INIT_TIMEOUT_S):
+                response = await slot.initialize()
         except TimeoutError:
             await slot.stop()
             raise AgentInitError(f"no initialize response within {INIT_TIMEOUT_S:.0f} s") from None
         except Exception as error:
             # A closed pipe usually means the agent exited: report its exit code if it has one.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(slot.process.wait(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await slot.process.wait()
             code = slot.process.returncode
             await slot.stop()
             reason = f"exited with code {code}" if code is not None else str(error) or repr(error)

@@ -77,7 +77,8 @@ class RelayLink:
         for retry in itertools.count(1):
             try:
                 remaining = deadline - time.monotonic()
-                await asyncio.wait_for(self.client.connection(), max(remaining, 0.1))
+                async with asyncio.timeout(max(remaining, 0.1)):
+                    await self.client.connection()
                 return
             except (BuzzError, TimeoutError) as error:
                 reason = getattr(error, "message", None) or "timed out"

@@ -97,9 +97,8 @@ class SessionManager:
             self._config.base_prompt, self._config.persona, memory
         )
         # The idle timeout bounds session/new too: a hung MCP start must not block the channel.
-        session_id = await asyncio.wait_for(
-            slot.new_session(self._config, system_prompt), self._config.idle_timeout_s
-        )
+        async with asyncio.timeout(self._config.idle_timeout_s):
+            session_id = await slot.new_session(self._config, system_prompt)
         self._prompts.write("system", system_prompt, channel_id=channel, session_id=session_id)
         return Session(session_id), system_prompt
 

@@ -23,7 +23,7 @@ from acp.schema import (
 
 from orchestra.agents.acp.acp_client import BridgeClient
 from orchestra.agents.acp.config import AcpConfig
-from orchestra.agents.acp.proctree import start_agent_process
+from orchestra.agents.acp.proctree import AgentProcess, start_agent_process
 from orchestra.processes import descendants, stop_tree
 
 CLIENT_VERSION = "0.1.0"
@@ -40,7 +40,7 @@ class AgentSlot:
     """A spawned agent: its process, ACP connection and per-channel sessions."""
 
     index: int
-    process: asyncio.subprocess.Process
+    process: AgentProcess
     conn: ClientSideConnection
     client: BridgeClient
     meta_system_prompt: bool = False
@@ -109,7 +109,8 @@ class AgentSlot:
         if self.process.stdin is not None and not self.process.stdin.is_closing():
             self.process.stdin.close()
         try:
-            await asyncio.wait_for(self.process.wait(), grace_s)
+            async with asyncio.timeout(grace_s):
+                await self.process.wait()
         except TimeoutError:
             pass
         await stop_tree(self.process, grace=grace_s, known=known)
@@ -128,7 +129,7 @@ async def spawn_slot(
     index: int,
     config: AcpConfig,
     client: BridgeClient,
-    process: asyncio.subprocess.Process | None = None,
+    process: AgentProcess | None = None,
 ) -> AgentSlot:
     """Connect to the agent `process` (started by buzz-acp's entry point), or start one."""
     if process is None:

@@ -102,7 +102,8 @@ class McpServerConnection:
         ready: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.spec.name}")
         try:
-            return await asyncio.wait_for(asyncio.shield(ready), timeout_secs)
+            async with asyncio.timeout(timeout_secs):
+                return await asyncio.shield(ready)
         except TimeoutError:
             if self._owner is not None:
                 self._owner.cancel()  # still inside the handshake: stop() alone would wait
@@ -114,12 +115,14 @@ class McpServerConnection:
     async def _own(self, ready: asyncio.Future[list[Any]]) -> None:
         from mcp import Client, StdioServerParameters
 
+        from orchestra.agents.agent.mcp_stdio import stdio_transport
+
         env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ} | self.spec.env
         params = StdioServerParameters(
             command=self.spec.command, args=self.spec.args, env=env, cwd=self._cwd
         )
         try:
-            async with Client(params) as client:
+            async with Client(stdio_transport(params)) as client:
                 tools = await _list_all_tools(client)
                 self._client = client
                 ready.set_result(tools)
@@ -225,9 +228,8 @@ class ToolBox:
 
     async def _call(self, binding: _Binding, arguments: dict[str, Any]) -> ToolOutcome:
         try:
-            result = await asyncio.wait_for(
-                binding.server.call(binding.tool, arguments), self.call_timeout
-            )
+            async with asyncio.timeout(self.call_timeout):
+                result = await binding.server.call(binding.tool, arguments)
         except TimeoutError:
             return ToolOutcome(f"tool timed out after {self.call_timeout:g} s", True)
         except Exception as exc:

@@ -100,7 +100,8 @@ async def run_shell(command: str, timeout_secs: int | None, workspace: Workspace
     deadline = time.monotonic() + timeout
     try:
         try:
-            await asyncio.wait_for(process.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await process.wait()
         except TimeoutError:
             await stop_group(process, grace=_KILL_GRACE_SECS)
             await _finish_pump(pump, deadline=time.monotonic() + _DRAIN_AFTER_EXIT_SECS)
@@ -128,7 +129,8 @@ async def finish_pending_kills() -> None:
 
 async def _finish_pump(pump: asyncio.Task[None], deadline: float) -> None:
     try:
-        await asyncio.wait_for(asyncio.shield(pump), max(0.0, deadline - time.monotonic()))
+        async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+            await asyncio.shield(pump)
     except TimeoutError:
         pump.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -7,7 +7,8 @@ Usage from the orchestrator:
     server.register(OracleTrial(trial_id=..., channel_id=..., requester_pubkey=...,
         requester_name=..., solve_path=..., state_dir=..., log_path=Path(...),
         agents={oracle_token(trial_id, agent_id): OracleAgent(agent_id=..., faults=plan)},
-        done_probe=None))        # docker env: an async probe running `test -e`
+        done_probe=None,         # docker env: an async probe running `test -e`
+        team=(OracleTeammate(agent_id=..., kind="orchestrator", pubkey=...), ...)))
     server.set_task_event(trial_id, task_event_id)          # step 11
     server.unregister(trial_id); await server.stop()
 
@@ -23,6 +24,7 @@ from orchestra.agents.oracle.faults import (
 from orchestra.agents.oracle.registry import (
     OracleAgent,
     OracleRegistrationError,
+    OracleTeammate,
     OracleTrial,
     oracle_token,
 )
@@ -34,6 +36,7 @@ __all__ = [
     "OracleConfigError",
     "OracleRegistrationError",
     "OracleServer",
+    "OracleTeammate",
     "OracleTrial",
     "docker_listen_host",
     "fault_plan_from_env",

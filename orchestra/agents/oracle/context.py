@@ -25,6 +25,9 @@ class ParsedContext(BaseModel):
     reply_to: str | None = None
     requester_pubkey: str | None = None
     requester_name: str | None = None
+    #: the author pubkey of every event block of the turn, in order (the team protocol's
+    #: "who woke me", orchestrator.md §4.5 as docs/spec-changes.md extends it)
+    senders: tuple[str, ...] = ()
 
 
 def message_text(content: Any) -> str:
@@ -81,6 +84,7 @@ def parse_context(text: str) -> ParsedContext:
         reply_to=reply_to,
         requester_pubkey=sender.group(3) if sender else None,
         requester_name=sender.group(1) if sender else None,
+        senders=tuple(m.group(3) for m in map(FROM_RE.match, lines) if m),
     )
 
 

@@ -14,8 +14,16 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestra.settings import InvalidValue, Setting, SettingError
 
-FaultKind = Literal["429", "500", "slow", "malformed", "unknown_tool", "truncated"]
-FAULT_KINDS: tuple[str, ...] = ("429", "500", "slow", "malformed", "unknown_tool", "truncated")
+FaultKind = Literal["429", "500", "slow", "malformed", "unknown_tool", "truncated", "silent"]
+FAULT_KINDS: tuple[str, ...] = (
+    "429",
+    "500",
+    "slow",
+    "malformed",
+    "unknown_tool",
+    "truncated",
+    "silent",
+)
 DEFAULT_SLOW_SECONDS = 5.0
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,11 +36,23 @@ class OracleAgent(BaseModel):
     faults: FaultPlan = FaultPlan()
 
 
+class OracleTeammate(BaseModel):
+    """One agent of the trial's roster, as the team protocol addresses it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    agent_id: str
+    kind: Literal["orchestrator", "worker"]
+    pubkey: str
+
+
 class OracleTrial(BaseModel):
     """What a trial registers before its agents start.
 
     `done_probe` replaces the host-path check of `<state_dir>/done` (the docker env
-    runs `test -e` in the trial container); `task_event_id` may be set later.
+    runs `test -e` in the trial container); `task_event_id` may be set later. `team` is the
+    whole roster in agent order (every agent, oracle-served or not); with fewer than two agents
+    the oracle follows the solo protocol.
     """
 
     model_config = ConfigDict(
@@ -56,6 +69,10 @@ class OracleTrial(BaseModel):
     log_path: Path
     task_event_id: str | None = None
     done_probe: DoneProbe | None = None
+    team: tuple[OracleTeammate, ...] = ()
+
+    def teammate(self, agent_id: str) -> OracleTeammate | None:
+        return next((m for m in self.team if m.agent_id == agent_id), None)
 
 
 @dataclass
@@ -80,7 +97,8 @@ class TrialState:
     async def wait_for_task_event(self, timeout_s: float) -> str | None:
         if self.task_event_id is None:
             try:
-                await asyncio.wait_for(self.task_posted.wait(), timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    await self.task_posted.wait()
             except TimeoutError:
                 return None
         return self.task_event_id

@@ -11,15 +11,15 @@ from typing import Any
 
 from orchestra.agents.oracle.context import ParsedContext, parse_context, turn_user_message
 from orchestra.agents.oracle.decision import (
-    MAX_SOLVE_CALLS,
     Answer,
+    ShellTool,
+    Turn,
     completion_body,
     count_solve_calls,
+    decide,
     fault_answer,
     final_answer,
     find_shell_tool,
-    solve_answer,
-    solve_command,
     sse_body,
 )
 from orchestra.agents.oracle.http import HttpRequest, HttpResponse, HttpServer
@@ -159,10 +159,10 @@ class OracleServer:
             if await self._sleep_unless_disconnected(agent.faults.slow_seconds, disconnected):
                 self._log(state, record, started, 499, "fault", None, reason="client_disconnected")
                 return None
-        if fault in ("malformed", "unknown_tool", "truncated"):
+        if fault in ("malformed", "unknown_tool", "truncated", "silent"):
             answer = fault_answer(fault, shell, agent.agent_id, number)
         else:
-            answer = await self._decide(state, agent, record, shell, messages, parsed)
+            answer = await self._decide(state, agent, number, shell, messages, parsed)
         record["context_mismatch"] = self._mismatch(state, parsed)
         payload = completion_body(
             answer,
@@ -185,8 +185,8 @@ class OracleServer:
         self,
         state: TrialState,
         agent: OracleAgent,
-        record: dict[str, Any],
-        shell: Any,
+        number: int,
+        shell: ShellTool | None,
         messages: Any,
         parsed: ParsedContext,
     ) -> Answer:
@@ -195,26 +195,27 @@ class OracleServer:
             return final_answer("no_task_event")
         if shell is None:
             return final_answer("no_shell_tool", "oracle: no shell tool offered")
-        seen = record["solve_calls_seen"]
-        if await state.solve_finished():
-            return final_answer("solve_done")
-        if seen >= MAX_SOLVE_CALLS:
-            return final_answer("solve_cap_reached")
         trial = state.trial
-        command = solve_command(
+        turn = Turn(
+            agent_id=agent.agent_id,
+            request_number=number,
             channel_id=trial.channel_id,
             task_event_id=task_event_id,
             requester_pubkey=trial.requester_pubkey,
             requester_name=trial.requester_name,
             solve_path=trial.solve_path,
+            solve_done=await state.solve_finished(),
+            messages=messages,
+            senders=parsed.senders,
         )
-        return solve_answer(shell, agent.agent_id, seen + 1, command)
+        return decide(shell, turn, trial.team)
 
     @staticmethod
     async def _sleep_unless_disconnected(seconds: float, disconnected: asyncio.Event) -> bool:
         """Sleep; True when the client hung up meanwhile."""
         try:
-            await asyncio.wait_for(disconnected.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await disconnected.wait()
         except TimeoutError:
             return False
         return True

@@ -1,8 +1,8 @@
 """Filter -> SQL (protocol.md §15.3), with the read rule (§10) inside the query so `limit`
 counts only events the reader may read.
 
-A query returns ids, times and sizes, plus the `raw` of small events while an in-memory
-budget lasts; larger results are read afterwards in pages (`fetch_raw`), so a REQ never holds
+A REQ is one statement (its filters' SELECTs in a UNION): ids, times and sizes, plus the `raw`
+of small events while an in-memory budget lasts; larger results are read afterwards in pages (`fetch_raw`), so a REQ never holds
 its whole result in memory (relay/stored.py).
 """
 
@@ -36,10 +36,9 @@ class Row(NamedTuple):
     size: int  # bytes of raw
 
 
-def build_query(f: Filter, reader: str | None, inline_bytes: int = 0) -> tuple[str, list[object]]:
-    """One SELECT for one filter (the caller skips filters that match nothing): rows of
-    (raw, id, created_at, size) with raw NULL when it is longer than `inline_bytes`."""
-    params: list[object] = [reader, inline_bytes]
+def _filter_select(f: Filter, params: list[object]) -> str:
+    """One SELECT for one filter (the caller skips filters that match nothing): its newest
+    `limit` readable events as (id, created_at, size); `$1` is the reader."""
     where: list[str] = []
 
     def param(value: object) -> str:
@@ -77,13 +76,40 @@ def build_query(f: Filter, reader: str | None, inline_bytes: int = 0) -> tuple[s
         where.append(f"e.created_at <= {param(f.until)}")
     where.append("(e.channel_id IS NULL OR c.visibility = 'open' OR m.pubkey IS NOT NULL)")
     where.append(f"(e.kind <> {int(Kind.MEMORY)} OR e.pubkey = $1)")
-    sql = (
-        "SELECT CASE WHEN octet_length(e.raw) <= $2 THEN e.raw END AS raw,"
-        " e.id, e.created_at, octet_length(e.raw) AS size FROM events e"
+    return (
+        "SELECT e.id, e.created_at, octet_length(e.raw) AS size FROM events e"
         " LEFT JOIN channels c ON c.channel_id = e.channel_id"
         " LEFT JOIN channel_members m ON m.channel_id = e.channel_id AND m.pubkey = $1"
         f" WHERE {' AND '.join(where)}"
         f" ORDER BY e.created_at DESC, e.id ASC LIMIT {param(f.limit)}"
+    )
+
+
+def build_query(
+    filters: Sequence[Filter], reader: str | None, inline_budget: int = INLINE_BUDGET_BYTES
+) -> tuple[str, list[object]] | None:
+    """One statement for a REQ's filters (None when none can match): the union of each
+    filter's newest readable events, de-duplicated, newest first, ties by id, as rows of
+    (raw, id, created_at, size), with `raw` only for events up to INLINE_RAW_BYTES while
+    `inline_budget` bytes of them last (counted newest first), NULL otherwise.
+
+    PostgreSQL de-duplicates and orders the union, so the relay decodes each event of the
+    result once, however many of the filters return it."""
+    params: list[object] = [reader, INLINE_RAW_BYTES, inline_budget]
+    selects = [
+        f"({_filter_select(f, params)})"
+        for f in filters
+        if f.limit != 0 and not f.matches_nothing()
+    ]
+    if not selects:
+        return None
+    sql = (
+        f"WITH matched AS ({' UNION '.join(selects)}),"
+        " ranked AS (SELECT id, created_at, size, sum(CASE WHEN size <= $2 THEN size END)"
+        " OVER (ORDER BY created_at DESC, id ASC) AS inline_bytes FROM matched)"
+        " SELECT CASE WHEN r.size <= $2 AND r.inline_bytes <= $3"
+        " THEN (SELECT raw FROM events WHERE events.id = r.id) END AS raw,"
+        " r.id, r.created_at, r.size FROM ranked r ORDER BY r.created_at DESC, r.id ASC"
     )
     return sql, params
 
@@ -95,16 +121,11 @@ async def query_events(
     inline_budget: int = INLINE_BUDGET_BYTES,
 ) -> list[Row]:
     """Union of the filters' newest readable events, de-duplicated, newest first, ties by id."""
-    seen: dict[str, Row] = {}
-    for f in filters:
-        if f.limit == 0 or f.matches_nothing():
-            continue
-        sql, params = build_query(f, reader, INLINE_RAW_BYTES if inline_budget > 0 else 0)
-        for raw, event_id, created_at, size in await connection.fetch(sql, *params):
-            if event_id not in seen:
-                seen[event_id] = Row(raw, event_id, created_at, size)
-                inline_budget -= size if raw is not None else 0
-    return sorted(seen.values(), key=lambda row: (-row.created_at, row.id))
+    query = build_query(filters, reader, inline_budget)
+    if query is None:
+        return []
+    sql, params = query
+    return [Row(*record) for record in await connection.fetch(sql, *params)]
 
 
 async def fetch_raw(

@@ -42,7 +42,8 @@ async def run_command_to_end(
         except OSError as error:
             raise EnvCommandError(f"cannot run {argv[0]}: {error}") from None
         try:
-            captured, _ = await asyncio.wait_for(process.communicate(), timeout_seconds)
+            async with asyncio.timeout(timeout_seconds):
+                captured, _ = await process.communicate()
         except TimeoutError:
             await abort(process)
             return ExecResult(None, True)

@@ -186,14 +186,24 @@ class TrialContainer:
 
     # --- agents (§7.9) -----------------------------------------------------------------------
 
-    async def prepare_layout(self) -> None:
-        """Step 3: the agents' directories exist and `/logs/artifacts` is empty."""
+    async def working_dir(self) -> PurePosixPath:
+        """The image's WORKDIR (`/` when it sets none)."""
+        result = checked(
+            await run_docker("inspect", "--format", "{{.Config.WorkingDir}}", self.name),
+            f"docker inspect {self.name}",
+        )
+        return PurePosixPath(result.stdout.strip() or "/")
+
+    async def prepare_layout(self, *extra: PurePosixPath) -> None:
+        """Step 3: the agents' directories (and `extra` ones) exist and `/logs/artifacts` is
+        empty."""
         directories = (
             CONTAINER_WORKSPACE,
             CONTAINER_PROMPTS,
             CONTAINER_RUNTIME_LOGS,
             CONTAINER_ENV_DIR,
             LOGS_ARTIFACTS,
+            *extra,
         )
         await self.sh(
             f"rm -rf {LOGS_ARTIFACTS} && mkdir -p {' '.join(str(d) for d in directories)}"
@@ -206,6 +216,7 @@ class TrialContainer:
         env: Mapping[str, str],
         *,
         programs_dir: PurePosixPath,
+        workdir: PurePosixPath,
         stdout: Path,
         stderr: Path,
     ) -> asyncio.subprocess.Process:
@@ -221,7 +232,7 @@ class TrialContainer:
             os.unlink(host_file)
         script = (
             f"set -a; . {env_path}; set +a; rm -f {env_path}; "
-            f"cd {CONTAINER_WORKSPACE}; exec {programs_dir / 'buzz-acp'}"
+            f"cd {shlex.quote(str(workdir))}; exec {programs_dir / 'buzz-acp'}"
         )
         return await self.start_session(["sh", "-c", script], stdout=stdout, stderr=stderr)
 

@@ -26,6 +26,7 @@ from orchestra.paths import (
     CONTAINER_TMP,
     CONTAINER_VENV_BIN,
     CONTAINER_WORKSPACE,
+    LOGS_AGENT,
     LOGS_ARTIFACTS,
     OPT_BUZZ,
     EnvPaths,
@@ -45,6 +46,7 @@ from orchestra.trial.env.protocol import (
     TrialEnvironment,
     Verifier,
 )
+from orchestra.trial.env.state_verifiers import InEnvironmentVerifier
 from orchestra.trial.env.verifiers import ContainerVerifier
 from orchestra.trial.errors import TrialError
 
@@ -85,7 +87,8 @@ class DockerAgentProcess:
 
 async def _end_session(session: asyncio.subprocess.Process) -> None:
     try:
-        await asyncio.wait_for(asyncio.shield(session.wait()), SESSION_END_SECONDS)
+        async with asyncio.timeout(SESSION_END_SECONDS):
+            await asyncio.shield(session.wait())
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             session.kill()
@@ -150,7 +153,13 @@ class DockerEnvironment:
                 f"{SUPPORTED_NETWORK_MODE!r})",
             )
         await self._start_container(*container_resources(self.task, self.overrides))
-        await self._container().prepare_layout()
+        if self.task.harbor is None:
+            await self._container().prepare_layout()
+        else:  # the agents work in the task's own working directory (issue 20.2)
+            workdir = self.task.harbor.workdir or await self._container().working_dir()
+            await self._container().prepare_layout(workdir, LOGS_AGENT)
+            paths = dataclasses.replace(self._facts.paths, workspace=workdir)
+            self._facts = dataclasses.replace(self._facts, paths=paths)
         await self._install_programs()
 
     async def _start_container(self, cpus: float, memory_mb: int) -> None:
@@ -205,6 +214,7 @@ class DockerEnvironment:
             agent_id,
             env,
             programs_dir=PurePosixPath(self._facts.programs_dir),
+            workdir=PurePosixPath(self._facts.paths.workspace),
             stdout=stdout,
             stderr=stderr,
         )
@@ -244,7 +254,8 @@ class DockerEnvironment:
         the record: none of it reaches the verifier, which runs in a container of its own."""
         container = self._container()
         try:
-            changed = outside_areas(await container.changes(), (*AGENT_AREAS, *self._placed))
+            areas = (*AGENT_AREAS, PurePosixPath(self._facts.paths.workspace), *self._placed)
+            changed = outside_areas(await container.changes(), areas)
         except DockerEnvError as error:
             return [f"docker diff {container.name} failed: {error}"]
         if not changed:
@@ -254,6 +265,11 @@ class DockerEnvironment:
             f"agents changed {len(changed)} path(s) of container {container.name} "
             f"({container.id[:12]}) outside their directories: {shown}"
         ]
+
+    def state_verifier(self) -> Verifier:
+        """A Harbor task's verifier: in this container, once the agents are stopped."""
+        assert self.task.harbor is not None
+        return InEnvironmentVerifier(self, self.trial, self.task.harbor.verifier_env)
 
     async def isolate(self) -> list[str]:
         """Detach from every network `docker inspect` lists."""

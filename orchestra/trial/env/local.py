@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from pathlib import Path, PurePath
+from pathlib import Path, PurePath, PurePosixPath
 
 from orchestra.config.task import Task
 from orchestra.documents.enums import SandboxKind
 from orchestra.files import make_parents, read_regular_file
-from orchestra.paths import TrialPaths
+from orchestra.paths import CONTAINER_SOLUTION, LOGS, LOGS_AGENT, TrialPaths
 from orchestra.processes import kill_group, kill_processes_in, last_allocated_pid
 from orchestra.stack.info import scripts_dir
 from orchestra.trial.env.commands import run_command_to_end
+from orchestra.trial.env.local_image import LocalImageError, host, read_local_image
 from orchestra.trial.env.protocol import (
     LOOPBACK,
     AgentProcess,
@@ -31,8 +33,10 @@ from orchestra.trial.env.protocol import (
     TrialEnvironment,
     Verifier,
 )
-from orchestra.trial.env.sandbox import AgentFiles, AgentTree, Launcher, TreeLaunch
+from orchestra.trial.env.sandbox import AgentFiles, AgentTree, Launcher, Mount, TreeLaunch
+from orchestra.trial.env.state_verifiers import SandboxStateVerifier
 from orchestra.trial.env.verifiers import HostVerifier
+from orchestra.trial.errors import TrialError
 
 #: Host variables a local-env agent keeps besides what the orchestrator sets (§7.9).
 INHERITED_LOCAL_VARIABLES = ("LANG", "LC_ALL", "TERM")
@@ -111,15 +115,64 @@ class LocalEnvironment:
         )
         self.pid_floor = last_allocated_pid()  # every process of this trial starts after this
         self._agents: list[LocalAgentProcess] = []
+        self.task = task
+        self._mounts: tuple[Mount, ...] = ()  # a Harbor task's directories (`_prepare_harbor`)
 
     @property
     def facts(self) -> EnvFacts:
         return self._facts
 
     async def prepare(self) -> None:
-        """workspace/, tmp/ and the HOME directory under `<trial>/sandbox/`, plus artifacts/."""
+        """workspace/, tmp/ and the HOME directory under `<trial>/sandbox/`, plus artifacts/;
+        for a Harbor task its files instead of workspace/ (`_prepare_harbor`)."""
         paths = self._facts.paths
-        _make_directories(paths.workspace, paths.tmpdir, paths.home, paths.logs_artifacts)
+        _make_directories(paths.tmpdir, paths.home, paths.logs_artifacts)
+        if self.task.harbor is None:
+            _make_directories(paths.workspace)
+        else:
+            self._prepare_harbor(self.task.harbor.workdir)
+
+    def _prepare_harbor(self, workdir: PurePosixPath | None) -> None:
+        """The Dockerfile's files under `<trial>/sandbox/<path>`, each top-level directory
+        (e.g. `/app`) and `/logs` shown at its container path, the agents' working directory
+        the task's (issue 20.2). Needs the bubblewrap sandbox: only it can show them there."""
+        if self.launcher.kind is not SandboxKind.BWRAP:
+            raise TrialError(
+                "EnvironmentStartError",
+                f"task {self.task.name} is a Harbor task: the local env runs it only in the "
+                "bubblewrap sandbox, which shows its files at their container paths "
+                "(install bubblewrap, or use --env docker)",
+            )
+        try:
+            image = read_local_image(self.task.paths.environment_dir)
+        except LocalImageError as error:
+            raise TrialError("EnvironmentStartError", str(error)) from None
+        sandbox = self.trial.sandbox
+        image.materialize(sandbox)
+        (host(sandbox, LOGS_AGENT)).mkdir(parents=True, exist_ok=True)
+        self._mounts = tuple(
+            Mount(host(sandbox, top), top) for top in (*image.top_directories, LOGS)
+        )
+        paths = dataclasses.replace(self._facts.paths, workspace=workdir or image.workdir)
+        self._facts = dataclasses.replace(self._facts, paths=paths)
+
+    def _harbor_mounts(self) -> tuple[Mount, ...]:
+        """The task's directories, and `/solution` once the oracle's solution is there."""
+        solution = Path(self._facts.paths.solution)
+        if not self._mounts or not solution.is_dir():
+            return self._mounts
+        return (*self._mounts, Mount(solution, CONTAINER_SOLUTION))
+
+    def state_verifier(self) -> Verifier:
+        """A Harbor task's verifier: a sandbox over the files the agents left."""
+        assert self.task.harbor is not None
+        return SandboxStateVerifier(
+            self.launcher,
+            self.trial,
+            self._harbor_mounts(),
+            self._facts.paths.workspace,
+            self.task.harbor.verifier_env,
+        )
 
     async def close(self) -> None:
         """Nothing to remove: the sandbox stays with the trial's record."""
@@ -138,12 +191,13 @@ class LocalEnvironment:
         paths = self._facts.paths
         files = AgentFiles(
             writable_tree=self.trial.sandbox,
-            cwd=Path(paths.workspace),
+            cwd=paths.workspace,
             read_only_files=(Path(paths.system_prompt(agent_id)),),
             writable_files=(
                 Path(paths.events_log(agent_id)),
                 Path(paths.trajectory_log(agent_id)),
             ),
+            mounts=self._harbor_mounts(),
         )
         program = Path(self._facts.programs_dir) / "buzz-acp"
         await agent.start(self.launcher, program, files, env, stdout, stderr)

@@ -4,8 +4,9 @@ A trial drives its environment through a few primitives: prepare and close it, s
 the agents' processes, run a command, put and get files, follow a growing file, cut it off the
 network. What differs between kinds that the trial must know is data (`EnvFacts`), never a
 check of the kind. Everything trial-specific (oracle registration, prompts, fixture files, log
-collection) lives in the phase modules and is built on these primitives. The verifier is not
-one of them: it never runs where the agents ran (`Verifier`, made by the kind, §9).
+collection) lives in the phase modules and is built on these primitives. The verifier of a Buzz
+task is not one of them: it never runs where the agents ran (`Verifier`, made by the kind, §9);
+a Harbor task's is, since its grade is the state the agents left (`state_verifier`).
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ class TrialEnvironment(Protocol):
     async def isolate(self) -> list[str]:
         """Cut the environment off every network where it can (§7.2 step 16); returns notes
         for trial.log."""
+
+    def state_verifier(self) -> Verifier:
+        """The verifier of a Harbor task, whose grade is the state the agents left here: it
+        runs in this environment once every agent process is dead (issue 20.2)."""
 
     async def exec(
         self,

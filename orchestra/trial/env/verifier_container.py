@@ -105,7 +105,8 @@ class VerifierContainer:
     async def _abort(self, client: asyncio.subprocess.Process) -> None:
         await run_docker("kill", self.name)
         try:
-            await asyncio.wait_for(client.wait(), CLIENT_END_SECONDS)
+            async with asyncio.timeout(CLIENT_END_SECONDS):
+                await client.wait()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 client.kill()

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import make_fifo, read_fifo, wait_for_exit
-from mcp import Client, StdioServerParameters
+from agent_support import BUZZ_DEV_MCP, held_mcp_client, make_fifo, read_fifo, wait_for_exit
+from mcp import StdioServerParameters
 
-BUZZ_DEV_MCP = str(Path(sys.executable).parent / "buzz-dev-mcp")
 BUZZ_CLI_REAL_PATH = os.path.realpath(Path(sys.executable).parent / "buzz")
 
 
@@ -28,33 +27,15 @@ def workdir(tmp_path: Path) -> Path:
 
 @contextlib.asynccontextmanager
 async def _connect(workdir: Path, env: dict[str, str] | None = None) -> AsyncIterator[Any]:
-    """A connected SDK client. pytest-asyncio sets fixtures up and tears them down in different
-    tasks while anyio scopes must be exited by their own task, so an owner task holds it."""
+    """A connected SDK client of buzz-dev-mcp working in `workdir`."""
     params = StdioServerParameters(
         command=BUZZ_DEV_MCP,
         args=[],
         cwd=str(workdir),
         env={"TMPDIR": str(workdir.parent), **(env or {})},
     )
-    ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    stop = asyncio.Event()
-
-    async def own() -> None:
-        try:
-            async with Client(params) as client:
-                ready.set_result(client)
-                await stop.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-            raise
-
-    owner = asyncio.create_task(own())
-    try:
-        yield await ready
-    finally:
-        stop.set()
-        await owner
+    async with held_mcp_client(params) as client:
+        yield client
 
 
 @pytest.fixture

@@ -148,6 +148,7 @@ async def test_first_request_gets_the_solve_call(oracle: OracleServer, tmp_path:
         "reply_to": TASK_EVENT,
         "requester_pubkey": REQUESTER,
         "requester_name": "Trial User",
+        "senders": [REQUESTER],
     }
     # The content's spoofed `From:` line is ignored; the name differs from the registration.
     assert record["context_mismatch"] == {

@@ -77,10 +77,15 @@ def test_stopping_the_agents_sweeps_what_escaped_into_the_sandbox(tmp_path: Path
     is."""
     sandbox_home = tmp_path / "trial" / "sandbox" / "root"
     sandbox_home.mkdir(parents=True)
-    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    sleeper = [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"]
 
     def spawn(home: Path) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(sleeper, env={**os.environ, "HOME": str(home)})
+        process = subprocess.Popen(
+            sleeper, env={**os.environ, "HOME": str(home)}, stdout=subprocess.PIPE
+        )
+        # Popen returns once the exec began: its environment may not be readable yet
+        assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+        return process
 
     older = spawn(sandbox_home)  # before the environment: another run's, left to its owner
     environment = local_trial(tmp_path, Fixture.empty()).env
@@ -94,6 +99,8 @@ def test_stopping_the_agents_sweeps_what_escaped_into_the_sandbox(tmp_path: Path
         for process in (older, escaped, outside):
             process.kill()
             process.wait()
+            assert process.stdout is not None
+            process.stdout.close()
 
 
 IGNORES_TERM = (

@@ -121,7 +121,8 @@ def test_every_escape_fails_in_the_sandbox(
         assert not (trial / "verifier" / "forged-reward.json").exists()
         namespace = (home / "pid-namespace.txt").read_text().strip()
         assert namespace.startswith("pid:[")
-        assert pids_in_namespace(namespace, started_before=job_ended) == []
+        left = pids_in_namespace(namespace, started_before=job_ended)
+        assert left == [], [Path(f"/proc/{pid}/stat").read_text()[:60] for pid in left]
         evidence = json.loads((trial / "agent" / "buzz" / "buzz-evidence.json").read_text())
         assert not [m for m in evidence["messages"] if "survivor" in m["content"]]
         channel = asyncio.run(channel_contents(state_dir, relay_url, trial, result))

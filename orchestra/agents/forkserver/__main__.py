@@ -1,0 +1,3 @@
+from orchestra.agents.forkserver.server import main
+
+main()

@@ -1,0 +1,35 @@
+"""The agents table of report.html: per agent its role, endpoint, the messages it wrote in the
+transcript and their share of what the agents wrote, tokens and cost (a condition's block sums
+its trials, a trial's panel shows that trial)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+
+def _share(value: object) -> str:
+    return f"{value:.0%}" if isinstance(value, int | float) else "—"
+
+
+def agents_table(agents: dict[str, Any]) -> str:
+    """`agents`: agent id -> an `AgentSummary` as JSON (report.json's `agents`)."""
+    if not agents:
+        return '<p class="empty">No agents were started.</p>'
+    rows = []
+    for agent_id, agent in agents.items():
+        tokens = agent["tokens"]
+        rows.append(
+            f"<tr><td>{escape(agent_id)}</td><td>{escape(str(agent['role']))}</td>"
+            f"<td>{escape(str(agent['endpoint']))}</td>"
+            f'<td class="num">{escape(str(agent["messages"]))}</td>'
+            f'<td class="num">{escape(_share(agent["transcript_share"]))}</td>'
+            f'<td class="num">{tokens["input"]} / {tokens["cached_input"]} / {tokens["output"]}</td>'
+            f'<td class="num">${agent["cost_usd"]:.4f}</td></tr>'
+        )
+    return (
+        '<table class="agents"><tr><th>agent</th><th>role</th><th>endpoint</th>'
+        '<th class="num">messages</th><th class="num">share</th>'
+        '<th class="num">tokens in / cached / out</th><th class="num">cost</th></tr>'
+        f"{''.join(rows)}</table>"
+    )

@@ -1,0 +1,163 @@
+"""Harbor-format tasks end to end in the local env (issue 20.2, 20.3): the fixture tasks of
+tests/fixtures/harbor-tasks replayed by the oracle through the real agent trees in the
+bubblewrap sandbox, solo and as the oracle team (the lead delegates, a worker runs the
+solution), graded by their tests/test.sh on the files the agents left, then exported with
+`orchestra export harbor` and read back through the strict Harbor models.
+
+The solo and the team run are started together (each mostly waits on its agents)."""
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from e2e_jobs import JobRun
+from harbor_support import EXPECTED_REWARDS, harbor_dataset, harbor_problems
+from typer.testing import CliRunner
+
+from orchestra.agents.trajectory.atif import Trajectory
+from orchestra.cli.main import app
+from orchestra.config.harbor_task import harbor_checksum
+from orchestra.export import harbor_models as harbor
+from orchestra.paths import PROJECT_ROOT
+from orchestra.trial.env.sandbox import sandbox_support
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TEAM_MANIFEST = PROJECT_ROOT / "manifests" / "buzz-native-team-oracle.yaml"
+
+
+@pytest.fixture(scope="module")
+def harbor_jobs(run_job, scratch: Path, relay_url: str, embedded_pg) -> dict[str, JobRun]:
+    if sandbox_support().program is None:
+        pytest.skip(
+            f"Harbor tasks run locally only in the bubblewrap sandbox: {sandbox_support().problem}"
+        )
+    tasks = harbor_dataset(scratch / "harbor-tasks")
+    stack = ["--stack", "external", "--relay-url", relay_url]
+    runs = {"solo": [], "team": ["--manifest", str(TEAM_MANIFEST)]}
+    with ThreadPoolExecutor(len(runs)) as pool:
+        futures = {
+            name: pool.submit(
+                run_job,
+                tasks,
+                f"harbor-{name}",
+                *stack,
+                "--database-url",
+                embedded_pg.new_database_url(),
+                *extra,
+            )
+            for name, extra in runs.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def harbor_job(harbor_jobs: dict[str, JobRun]) -> JobRun:
+    return harbor_jobs["solo"]
+
+
+@pytest.fixture(scope="module")
+def team_job(harbor_jobs: dict[str, JobRun]) -> JobRun:
+    return harbor_jobs["team"]
+
+
+def solve_commands(trial: Path, result: dict, agent_id: str) -> list[str]:
+    """The shell commands the agent's oracle issued, from its ATIF trajectory."""
+    relative = result["trajectories"].get(agent_id)
+    if relative is None:
+        return []
+    steps = Trajectory.model_validate_json((trial / relative).read_bytes()).steps
+    return [call.arguments["command"] for step in steps for call in step.tool_calls or []]
+
+
+def test_reference_solutions_score_1_and_the_wrong_one_0(harbor_job: JobRun) -> None:
+    assert harbor_job.returncode == 0, harbor_job.output
+    assert harbor_problems(harbor_job.results) == [], harbor_job.output
+
+
+def test_the_user_posts_the_instruction_and_the_orchestrator_runs_solve_sh(
+    harbor_job: JobRun,
+) -> None:
+    for name, result in harbor_job.results.items():
+        trial = harbor_job.job_dir / result["trial_name"]
+        (agent,) = result["buzz"]["agents"]
+        evidence = json.loads((trial / "agent" / "buzz" / "buzz-evidence.json").read_text())
+        task_message = evidence["messages"][0]
+        assert task_message["id"] == result["buzz"]["task_event_id"], name
+        assert task_message["content"].startswith(f"@{agent['agent_id']} "), name
+        assert task_message["mentioned_pubkeys"] == [agent["pubkey"]], name
+        commands = solve_commands(trial, result, agent["agent_id"])
+        assert len(commands) == 1 and commands[0].endswith("harbor-solve.sh"), (name, commands)
+
+
+def test_the_grade_is_the_sandbox_state_the_agents_left(harbor_job: JobRun) -> None:
+    """fix-python-bug's solution fixed /app/calc.py inside the sandbox; the trial keeps the
+    file where the local env maps /app, and the verifier's record of its inputs has /tests."""
+    result = harbor_job.results["fix-python-bug"]
+    trial = harbor_job.job_dir / result["trial_name"]
+    assert "range(1, n + 1)" in (trial / "sandbox" / "app" / "calc.py").read_text()
+    assert (trial / "verifier-inputs" / "tests" / "test_calc.py").is_file()
+    assert result["sandbox"] == "bwrap"
+
+
+def test_the_export_round_trips_with_harbor_s_task_checksum(
+    harbor_job: JobRun, scratch: Path
+) -> None:
+    out = scratch / "harbor-export"
+    exported = CliRunner().invoke(app, ["export", "harbor", str(harbor_job.run_dir), str(out)])
+    assert exported.exit_code == 0, exported.output
+    job_out = out / harbor_job.job_dir.name
+    rewards = {}
+    for name, result in harbor_job.results.items():
+        trial_out = job_out / result["trial_name"]
+        trial = harbor.TrialResult.model_validate_json((trial_out / "result.json").read_bytes())
+        assert trial.task_checksum == harbor_checksum(Path(trial.task_id.path)), name
+        assert trial.verifier_result is not None and trial.exception_info is None
+        rewards[name] = trial.verifier_result.rewards
+        assert (trial_out / "agent" / "trajectory.json").is_file()
+        assert {p.name for p in (trial_out / "verifier").iterdir()} >= {"test-stdout.txt"}
+    assert rewards == EXPECTED_REWARDS
+    job = harbor.JobResult.model_validate_json((job_out / "result.json").read_bytes())
+    assert (job.n_total_trials, job.stats.n_trials, job.stats.n_errors) == (3, 3, 0)
+
+
+def test_a_team_scores_the_same_with_the_worker_running_solve_sh(team_job: JobRun) -> None:
+    """The lead delegates by mention, worker-1 runs harbor-solve.sh and calls back, and the
+    lead's `DONE:` ends the trial; the grade is still the sandbox the worker changed."""
+    assert team_job.returncode == 0, team_job.output
+    assert harbor_problems(team_job.results) == [], team_job.output
+    for name, result in team_job.results.items():
+        trial = team_job.job_dir / result["trial_name"]
+        assert result["stop_reason"] == "done_message", name
+        evidence = json.loads((trial / "agent" / "buzz" / "buzz-evidence.json").read_text())
+        by_id = {message["id"]: message for message in evidence["messages"]}
+        done = by_id[result["buzz"]["completion_message_id"]]
+        assert (done["author"], done["content"][:5]) == ("lead-1", "DONE:"), name
+        assert [m["author"] for m in evidence["messages"]][:2] == ["user", "lead-1"], name
+        lead = solve_commands(trial, result, "lead-1")
+        assert not any("harbor-solve" in command for command in lead), (name, lead)
+        worker = [c for c in solve_commands(trial, result, "worker-1") if "harbor-solve" in c]
+        assert len(worker) == 1, (name, worker)
+
+
+def test_a_team_run_exports_the_teammates_trajectories_beside_the_lead_s(
+    team_job: JobRun, scratch: Path
+) -> None:
+    out = scratch / "harbor-team-export"
+    exported = CliRunner().invoke(app, ["export", "harbor", str(team_job.run_dir), str(out)])
+    assert exported.exit_code == 0, exported.output
+    for name, result in team_job.results.items():
+        agent_out = out / team_job.job_dir.name / result["trial_name"] / "agent"
+        trial = harbor.TrialResult.model_validate_json(
+            (agent_out.parent / "result.json").read_bytes()
+        )
+        assert trial.verifier_result is not None
+        assert trial.verifier_result.rewards == EXPECTED_REWARDS[name]
+        lead = Trajectory.model_validate_json((agent_out / "trajectory.json").read_bytes())
+        assert lead.steps, name
+        sides = sorted(p.name for p in (agent_out / "trajectories").iterdir())
+        assert sides == sorted(f"{a}.json" for a in result["trajectories"] if a != "lead-1")
+        assert "worker-1.json" in sides, name
+        for side in sides:
+            Trajectory.model_validate_json((agent_out / "trajectories" / side).read_bytes())
