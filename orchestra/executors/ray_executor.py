@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import ray
-from ray.exceptions import RayError, RayTaskError
+from ray.exceptions import ActorUnavailableError, RayError, RayTaskError
 from ray.util.scheduling_strategies import (
     NodeAffinitySchedulingStrategy,
     NodeLabelSchedulingStrategy,
@@ -51,6 +51,8 @@ from orchestra.trial.state import TrialNaming
 
 #: the node hosts' own calls (a trial's run, cancel, …) all run on their event loop at once
 HOST_CONCURRENCY = 10_000
+#: how long the driver waits before it asks an unreachable mailbox again
+MAILBOX_RETRY_SECONDS = 0.2
 
 
 class NoNodeHost(Exception):
@@ -77,22 +79,28 @@ def run_on_node(job_key: str, request: TrialRequest) -> TrialReturn:
 
 
 class UpdateSink:
-    """The driver's mailbox (a Ray actor on the driver's node): node hosts put messages, the
-    driver takes them in batches, waiting while there are none."""
+    """The driver's mailbox (a Ray actor on the head node): node hosts put messages, the driver
+    takes them in batches, waiting while there are none. Each take acknowledges the messages
+    the driver has received, so a take whose reply was lost (`ActorUnavailableError`: "may or
+    may not have been executed") is asked again without losing or repeating a message."""
 
     def __init__(self) -> None:
         self._messages: list[tuple[Any, ...]] = []
+        self._acknowledged = 0  # messages received by the driver before `_messages[0]`
         self._arrived = asyncio.Event()
 
     async def put(self, message: tuple[Any, ...]) -> None:
         self._messages.append(message)
         self._arrived.set()
 
-    async def take(self) -> list[tuple[Any, ...]]:
-        await self._arrived.wait()
-        self._arrived.clear()
-        batch, self._messages = self._messages, []
-        return batch
+    async def take(self, received: int) -> tuple[int, list[tuple[Any, ...]]]:
+        """The messages after the first `received`, and how many there are then."""
+        del self._messages[: received - self._acknowledged]
+        self._acknowledged = received
+        while not self._messages:
+            self._arrived.clear()
+            await self._arrived.wait()
+        return received + len(self._messages), list(self._messages)
 
 
 @dataclass
@@ -127,7 +135,8 @@ class RayExecutor:
             .options(
                 num_cpus=0,
                 max_concurrency=HOST_CONCURRENCY,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
+                # hard: a soft affinity lets Ray place it on a worker node, lost with it
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
             )
             .remote()
         )
@@ -326,8 +335,19 @@ class RayTrials:
     # --- messages from the nodes ---------------------------------------------------------
 
     async def pump(self) -> None:
+        received = 0
         while True:
-            for message in await self.sink.take.remote():
+            try:
+                received, batch = await self.sink.take.remote(received)
+            except ActorUnavailableError:  # a transient RPC failure: ask again
+                await asyncio.sleep(MAILBOX_RETRY_SECONDS)
+                continue
+            except RayError as error:  # the head is gone: the trials' returns still come
+                self.hooks.log(
+                    f"progress from the nodes stopped: the mailbox was lost ({type(error).__name__})"
+                )
+                return
+            for message in batch:
                 self._receive(message)
 
     def _receive(self, message: tuple[Any, ...]) -> None:
