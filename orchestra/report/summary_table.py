@@ -3,8 +3,9 @@
 The full table has every column. When it is wider than the terminal, layouts give up, one step
 at a time: the detail column (failing dimensions) moves to a line of its own under each row; the
 layer column becomes a heading line; task names lose their shared dataset prefix; the optional
-columns go by rank; headers are abbreviated; the last optional columns go. The first layout
-that fits is used (the last one when none does). Without a width (a file or a pipe reads the
+columns go by rank; headers are abbreviated; the last optional columns go; task names are cut
+to the width that is left (with `…`, the shared prefix on a line above the table). The first
+layout that fits is used (the last one when none does). Without a width (a file or a pipe reads the
 output) the full table is printed, one unwrapped line per row.
 """
 
@@ -19,6 +20,8 @@ from rich.cells import cell_len
 from rich.text import Text
 
 INDENT = "  "
+#: the narrowest a cut task name gets (`reply-to-…`)
+MIN_NAME_WIDTH = 10
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Layout:
     short_names: bool = False
     short_headers: bool = False
     dropped_ranks: frozenset[int] = frozenset()
+    cut_names: bool = False
 
 
 def _layouts() -> tuple[Layout, ...]:
@@ -61,6 +65,7 @@ def _layouts() -> tuple[Layout, ...]:
         lambda layout: replace(layout, dropped_ranks=frozenset({1, 2, 3})),
         lambda layout: replace(layout, dropped_ranks=frozenset({1, 2, 3, 4})),
         lambda layout: replace(layout, dropped_ranks=frozenset({1, 2, 3, 4, 5})),
+        lambda layout: replace(layout, cut_names=True),
     )
     layouts = [Layout()]
     for change in changes:
@@ -93,7 +98,12 @@ def shared_prefix(names: Sequence[str]) -> str:
 
 class _Table:
     def __init__(
-        self, columns: Sequence[Column], rows: Sequence[Row], layout: Layout, prefix: str
+        self,
+        columns: Sequence[Column],
+        rows: Sequence[Row],
+        layout: Layout,
+        prefix: str,
+        width: int | None,
     ) -> None:
         self.layout, self.rows = layout, rows
         self.prefix = prefix if layout.short_names else ""
@@ -109,13 +119,17 @@ class _Table:
             c.key: max([cell_len(self.headers[c.key])] + [cell_len(r.cells[c.key]) for r in rows])
             for c in self.columns
         }
-        self.name_header = f"Task ({prefix})" if self.prefix else "Task"
+        cut = layout.cut_names and width is not None
+        self.name_header = f"Task ({prefix})" if self.prefix and not cut else "Task"
         self.name_width = max(
             cell_len(self._name(self.name_header)), *(self._width_of(r) for r in rows)
         )
         self.layer_width = 0
         if not layout.layer_headings:
             self.layer_width = max([cell_len("Layer")] + [cell_len(r.layer) for r in rows])
+        if cut and width is not None:
+            room = width - (self.width - self.name_width)
+            self.name_width = max(MIN_NAME_WIDTH, min(self.name_width, room))
 
     def _name(self, name: str) -> str:
         return INDENT + name if self.layout.layer_headings else name
@@ -126,6 +140,14 @@ class _Table:
     def _short(self, name: str) -> str:
         return name.removeprefix(self.prefix) if self.prefix else name
 
+    def _fitted(self, name: str) -> str:
+        """`name` as the row shows it: cut with `…` in a layout that cuts names."""
+        shown = self._name(name)
+        if not self.layout.cut_names or cell_len(shown) <= self.name_width:
+            return name
+        room = self.name_width - (cell_len(shown) - cell_len(name)) - 1
+        return name[: max(0, room)] + "…"
+
     @property
     def width(self) -> int:
         layer = self.layer_width + 2 if self.layer_width else 0
@@ -133,14 +155,17 @@ class _Table:
 
     def _line(self, layer: str, name: str, cells: Mapping[str, str]) -> str:
         parts = [_pad(layer, self.layer_width, "left") + "  "] if self.layer_width else []
-        parts.append(_pad(self._name(name), self.name_width, "left"))
+        parts.append(_pad(self._name(self._fitted(name)), self.name_width, "left"))
         for column in self.columns:
             cell = _pad(cells[column.key], self.widths[column.key], column.justify)
             parts.append(" " * column.gap + cell)
         return "".join(parts).rstrip()
 
     def render(self, width: int | None) -> list[Text]:
-        lines = [Text(self._line("Layer", self.name_header, self.headers), style="bold")]
+        lines = []
+        if self.prefix and self.name_header == "Task":  # the names are cut: say whose they are
+            lines.append(Text(f"tasks of {self.prefix}"))
+        lines.append(Text(self._line("Layer", self.name_header, self.headers), style="bold"))
         layer = None
         for row in self.rows:
             if self.layout.layer_headings and row.layer != layer:
@@ -169,7 +194,7 @@ def fit_table(columns: Sequence[Column], rows: Sequence[Row], width: int | None)
     """The lines of the richest layout whose rows fit in `width` (None: the full table)."""
     prefix = shared_prefix([row.name for row in rows if not row.bold])
     for layout in LAYOUTS:
-        table = _Table(columns, rows, layout, prefix)
+        table = _Table(columns, rows, layout, prefix, width)
         if width is None or table.width <= width or layout is LAYOUTS[-1]:
             return FittedTable(table.render(width), layout, table.dropped)
     raise AssertionError("unreachable: the last layout always fits")

@@ -34,7 +34,7 @@ def rendered(job: Path, width: int | None) -> list[str]:
     return out.getvalue().splitlines()
 
 
-@pytest.mark.parametrize("width", [60, 80, 120])
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
 def test_no_line_is_wider_than_the_terminal(job: Path, width: int) -> None:
     lines = rendered(job, width)
     assert max(len(line) for line in lines) <= width
@@ -60,7 +60,7 @@ def test_the_dataset_prefix_is_shared_only_when_every_task_has_it() -> None:
     assert shared_prefix(["buzz-native/a", "other/b"]) == ""
 
 
-@pytest.mark.parametrize("columns", [60, 80, 120])
+@pytest.mark.parametrize("columns", [40, 60, 80, 120])
 def test_summarize_in_a_real_terminal(job: Path, columns: int) -> None:
     pid, fd = pty.fork()
     if pid == 0:  # the child: the installed script on a pty of `columns` columns
