@@ -452,6 +452,11 @@ class ForkServerPaths:
     def holder(self) -> Path:
         return self.root / FORK_HOLDER_NAME
 
+    @property
+    def owner(self) -> Path:
+        """The orchestrator that made the directory: `pid start-time` (`forked.sweep_abandoned`)."""
+        return self.root / "owner"
+
 
 OPT_BUZZ = PurePosixPath("/opt/buzz")
 CONTAINER_VENV_BIN = OPT_BUZZ / "venv" / "bin"

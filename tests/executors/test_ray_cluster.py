@@ -5,6 +5,8 @@ own embedded stack (PostgreSQL and relay) in its node's directory.
 * Oracle tasks through `--executor ray` score 1.0 with trials on both nodes, and the jobs
   directory matches the local executor's for the same plan field by field, apart from `node`
   and `executor` (and what differs between any two runs: ids, times, token counts).
+* The Harbor fixture tasks score on the cluster as in the local env (issue 20's tasks under
+  `--executor ray`).
 * `--dry-run --executor ray` lists the nodes, their free slots and version checks; a node with
   another version is refused at preflight, naming the node and both versions.
 * SIGINT: every in-flight trial `cancelled`, exit 130, no process left on any node, resumable.
@@ -29,6 +31,7 @@ from typing import Any
 import psutil
 import pytest
 import ray
+from harbor_support import harbor_dataset, harbor_problems
 from orchestra_run import orchestra_command, task_copy, wait_until
 from ray_cluster import (
     RUN_TIMEOUT_SECONDS,
@@ -45,6 +48,7 @@ from typer.testing import CliRunner
 from orchestra.cli.main import app
 from orchestra.executors import cluster as ray_cluster_module
 from orchestra.executors.cluster import ClusterUnavailable, check_cluster
+from orchestra.trial.env.sandbox import sandbox_support
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -208,6 +212,22 @@ def test_the_jobs_directory_matches_the_local_executors(
     ]
     ray_summary, local_summary = (json.loads(summary) for summary in summaries)
     assert differences(ray_summary, local_summary, volatile=VOLATILE | {"name"}) == []  # job names
+
+
+def test_harbor_tasks_score_on_the_cluster_as_they_do_locally(
+    cluster: RayCluster, scratch: Path
+) -> None:
+    """The Harbor fixture tasks travel to the nodes packed like any task; each node's local
+    env runs their agents and tests/test.sh in its bubblewrap sandbox."""
+    if sandbox_support().program is None:
+        pytest.skip(f"Harbor tasks run locally only in the sandbox: {sandbox_support().problem}")
+    tasks = harbor_dataset(scratch / "harbor-tasks")
+    done = run(ray_benchmark(cluster, scratch, "harbor", "--path", str(tasks), "-k", "1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    by_task = {r["short_name"]: r for r in results(job_dir(scratch, "harbor")).values()}
+    assert harbor_problems(by_task) == [], done.stdout + done.stderr
+    assert {r["node"]["node_id"] for r in by_task.values()} <= set(cluster.workers)
+    assert {r["executor"] for r in by_task.values()} == {"ray"}
 
 
 def test_dry_run_lists_the_nodes_their_slots_and_versions(

@@ -23,6 +23,8 @@ from functools import cache
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
+import psutil
+
 from orchestra.agents.forkserver.launch import (
     holder_script,
     server_command,
@@ -37,6 +39,7 @@ from orchestra.paths import ForkServerPaths
 from orchestra.processes import tied
 
 START_SECONDS = 60.0  # its imports, on a loaded machine
+DIRECTORY_PREFIX = "buzz-fork-"
 #: host variables the server keeps: it holds no secret, every program gets its own environment
 SERVER_VARIABLES = ("PATH", "LANG", "LC_ALL")
 
@@ -57,7 +60,9 @@ class ForkServer:
         """`command(socket)`: the server's command line (default: this package's server), which
         serves `programs` (by name; a tree whose first program is another runs by plain exec)."""
         self.programs = frozenset(programs)
-        self.paths = ForkServerPaths(Path(tempfile.mkdtemp(prefix="buzz-fork-")))
+        sweep_abandoned(Path(tempfile.gettempdir()))
+        self.paths = ForkServerPaths(Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX)))
+        self.paths.owner.write_text(_process_mark(psutil.Process()))
         write_script(self.paths.client, stub_script(python))
         write_script(self.paths.holder, holder_script(python))
         self._command = command or (lambda socket: server_command(socket, python=python))
@@ -95,6 +100,29 @@ class ForkServer:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(10)
         shutil.rmtree(self.paths.root, ignore_errors=True)
+
+
+def _process_mark(process: psutil.Process) -> str:
+    return f"{process.pid} {process.create_time()!r}"  # a pid alone may be reused
+
+
+def sweep_abandoned(directory: Path) -> None:
+    """Remove the fork-server directories in `directory` whose orchestrator is gone without
+    removing its own (killed by SIGKILL, its `atexit` never ran). A directory without an owner
+    is left alone: another tool's, or one still being made."""
+    for root in directory.glob(f"{DIRECTORY_PREFIX}*"):
+        paths = ForkServerPaths(root)
+        try:
+            owner = paths.owner.read_text()
+            pid = int(owner.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        try:
+            alive = _process_mark(psutil.Process(pid)) == owner
+        except psutil.Error:
+            alive = False
+        if not alive:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _await_ready(process: subprocess.Popen[bytes]) -> None:
