@@ -21,10 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 import mcp_types
-from mcp.client._transport import TransportStreams
 from mcp.client.stdio import (
-    _KILL_REAP_TIMEOUT,
-    _WRITER_FLUSH_TIMEOUT,
     FORCE_KILL_TIMEOUT,
     PROCESS_TERMINATION_TIMEOUT,
     StdioServerParameters,
@@ -38,9 +35,13 @@ from orchestra.agents.forkserver.spawn import ForkedProcess, start_served
 
 if TYPE_CHECKING:
     from anyio.abc import Process
+    from mcp.client._transport import TransportStreams  # a type only: no private name at run time
 
 log = logging.getLogger("mcp")
 CHUNK_BYTES = 64 * 1024
+#: the SDK's private timeouts of the same steps, as `stdio_client` has them in mcp 2.x
+WRITER_FLUSH_SECONDS = 0.5  # the writer flushes what it accepted before stdin closes
+KILL_REAP_SECONDS = 2.0  # the event loop sees the KILL (only an unkillable process waits it out)
 
 
 @contextlib.asynccontextmanager
@@ -124,13 +125,13 @@ async def forked_stdio(
     async def shutdown() -> None:
         read_stream.close()
         write_stream.close()
-        with anyio.move_on_after(_WRITER_FLUSH_TIMEOUT):
+        with anyio.move_on_after(WRITER_FLUSH_SECONDS):
             await writer_done.wait()
         stdin.close()
         if not await exited_within(PROCESS_TERMINATION_TIMEOUT):
             # TERM to its group, KILL after FORCE_KILL_TIMEOUT (it reads `pid` and `returncode`)
             await terminate_posix_process_tree(cast("Process", process), FORCE_KILL_TIMEOUT)
-            if not await exited_within(_KILL_REAP_TIMEOUT):
+            if not await exited_within(KILL_REAP_SECONDS):
                 log.warning("MCP server process %d is still alive after the kill", process.pid)
                 process.send_signal(signal.SIGKILL)
         for stream in (read_stream, write_stream, read_writer, write_reader):
