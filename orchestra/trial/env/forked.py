@@ -24,9 +24,9 @@ from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from orchestra.agents.forkserver.launch import (
-    holder_script,
     server_command,
     stub_script,
+    write_holder,
     write_script,
 )
 from orchestra.agents.forkserver.programs import ENTRY_POINTS
@@ -59,7 +59,7 @@ class ForkServer:
         self.programs = frozenset(programs)
         self.paths = ForkServerPaths(Path(tempfile.mkdtemp(prefix="buzz-fork-")))
         write_script(self.paths.client, stub_script(python))
-        write_script(self.paths.holder, holder_script(python))
+        write_holder(self.paths.holder, python)
         self._command = command or (lambda socket: server_command(socket, python=python))
         self._process: subprocess.Popen[bytes] | None = None
         self._ready: asyncio.Future[None] | None = None
