@@ -57,11 +57,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _exit_on_term)
     code = 0
     try:
-        from orchestra.agents.devmcp.server import build_server
+        from orchestra.agents.devmcp.server import serve
 
         resume_collector()
         log.info("buzz-dev-mcp serving in %s (scratch %s)", workspace.cwd, workspace.root)
-        build_server(workspace).run()
+        serve(workspace)
     except BaseException as error:
         stop = _stop_code(error)
         if stop is None:

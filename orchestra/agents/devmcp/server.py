@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import cache
 from typing import Annotated, Literal
 
 from mcp.server import MCPServer
@@ -39,6 +40,8 @@ TODO_DESCRIPTION = (
     "Markdown checklist. Use it to keep track of multi-step work."
 )
 _TODO_MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
+#: This process's workspace (`serve` sets it): one server process serves one session.
+_serving: Workspace | None = None
 
 
 class TodoItem(BaseModel):
@@ -74,7 +77,24 @@ async def _lifespan(_server: MCPServer) -> AsyncIterator[None]:
         await finish_pending_kills()
 
 
-def build_server(workspace: Workspace) -> MCPServer:
+def serve(workspace: Workspace) -> None:
+    """Serve the tools in `workspace` over stdio until the client goes away."""
+    global _serving
+    _serving = workspace
+    build_server().run()
+
+
+def _workspace() -> Workspace:
+    if _serving is None:
+        raise RuntimeError("the tools run only in a server that serve() started")
+    return _serving
+
+
+@cache
+def build_server() -> MCPServer:
+    """The server and its tools, which act in the workspace `serve` was given. Built once per
+    process; the fork server builds it before it forks, so a forked buzz-dev-mcp shares the
+    tools' argument models and schemas instead of building its own (docs/performance.md)."""
     server = MCPServer("buzz-dev-mcp", lifespan=_lifespan)
 
     @server.tool(
@@ -88,7 +108,7 @@ def build_server(workspace: Workspace) -> MCPServer:
             int, Field(description="Timeout in seconds (1-600, default 120).")
         ] = DEFAULT_TIMEOUT_SECS,
     ) -> CallToolResult:
-        outcome = await run_shell(command, timeout_secs, workspace)
+        outcome = await run_shell(command, timeout_secs, _workspace())
         return _text_result(outcome.text, outcome.is_error)
 
     # Python names differ from the tool names so they do not shadow the imported helpers.
@@ -103,7 +123,7 @@ def build_server(workspace: Workspace) -> MCPServer:
         offset: Annotated[int, Field(description="First line number, 1-based.")] = 1,
         limit: Annotated[int, Field(description="Maximum lines (1-10000).")] = DEFAULT_LIMIT,
     ) -> CallToolResult:
-        return _file_tool_result(lambda: read_file(path, offset, limit, workspace.cwd))
+        return _file_tool_result(lambda: read_file(path, offset, limit, _workspace().cwd))
 
     @server.tool(
         name="str_replace",
@@ -118,7 +138,7 @@ def build_server(workspace: Workspace) -> MCPServer:
         replace_all: Annotated[bool, Field(description="Replace every occurrence.")] = False,
     ) -> CallToolResult:
         return _file_tool_result(
-            lambda: str_replace(path, old_str, new_str, replace_all, workspace.cwd)
+            lambda: str_replace(path, old_str, new_str, replace_all, _workspace().cwd)
         )
 
     @server.tool(name="todo", description=TODO_DESCRIPTION, structured_output=False)

@@ -10,7 +10,8 @@ killed it): the namespace and everything in it end with buzz-acp, as they did wh
 was the first process. Without a pid (the launcher went away) it exits 1.
 
 Like `stub.py`, run as a script with `-S -I` (`forkserver.launch.holder_script`), built-in
-modules only.
+modules only, where the host has no C compiler: elsewhere the launcher builds `holder.c`, which
+keeps this contract in 0.1 MiB of private memory instead of 2.7 (`launch.write_holder`).
 """
 
 import _signal  # type: ignore[import-not-found]  # `signal` would import enum: 3 ms more

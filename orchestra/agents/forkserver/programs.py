@@ -58,7 +58,8 @@ _MODULES = (
 
 
 def preload() -> None:
-    """Import every program's modules, as each imports them (ACP without field docstrings)."""
+    """Import every program's modules, as each imports them (ACP without field docstrings),
+    then do their first-use work (`warm`)."""
     from orchestra.agents.sdk_imports import field_docstrings_skipped
 
     for entry_point in ENTRY_POINTS.values():
@@ -68,6 +69,7 @@ def preload() -> None:
             importlib.import_module(name)
     for name in _MODULES:
         importlib.import_module(name)
+    warm()
 
 
 def entry_point(entry: str) -> Callable[[], object]:
@@ -75,3 +77,29 @@ def entry_point(entry: str) -> Callable[[], object]:
     module, _, function = entry.partition(":")
     main: Callable[[], object] = getattr(importlib.import_module(module), function)
     return main
+
+
+def warm() -> None:
+    """First-use work of the programs, done once here: in a forked program it writes memory
+    of the server's image, which then is that program's alone (docs/performance.md, h-pss2)."""
+    complete_models()
+    from orchestra.agents.devmcp.server import build_server
+
+    build_server()  # buzz-dev-mcp's tools: an argument model and a schema each
+
+
+def complete_models() -> None:
+    """Build the pydantic models their imports left incomplete (forward references not yet
+    defined then: the MCP SDK's `CallToolRequest`, `SamplingMessage`, …), which pydantic would
+    otherwise build at their first use in every program that uses them."""
+    from pydantic import BaseModel
+
+    seen: set[type[BaseModel]] = set()
+    pending = [BaseModel]
+    while pending:
+        for model in pending.pop().__subclasses__():
+            if model not in seen:
+                seen.add(model)
+                pending.append(model)
+                if not model.__pydantic_complete__:
+                    model.model_rebuild(raise_errors=False)

@@ -26,9 +26,9 @@ from typing import BinaryIO
 import psutil
 
 from orchestra.agents.forkserver.launch import (
-    holder_script,
     server_command,
     stub_script,
+    write_holder,
     write_script,
 )
 from orchestra.agents.forkserver.programs import ENTRY_POINTS
@@ -64,7 +64,7 @@ class ForkServer:
         self.paths = ForkServerPaths(Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX)))
         self.paths.owner.write_text(_process_mark(psutil.Process()))
         write_script(self.paths.client, stub_script(python))
-        write_script(self.paths.holder, holder_script(python))
+        write_holder(self.paths.holder, python)
         self._command = command or (lambda socket: server_command(socket, python=python))
         self._process: subprocess.Popen[bytes] | None = None
         self._ready: asyncio.Future[None] | None = None

@@ -82,6 +82,28 @@ def test_the_programs_are_the_console_scripts() -> None:
     assert set(CLIENT_PROGRAMS) < set(ENTRY_POINTS)
 
 
+PRELOADED = """
+from pydantic import BaseModel
+from orchestra.agents.devmcp.server import build_server
+from orchestra.agents.forkserver.programs import preload
+
+preload()
+seen, pending = set(), [BaseModel]
+while pending:
+    for model in pending.pop().__subclasses__():
+        if model not in seen:
+            seen.add(model)
+            pending.append(model)
+print(sum(not model.__pydantic_complete__ for model in seen), build_server.cache_info().currsize)
+"""
+
+
+def test_the_preload_leaves_no_first_use_work_to_the_programs() -> None:
+    """Every pydantic model is complete and buzz-dev-mcp's server built (programs.warm)."""
+    run = subprocess.run([sys.executable, "-c", PRELOADED], capture_output=True, text=True)
+    assert run.stdout.split() == ["0", "1"], run.stderr
+
+
 def test_a_client_starts_its_program_as_an_exec_would(server: Server, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
