@@ -13,6 +13,7 @@ import asyncpg
 
 from orchestra.relay.config import ConfigError, RelayConfig, ignored_variables_set, load_config
 from orchestra.relay.embedded_db import EmbeddedPostgres
+from orchestra.relay.loop import new_event_loop
 from orchestra.relay.memory import manual_full_collections
 from orchestra.relay.server import DatabaseUnavailable, Relay, connect_pool
 from orchestra.relay.storage.migrate import migrate
@@ -132,7 +133,8 @@ def main() -> None:
         (lambda url: _serve(config, url)) if command == "serve" else _migrate
     )
     try:
-        code = asyncio.run(_with_database(config, work))
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            code = runner.run(_with_database(config, work))
     except DatabaseUnavailable as error:
         print(f"buzz-relay: {error}", file=sys.stderr)
         sys.exit(error.exit_code)

@@ -36,6 +36,14 @@ INSERT_EVENTS_AND_TOUCH = (
 SELECT id FROM new_events"""
 )
 
+# One primary-key probe per id (the LIMIT keeps the planner from flattening the lateral
+# subquery): both `id = ANY(<array>)` and a plain join on unnest were planned as sequential
+# scans for some batch sizes, which made every write cost grow with the table.
+LOOKUP_IDS = """
+SELECT e.id, e.h_tag::text AS h
+FROM unnest($1::text[]) AS wanted(id),
+     LATERAL (SELECT id, h_tag FROM events WHERE events.id = wanted.id LIMIT 1) AS e
+"""
 CURRENT_REPLACEABLE = "SELECT id, created_at FROM events WHERE pubkey = $1 AND kind = $2"
 CURRENT_ADDRESSABLE = (
     "SELECT id, created_at FROM events WHERE pubkey = $1 AND kind = $2 AND d_tag = $3"

@@ -28,6 +28,9 @@ class FairQueue(Generic[Job]):
     def __len__(self) -> int:
         return sum(len(jobs) for jobs in self._jobs.values())
 
+    def holds(self, source: Hashable) -> bool:
+        return source in self._jobs
+
     def put(self, source: Hashable, job: Job) -> None:
         jobs = self._jobs.get(source)
         if jobs is None:
@@ -54,6 +57,21 @@ class FairQueue(Generic[Job]):
             source = turns[0]
             jobs = self._jobs[source]
             job_cost = cost(jobs[0])
+            if turns is self._fresh and self._credit[source] >= job_cost:
+                # A source that was idle gets its first job in now; the rest of its jobs (a
+                # flood that just started) queue with the busy sources, so however many
+                # sources turn fresh, each adds one job ahead of an occasional writer's.
+                if batch and spent + job_cost > max_cost:
+                    break
+                batch.append(jobs.popleft())
+                spent += job_cost
+                self._credit[source] -= job_cost
+                turns.popleft()
+                if jobs:
+                    self._busy.append(source)
+                else:
+                    del self._jobs[source], self._credit[source]
+                continue
             if self._credit[source] < job_cost:
                 # Its share of this round is spent: next turn, with one more quantum.
                 turns.popleft()

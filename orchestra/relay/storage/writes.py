@@ -1,20 +1,22 @@
-"""The single writer task: group commit of queued events (protocol.md §4 steps 8-11, §15.2).
+"""The writer: group commit of queued events (protocol.md §4 steps 8-11, §15.2).
 
-Connections verify events and `submit` them; the writer takes fair, cost-bounded batches from
-its queue (write_queue.py), checks duplicates and channel rules in submission order, commits
-plain events of a batch in one transaction, resolves each caller's future right after the
-commit (so `OK true` always follows COMMIT) and hands the committed events to the fan-out
+Connections verify events and `submit` them; the main lane takes fair, cost-bounded batches
+from its queue (write_queue.py), checks duplicates and channel rules in submission order,
+commits plain events of a batch in one transaction, resolves each caller's future right after
+the commit (so `OK true` always follows COMMIT) and hands the committed events to the fan-out
 stage, which delivers them outside this task. Channel operations commit on their own, in
-order, and update the cache after their commit; as every write passes through this one task,
-no per-channel locks are needed. The queue is bounded by a memory budget: `submit` waits
-while it is full, which stops the submitting connections from reading (backpressure).
+order, and update the cache after their commit. While the main lane is busy, an occasional
+writer's cheap regular event is committed in the express lane (express.py) on the second
+connection; channel operations and TTL sweeps run with that lane idle, so no per-channel
+locks are needed. The queue is bounded by a memory budget: `submit` waits while it is full,
+which stops the submitting connections from reading (backpressure).
 """
 
 import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -24,7 +26,7 @@ from orchestra.nostr.keys import Keys
 from orchestra.nostr.kinds import Kind
 from orchestra.relay import channel_rules
 from orchestra.relay.channel_rules import STATE_CHANGING_KINDS, ChannelPlan
-from orchestra.relay.channels import Channel, ChannelCache, build_state_events, note_state_events
+from orchestra.relay.channels import Channel, ChannelCache, note_state_events
 from orchestra.relay.fanout import Fanout
 from orchestra.relay.outcome import (
     ACCEPTED,
@@ -35,7 +37,9 @@ from orchestra.relay.outcome import (
     WriteResult,
 )
 from orchestra.relay.storage import DbConnection
-from orchestra.relay.storage.rows import insert_events, is_indexed_tag, replace_event
+from orchestra.relay.storage.channel_state import store_channel_state
+from orchestra.relay.storage.express import ExpressLane
+from orchestra.relay.storage.rows import LOOKUP_IDS, insert_events, is_indexed_tag, replace_event
 from orchestra.relay.storage.write_queue import FairQueue
 from orchestra.relay.throttle import Budget
 
@@ -50,35 +54,12 @@ MAX_BATCH_COST = 2000
 WRITE_QUANTUM = 500
 EVENT_COST = 5
 CHANNEL_OPERATION_COST = 400
+# The express lane (express.py): events up to this cost (a few indexed tags), this many a batch.
+EXPRESS_MAX_COST = 100
+EXPRESS_MAX_JOBS = 64
 # Memory an event holds while queued, for the write budgets (its tags are separate objects).
 MIN_WRITE_CHARGE = 1024
 TAG_CHARGE = 128
-# One primary-key probe per id (the LIMIT keeps the planner from flattening the lateral
-# subquery): both `id = ANY(<array>)` and a plain join on unnest were planned as sequential
-# scans for some batch sizes, which made every write cost grow with the table.
-LOOKUP_IDS = """
-SELECT e.id, e.h_tag::text AS h
-FROM unnest($1::text[]) AS wanted(id),
-     LATERAL (SELECT id, h_tag FROM events WHERE events.id = wanted.id LIMIT 1) AS e
-"""
-UPSERT_CHANNEL = """
-INSERT INTO channels (channel_id, name, about, visibility, channel_type, ttl_seconds, creator,
-                      created_at, archived, archived_at, last_activity_at, create_event_id)
-VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-ON CONFLICT (channel_id) DO UPDATE SET
-  name = EXCLUDED.name, about = EXCLUDED.about, visibility = EXCLUDED.visibility,
-  channel_type = EXCLUDED.channel_type, ttl_seconds = EXCLUDED.ttl_seconds,
-  archived = EXCLUDED.archived, archived_at = EXCLUDED.archived_at,
-  last_activity_at = EXCLUDED.last_activity_at
-"""
-UPSERT_MEMBERS = """
-INSERT INTO channel_members (channel_id, pubkey, role, added_by, added_at)
-SELECT $1::uuid, pubkey, role, $4, $5 FROM unnest($2::text[], $3::text[]) AS t(pubkey, role)
-ON CONFLICT (channel_id, pubkey) DO UPDATE SET role = EXCLUDED.role
-"""
-DELETE_MEMBERS = (
-    "DELETE FROM channel_members WHERE channel_id = $1::uuid AND pubkey = ANY($2::text[])"
-)
 
 
 def write_charge(event: Event) -> int:
@@ -100,6 +81,7 @@ class _Job:
     future: asyncio.Future[WriteResult]
     cost: int
     charge: int
+    source: Hashable
 
 
 @dataclass(eq=False)
@@ -109,6 +91,7 @@ class _Sweep:
     future: asyncio.Future[WriteResult]
     cost: int = CHANNEL_OPERATION_COST
     charge: int = 0
+    source: Hashable = None
 
 
 _SWEEPS = object()  # the queue source of TTL sweeps
@@ -120,6 +103,12 @@ class _Segment:
 
     jobs: list[_Job] = field(default_factory=list)
     activity: dict[str, int] = field(default_factory=dict)  # channel -> newest kind-9 created_at
+
+
+def _is_exclusive(job: "_Job | _Sweep") -> bool:
+    """Whether committing `job` changes the channel state that other writes are checked
+    against (so the express lane must be idle meanwhile)."""
+    return isinstance(job, _Sweep) or job.event.kind in STATE_CHANGING_KINDS
 
 
 def _resolve(job: "_Job | _Sweep", result: WriteResult) -> None:
@@ -143,6 +132,8 @@ class Writer:
         self._relay_keys = relay_keys
         self._clock = clock
         self._queue: FairQueue[_Job | _Sweep] = FairQueue(WRITE_QUANTUM)
+        self._express: ExpressLane[_Job] = ExpressLane(EXPRESS_MAX_JOBS)
+        self._in_progress: set[Hashable] | None = None  # the main lane's batch's sources
         self.budget = Budget(max_queued_bytes)
         self._stopping = False
 
@@ -154,10 +145,31 @@ class Writer:
     ) -> asyncio.Future[WriteResult]:
         """Queue `event` behind `source`'s earlier events; waits while the queue is full."""
         charge = write_charge(event) if charge is None else charge
+        while (held := self._express.holding(source)) is not None:
+            await asyncio.wait((held,))  # its express job first (one commit at most)
         await self.budget.acquire(charge)
         future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
-        self._queue.put(source, _Job(event, future, write_cost(event), charge))
+        job = _Job(event, future, write_cost(event), charge, source)
+        if self._takes_express(job):
+            self._express.put(source, job, future)
+        else:
+            self._queue.put(source, job)
         return future
+
+    def _takes_express(self, job: _Job) -> bool:
+        """A cheap regular event of a source with nothing in the main lane, while that lane is
+        busy with a batch (else the next batch is as quick)."""
+        busy = self._in_progress
+        return (
+            busy is not None
+            and not self._stopping
+            and job.cost <= EXPRESS_MAX_COST
+            and kind_class(job.event.kind) == "regular"
+            and not _is_exclusive(job)
+            and job.source not in busy
+            and not self._queue.holds(job.source)
+            and self._express.has_room()
+        )
 
     def sweep_ttl(self) -> asyncio.Future[WriteResult]:
         future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
@@ -168,8 +180,29 @@ class Writer:
         """Finish what is queued, then end `run`."""
         self._stopping = True
         self._queue.wake()
+        self._express.wake()
 
     async def run(self) -> None:
+        await asyncio.gather(self._run_main(), self._run_express())
+
+    async def _run_express(self) -> None:
+        while True:
+            batch = await self._express.next_batch(self._stopping)
+            if not batch:
+                if self._stopping:
+                    return
+                continue
+            try:
+                await self._process(list(batch))
+            except Exception:
+                log.exception("express write batch of %d events failed", len(batch))
+            finally:
+                for job in batch:
+                    _resolve(job, FAILED)
+                    self.budget.release(job.charge)
+                self._express.batch_done()
+
+    async def _run_main(self) -> None:
         while True:
             # Once stopping, never wait: the batch that takes the last jobs also consumes the
             # wake-up `stop` gave, so waiting then would wait forever.
@@ -180,14 +213,21 @@ class Writer:
                 if self._stopping:
                     return
                 continue
+            exclusive = any(_is_exclusive(job) for job in batch)
+            if exclusive:
+                await self._express.close()
+            self._in_progress = {job.source for job in batch}
             try:
                 await self._process(batch)
             except Exception:
                 log.exception("write batch of %d events failed", len(batch))
             finally:
+                self._in_progress = None
                 for job in batch:
                     _resolve(job, FAILED)
                     self.budget.release(job.charge)
+                if exclusive:
+                    self._express.reopen()
 
     async def _process(self, batch: list[_Job | _Sweep]) -> None:
         async with self._pool.acquire() as connection:
@@ -296,8 +336,14 @@ class Writer:
         try:
             async with connection.transaction():
                 await insert_events(connection, [event])
-                state_events = await self._store_state(
-                    connection, plan.new_channel, plan.state_kinds, event.pubkey
+                state_events = await store_channel_state(
+                    connection,
+                    self._cache,
+                    self._relay_keys,
+                    plan.new_channel,
+                    plan.state_kinds,
+                    event.pubkey,
+                    self._now(),
                 )
         except Exception:
             log.exception("committing channel operation %s failed", event.id)
@@ -307,52 +353,6 @@ class Writer:
         _resolve(job, ACCEPTED)
         for committed in (event, *state_events):
             await self._fanout.publish(committed)
-
-    async def _store_state(
-        self,
-        connection: DbConnection,
-        channel: Channel | None,
-        kinds: tuple[Kind, ...],
-        actor: str,
-    ) -> list[Event]:
-        """Write the channel row, member changes and new state events (inside a transaction)."""
-        if channel is None:
-            return []
-        now = self._now()
-        await connection.execute(
-            UPSERT_CHANNEL,
-            channel.channel_id,
-            channel.name,
-            channel.about,
-            channel.visibility,
-            channel.channel_type,
-            channel.ttl_seconds,
-            channel.creator,
-            channel.created_at,
-            channel.archived,
-            channel.archived_at,
-            channel.last_activity_at,
-            channel.create_event_id,
-        )
-        old = self._cache.get(channel.channel_id)
-        old_members = old.members if old is not None else {}
-        removed = [pk for pk in old_members if pk not in channel.members]
-        changed = {pk: role for pk, role in channel.members.items() if old_members.get(pk) != role}
-        if removed:
-            await connection.execute(DELETE_MEMBERS, channel.channel_id, removed)
-        if changed:
-            await connection.execute(
-                UPSERT_MEMBERS,
-                channel.channel_id,
-                list(changed),
-                list(changed.values()),
-                actor,
-                now,
-            )
-        state_events = build_state_events(channel, kinds, self._relay_keys, self._cache, now)
-        for state_event in state_events:
-            await replace_event(connection, state_event)
-        return state_events
 
     def _apply(self, channel: Channel | None, state_events: list[Event]) -> None:
         if channel is not None:
@@ -368,8 +368,14 @@ class Writer:
                 continue
             try:
                 async with connection.transaction():
-                    state_events = await self._store_state(
-                        connection, archived, (Kind.CHANNEL_METADATA,), channel.creator
+                    state_events = await store_channel_state(
+                        connection,
+                        self._cache,
+                        self._relay_keys,
+                        archived,
+                        (Kind.CHANNEL_METADATA,),
+                        channel.creator,
+                        now,
                     )
             except Exception:
                 log.exception("archiving channel %s by ttl failed", channel.channel_id)
