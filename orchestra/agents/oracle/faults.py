@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal, TypeGuard
+from typing import Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestra.settings import InvalidValue, Setting, SettingError
 
 FaultKind = Literal["429", "500", "slow", "malformed", "unknown_tool", "truncated", "silent"]
-FAULT_KINDS: tuple[str, ...] = (
-    "429",
-    "500",
-    "slow",
-    "malformed",
-    "unknown_tool",
-    "truncated",
-    "silent",
-)
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)  # one list of kinds: the type's
 DEFAULT_SLOW_SECONDS = 5.0
 
 
