@@ -25,6 +25,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -47,6 +48,10 @@ class Child(Protocol):
 PR_SET_CHILD_SUBREAPER = 36
 #: How often liveness is polled where a pidfd cannot be opened (no pidfd_open, or denied).
 POLL_SECONDS = 0.05
+#: `kill_processes_in`: at most this many passes in all, and this many more after one that
+#: killed nothing but read an empty environment
+SWEEP_MAX_PASSES = 32
+SWEEP_UNREAD_PASSES = 3
 COMMAND_TIMEOUT_SECONDS = 120.0
 #: The exit status reported for a command that could not start or was killed on timeout.
 FAILED_TO_RUN = -1
@@ -251,9 +256,11 @@ def kill_processes_in(
     """SIGKILL every process one of whose `variables` names `directory` or a path inside it;
     returns their pids. `newer_than`: `last_allocated_pid()` taken before the directory's first
     process started. Pids are handed out in increasing order, so only younger processes are
-    read (all of them once pids have wrapped around since)."""
-    import psutil
+    read (all of them once pids have wrapped around since).
 
+    Passes repeat while one kills something (a process killed in a pass may have forked a
+    child after the pass listed the pids) and, a few times `POLL_SECONDS` apart, while one
+    reads an empty environment (a process in the middle of an exec shows none)."""
     root = str(directory.resolve())
     skip = {os.getpid(), *exclude}
     newest = last_allocated_pid()
@@ -261,18 +268,41 @@ def kill_processes_in(
     if newer_than is not None and newest is not None and newest >= newer_than:
         floor = newer_than
     killed: list[int] = []
+    unread_passes = 0
+    for _ in range(SWEEP_MAX_PASSES):
+        found, unread = _sweep_pass(root, variables, skip, floor)
+        killed += found
+        skip.update(found)
+        if found:
+            continue
+        if not unread or unread_passes == SWEEP_UNREAD_PASSES:
+            break
+        unread_passes += 1
+        time.sleep(POLL_SECONDS)
+    return killed
+
+
+def _sweep_pass(
+    root: str, variables: tuple[str, ...], skip: set[int], floor: int
+) -> tuple[list[int], bool]:
+    """One pass of `kill_processes_in`: the pids killed, and whether an environment read empty."""
+    import psutil
+
+    killed: list[int] = []
+    unread = False
     for pid in psutil.pids():
         if pid <= floor or pid in skip:
             continue
         try:
             environment = psutil.Process(pid).environ()
-        except psutil.Error:
+        except psutil.Error:  # gone, a zombie, a kernel thread, or another user's
             continue
+        unread = unread or not environment
         if any(_inside(environment.get(name), root) for name in variables):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
-    return killed
+    return killed, unread
 
 
 def _inside(path: str | None, root: str) -> bool:

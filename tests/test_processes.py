@@ -240,6 +240,38 @@ async def test_the_sandbox_sweep_kills_processes_living_in_the_directory(tmp_pat
             process.stdout.close()
 
 
+async def test_the_sandbox_sweep_leaves_nothing_of_a_shell_that_keeps_starting_processes(
+    tmp_path: Path,
+) -> None:
+    """The shell forks children while a pass reads the processes (they are younger than the
+    pass's list) and execs them (a process mid-exec reads as an empty environment): the sweep
+    goes on until a pass finds nothing, so a second sweep finds nothing either."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    floor = last_allocated_pid()
+    shell = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        "echo ready; while :; do sleep 600 & done",
+        stdout=asyncio.subprocess.PIPE,
+        env={"PATH": os.defpath, "HOME": str(sandbox)},
+        start_new_session=True,
+    )
+    try:
+        assert shell.stdout is not None and await shell.stdout.readline() == b"ready\n"
+        killed = kill_processes_in(sandbox, newer_than=floor)
+        assert shell.pid in killed
+        async with asyncio.timeout(LIMIT_S):
+            assert await shell.wait() == -signal.SIGKILL
+            await wait_gone(killed)
+        assert kill_processes_in(sandbox, newer_than=floor) == []
+    finally:
+        kill_processes_in(sandbox, newer_than=floor)
+        if shell.returncode is None:
+            shell.kill()
+            await shell.wait()
+
+
 async def test_run_command_captures_output_and_never_raises() -> None:
     done = await run_command(["sh", "-c", "echo out; echo err >&2; exit 3"])
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")

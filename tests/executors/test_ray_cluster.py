@@ -10,6 +10,8 @@ own embedded stack (PostgreSQL and relay) in its node's directory.
 * `--dry-run --executor ray` lists the nodes, their free slots and version checks; a node with
   another version is refused at preflight, naming the node and both versions.
 * SIGINT: every in-flight trial `cancelled`, exit 130, no process left on any node, resumable.
+* A trial directory that packs larger than the limit (lowered from 512 MiB for the test): the
+  trial is `error` `TrialArtifactsTooLarge`, and its node keeps the directory at the recorded path.
 * A node whose stack cannot start: its trial is `error` `StackUnavailable` naming the node, and
   the rerun goes elsewhere (the node gets no more trials of the job).
 * A node removed mid-run: only its in-flight trial is `error` `NodeLost`; `orchestra resume`
@@ -18,6 +20,7 @@ own embedded stack (PostgreSQL and relay) in its node's directory.
 One cluster for the module; the last two tests add a node and remove it.
 """
 
+import functools
 import json
 import re
 import shutil
@@ -47,6 +50,7 @@ from typer.testing import CliRunner
 
 from orchestra.cli.main import app
 from orchestra.executors import cluster as ray_cluster_module
+from orchestra.executors import ray_executor
 from orchestra.executors.cluster import ClusterUnavailable, check_cluster
 from orchestra.trial.env.sandbox import sandbox_support
 
@@ -267,6 +271,36 @@ def test_a_node_with_another_version_is_refused_at_preflight(
     assert "error: version mismatch on the Ray cluster" in outcome.stderr
     assert "Traceback" not in outcome.output
     assert not (scratch / "jobs" / "mismatch").exists()
+
+
+def test_a_trial_directory_over_the_pack_limit_stays_on_its_node(
+    cluster: RayCluster, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scale-out.md §5 step 4 with a limit of 4 KiB instead of 512 MiB: every trial directory
+    (config, logs, evidence) packs larger."""
+    limited = functools.partial(ray_executor.RayExecutor, max_packed_bytes=4096)
+    monkeypatch.setattr(ray_executor, "RayExecutor", limited)
+    task = str(scratch / "tasks" / "user-mention")
+    args = ray_benchmark(cluster, scratch, "too-large", "--path", task, "-k", "1")[1:]
+    outcome = CliRunner().invoke(app, args)
+    assert outcome.exit_code == 3, outcome.output  # ran to the end, a trial is `error`
+    assert "Traceback" not in outcome.output
+    job = job_dir(scratch, "too-large")
+    (trial,) = results(job).values()
+    assert trial["status"] == "error"
+    assert trial["exception_info"]["exception_type"] == "TrialArtifactsTooLarge"
+    message = trial["exception_info"]["exception_message"]
+    kept = re.fullmatch(
+        r"the packed trial directory exceeds 4096 bytes; it is kept on its node at [^:]+:(\S+)",
+        message,
+    )
+    assert kept is not None, message
+    assert trial["node"]["node_id"] in cluster.workers
+    kept_dir = Path(kept.group(1))
+    assert kept_dir.is_relative_to(cluster.node_dir)
+    assert (kept_dir / "config.json").is_file()  # the whole directory, as the trial left it
+    assert json.loads((kept_dir / "result.json").read_text())["trial_name"] == trial["trial_name"]
+    assert f"{trial['trial_name']}: TrialArtifactsTooLarge: " in (job / "job.log").read_text()
 
 
 def in_agent_phase(cluster: RayCluster, node_id: str) -> list[Path]:

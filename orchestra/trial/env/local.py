@@ -210,7 +210,9 @@ class LocalEnvironment:
             await agent.stop(hurry)
         if self.launcher.kind is not SandboxKind.NONE:
             return []
-        killed = kill_processes_in(self.trial.sandbox, newer_than=self.pid_floor)
+        killed = await asyncio.to_thread(
+            kill_processes_in, self.trial.sandbox, newer_than=self.pid_floor
+        )
         return [f"killed {len(killed)} escaped process(es): {killed}"] if killed else []
 
     async def isolate(self) -> list[str]:
