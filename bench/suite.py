@@ -3,8 +3,8 @@ with `--baseline REF`, side by side with an earlier commit in one invocation (is
 
 Run from the repository root (a clean clone needs only `just setup` first):
 
-    .venv/bin/python bench/suite.py --baseline perf-baseline [--rounds 3] [--relay-port 3615]
-    .venv/bin/python bench/suite.py --baseline perf-baseline --rounds 1 --quick   # a few minutes
+    .venv/bin/python bench/suite.py --baseline 7f4f840 [--rounds 3] [--relay-port 3615]
+    .venv/bin/python bench/suite.py --baseline 7f4f840 --rounds 1 --quick   # a few minutes
     .venv/bin/python bench/suite.py                        # this checkout alone
 
 Each run is one `orchestra benchmark` (oracle condition, tasks/buzz-native, the default plan:

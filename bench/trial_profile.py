@@ -1,9 +1,10 @@
-"""Where a trial's CPU goes: the suite once, on a checkout (default: the perf-baseline tag), with
+"""Where a trial's CPU goes: the suite once, on a checkout (default: 7f4f840, the commit
+before issue 16's work, "perf-baseline" in docs/performance.md), with
 every process of the tree accounted (issue 16 point 2).
 
 Run from the repository root (root needed: taskstats and a cgroup):
 
-    .venv/bin/python bench/trial_profile.py [--ref perf-baseline] [-n 4] [--relay-port 3617]
+    .venv/bin/python bench/trial_profile.py [--ref 7f4f840] [-n 4] [--relay-port 3617]
     .venv/bin/python bench/trial_profile.py --py-spy /path/to/py-spy      # + sampled hot spots
 
 One warm-up run of the suite fills the state directory (fixture profiles, as every later run on
@@ -83,7 +84,7 @@ def benchmark_argv(orchestra: Path, args: argparse.Namespace, work: Path, name: 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ref", default="perf-baseline", help="commit to profile ('HEAD' and "
+    parser.add_argument("--ref", default="7f4f840", help="commit to profile ('HEAD' and "
                         "'current' mean this checkout as it is)")  # fmt: skip
     parser.add_argument("-n", "--n-concurrent", type=int, default=4)
     parser.add_argument("--relay-port", type=int, default=3617)
