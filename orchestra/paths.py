@@ -9,6 +9,7 @@ including the local-env verifier mapping (§9.3).
 from __future__ import annotations
 
 import secrets
+import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 
@@ -22,6 +23,9 @@ DEFAULT_STATE_DIR = Path(".benchmark")
 
 #: The repository checkout this package was imported from (editable install layout).
 PROJECT_ROOT = Path(__file__).absolute().parent.parent
+#: Where a wheel installs its copies of the root's `RepoPaths` files (pyproject's data-files): a
+#: Ray node installs the wheel and has no checkout.
+INSTALLED_ASSETS = Path(sys.prefix) / "share" / "buzz-orchestra"
 
 
 @dataclass(frozen=True)

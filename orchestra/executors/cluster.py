@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -134,10 +135,8 @@ def slot_nodes() -> list[SlotNode]:
     available = per_node()
     probe = ray.remote(num_cpus=0, max_retries=0)(installed_version)
     offered = []
-    for node in ray.nodes():
-        slots = int(node.get("Resources", {}).get(SLOT_RESOURCE, 0))
-        if not node.get("Alive") or slots <= 0:
-            continue
+    for node in _offering(ray.nodes()):
+        slots = int(node["Resources"][SLOT_RESOURCE])
         node_id = node["NodeID"]
         pinned = NodeAffinitySchedulingStrategy(node_id, soft=False)
         offered.append((node, slots, probe.options(scheduling_strategy=pinned).remote()))
@@ -153,6 +152,17 @@ def slot_nodes() -> list[SlotNode]:
         record = NodeRecord(node_id=node_id, hostname=hostname)
         nodes.append(SlotNode(record, slots, free, installed))
     return nodes
+
+
+def slot_node_ids() -> set[str]:
+    """The ids of the live nodes with `buzz_trial` slots (no version probe: cheap)."""
+    return {str(node["NodeID"]) for node in _offering(import_ray().nodes())}
+
+
+def _offering(nodes: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for node in nodes:
+        if node.get("Alive") and int(node.get("Resources", {}).get(SLOT_RESOURCE, 0)) > 0:
+            yield node
 
 
 HEAD_RESOURCE = "node:__internal_head__"  # Ray's marker resource of the head node

@@ -35,7 +35,13 @@ from orchestra.documents.trial import (
     TrialIdentity,
     TrialResult,
 )
-from orchestra.executors.cluster import NAMESPACE, SLOT_RESOURCE, mailbox_node, slot_nodes
+from orchestra.executors.cluster import (
+    NAMESPACE,
+    SLOT_RESOURCE,
+    mailbox_node,
+    slot_node_ids,
+    slot_nodes,
+)
 from orchestra.executors.install import InstallError, install_failure, install_trial
 from orchestra.executors.node_host import NodeHost, NodeSetup, TrialRequest, TrialReturn
 from orchestra.executors.packing import MAX_PACKED_TRIAL_BYTES, pack_directory
@@ -249,6 +255,14 @@ class RayTrials:
 
     async def _run(self, request: TrialRequest, flight: Flight, task: TaskRecord) -> TrialResult:
         while True:
+            if self.refused and not await asyncio.to_thread(self._takers):
+                # Ray would hold the task until a node joins, which may be never
+                refused = ", ".join(sorted(self.nodes[n].label for n in self.refused))
+                message = (
+                    "no node can take the trial: the stack failed on every node with "
+                    f"{SLOT_RESOURCE} slots ({refused})"
+                )
+                return self._failed(flight, ErrorType.STACK_UNAVAILABLE, message)
             try:
                 returned = await self._wait(self._submit(request), request.trial_name)
             except RayTaskError as error:
@@ -266,6 +280,10 @@ class RayTrials:
             except RayError as error:  # the task's worker or node died
                 return self._lost(flight, error)
             return self._finish(flight, returned, task)
+
+    def _takers(self) -> set[str]:
+        """The live slot-offering nodes whose stack has not failed in this job."""
+        return slot_node_ids() - self.refused
 
     def _submit(self, request: TrialRequest) -> Any:
         strategy: Any = "DEFAULT"

@@ -19,11 +19,12 @@ from urllib.parse import quote
 import asyncpg
 
 from orchestra.jsonio import write_text_atomic
-from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
+from orchestra.paths import StatePaths
 from orchestra.processes import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
 from orchestra.stack.images import ImageBuilder, ImageError
 from orchestra.stack.info import StackInfo
 from orchestra.stack.readiness import StackError, probe_database, wait_until_ready
+from orchestra.stack.shipped import shipped_files
 from orchestra.stack.state import BenchmarkState
 
 COMPOSE_PROJECT = "buzz-benchmark"
@@ -84,7 +85,7 @@ class Compose:
     ) -> None:
         self.state = state
         self.project = project
-        self.compose_file = compose_file or RepoPaths(PROJECT_ROOT).docker_compose
+        self.compose_file = compose_file or shipped_files().docker_compose
 
     def argv(self, *args: str) -> list[str]:
         command = compose_command()

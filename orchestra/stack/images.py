@@ -23,8 +23,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from orchestra.config.task import Task, task_digest
 from orchestra.errors import OrchestraError
-from orchestra.paths import PROJECT_ROOT, RepoPaths, StatePaths
+from orchestra.paths import RepoPaths, StatePaths
 from orchestra.stack.readiness import NO_DOCKER_WAY_OUT, StackError
+from orchestra.stack.shipped import shipped_files
 from orchestra.stack.wheelhouse import (
     INTERPRETER_PROBE,
     Interpreter,
@@ -133,7 +134,7 @@ class ImageBuilder:
     ) -> None:
         self.state = state
         self.client = client or docker_client()
-        self.repo = repo or RepoPaths(PROJECT_ROOT)
+        self.repo = repo or shipped_files()
         self.build_timeout = build_timeout
         self._locks: dict[str, asyncio.Lock] = {}
         self._interpreters: dict[str, Interpreter] = {}

@@ -7,8 +7,8 @@ import time
 
 import asyncpg
 
-from orchestra.paths import PROJECT_ROOT, RepoPaths
 from orchestra.stack.readiness import StackError
+from orchestra.stack.shipped import shipped_files
 
 SCHEMA_RETRY_SECONDS = 2.0
 SCHEMA_DEADLINE_SECONDS = 60.0
@@ -16,7 +16,7 @@ SCHEMA_DEADLINE_SECONDS = 60.0
 
 async def apply_schema(database_url: str) -> None:
     """Apply `testbed/benchmark_schema.sql`, retrying every 2 s for up to 60 s."""
-    sql = RepoPaths(PROJECT_ROOT).benchmark_schema_sql.read_text(encoding="utf-8")
+    sql = shipped_files().benchmark_schema_sql.read_text(encoding="utf-8")
     deadline = time.monotonic() + SCHEMA_DEADLINE_SECONDS
     while True:
         try:

@@ -30,7 +30,7 @@ PROJECT_DISTRIBUTION = "buzz-orchestra"
 _PROJECT_WHEEL_GLOB = "buzz_orchestra-*.whl"
 #: What goes into this package's wheel; copied out of the working tree so that leftovers of
 #: earlier builds (`build/`, `*.egg-info`) never leak into it.
-_PROJECT_SOURCES = ("pyproject.toml", "README.md", "orchestra")
+_PROJECT_SOURCES = ("pyproject.toml", "README.md", "orchestra", "docker-compose.yml", "testbed")
 _IGNORED_SOURCES = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
 #: Fixed zip timestamps make the wheel (and so the wheelhouse digest and every image tag)
 #: depend on the code only, not on when it was built. 1980-01-01 is the zip format's minimum.

@@ -8,6 +8,7 @@ node its own raylet with its own worker processes), and running `orchestra` agai
 * `node_trials(node_dir, node_id)`: the trial directories a node host runs or ran.
 """
 
+import json
 import shutil
 import socket
 import subprocess
@@ -107,6 +108,18 @@ def _is_ray_process(process: psutil.Process) -> bool:
     except psutil.Error:
         return False
     return any(mark in command for mark in RAY_MARKS)
+
+
+def job_dir(scratch: Path, name: str) -> Path:
+    return scratch / "jobs" / name / name  # `--job-name`: the run and its one job
+
+
+def results(job: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in sorted(job.glob("*/result.json")):
+        document = json.loads(path.read_text())
+        found[f"{document['short_name']}#{document['attempt']}"] = document
+    return found
 
 
 def benchmark(scratch: Path, job_name: str, *args: str) -> list[str]:

@@ -70,15 +70,60 @@ def test_a_pack_past_the_limit_is_refused(tmp_path: Path) -> None:
     assert len(pack_directory(tmp_path)) > 64 * 1024
 
 
-def test_unpacking_refuses_a_path_that_leaves_the_target(tmp_path: Path) -> None:
+@pytest.fixture(params=["filters", "no filters"])
+def extraction(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of unpacking: Python's `data` filter, and the checks of our own that stand in
+    for it on Pythons before 3.11.4 (Debian bookworm's 3.11.2 has no extraction filters)."""
+    if request.param == "no filters":
+        monkeypatch.delattr(tarfile, "data_filter")
+    return str(request.param)
+
+
+def archive_of(*members: tuple[tarfile.TarInfo, bytes]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        info = tarfile.TarInfo("../escaped.txt")
-        info.size = 1
-        archive.addfile(info, io.BytesIO(b"x"))
-    with pytest.raises(tarfile.OutsideDestinationError):
-        unpack_directory(buffer.getvalue(), tmp_path / "target")
+        for info, content in members:
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def test_both_ways_of_unpacking_round_trip_a_trial(tmp_path: Path, extraction: str) -> None:
+    trial, _ = node_trial(tmp_path / "node")
+    (trial / "agent" / "link").symlink_to("buzz/solo-1.stdout.log")
+    (trial / "run.sh").write_text("#!/bin/sh\n")
+    (trial / "run.sh").chmod(0o4777)  # setuid and world-writable: both bits are dropped
+    back = tmp_path / "back"
+    unpack_directory(pack_directory(trial), back)
+    assert (back / "agent" / "link").read_text() == "hello\n"
+    assert (back / "agent" / "link").is_symlink()
+    assert (back / "run.sh").stat().st_mode & 0o7777 == 0o755
+    assert (back / "config.json").read_text() == (trial / "config.json").read_text()
+
+
+def test_unpacking_refuses_a_path_that_leaves_the_target(tmp_path: Path, extraction: str) -> None:
+    packed = archive_of((tarfile.TarInfo("../escaped.txt"), b"x"))
+    with pytest.raises(tarfile.TarError, match="escaped.txt"):
+        unpack_directory(packed, tmp_path / "target")
     assert not (tmp_path / "escaped.txt").exists()
+
+
+@pytest.mark.parametrize("link", ["../../etc/passwd", "/etc/passwd"])
+def test_unpacking_refuses_a_link_that_leaves_the_target(
+    tmp_path: Path, extraction: str, link: str
+) -> None:
+    info = tarfile.TarInfo("agent/passwd")
+    info.type, info.linkname = tarfile.SYMTYPE, link
+    with pytest.raises(tarfile.TarError, match="passwd"):
+        unpack_directory(archive_of((info, b"")), tmp_path / "target")
+    assert not (tmp_path / "target" / "agent" / "passwd").is_symlink()
+
+
+def test_unpacking_refuses_a_device(tmp_path: Path, extraction: str) -> None:
+    info = tarfile.TarInfo("null")
+    info.type = tarfile.CHRTYPE
+    with pytest.raises(tarfile.TarError, match="null"):
+        unpack_directory(archive_of((info, b"")), tmp_path / "target")
 
 
 def test_install_puts_the_trial_in_place_with_its_node_and_the_drivers_task(

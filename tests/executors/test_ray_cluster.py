@@ -41,9 +41,11 @@ from ray_cluster import (
     RayCluster,
     benchmark,
     free_port,
+    job_dir,
     node_processes,
     node_trials,
     ray_benchmark,
+    results,
     run,
 )
 from typer.testing import CliRunner
@@ -98,18 +100,6 @@ def scratch() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def job_dir(scratch: Path, name: str) -> Path:
-    return scratch / "jobs" / name / name  # `--job-name`: the run and its one job
-
-
-def results(job: Path) -> dict[str, dict[str, Any]]:
-    found = {}
-    for path in sorted(job.glob("*/result.json")):
-        document = json.loads(path.read_text())
-        found[f"{document['short_name']}#{document['attempt']}"] = document
-    return found
 
 
 def differences(
