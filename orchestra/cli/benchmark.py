@@ -550,6 +550,12 @@ def _run_plan(
     try:
         outcomes, interrupted = asyncio.run(run())
     except (StackError, JobInUse) as error:
+        if interrupt.requested.is_set():
+            # the terminal's Ctrl-C also reached the stack's children (pip, docker): their
+            # failure is the interruption, not a stack fault
+            print("interrupted while the stack was starting; no trial ran", file=sys.stderr)
+            _print_resume(resume)
+            return EXIT_INTERRUPTED
         error_lines(str(error))
         _print_resume(resume)
         return EXIT_PREFLIGHT
