@@ -550,15 +550,15 @@ def _run_plan(
     try:
         outcomes, interrupted = asyncio.run(run())
     except (StackError, JobInUse) as error:
-        if interrupt.requested.is_set():
-            # the terminal's Ctrl-C also reached the stack's children (pip, docker): their
-            # failure is the interruption, not a stack fault
+        # the terminal's Ctrl-C also reaches the stack's children (pip, docker): their failure
+        # is then the interruption, not a stack fault
+        interrupted = interrupt.requested.is_set()
+        if interrupted:
             print("interrupted while the stack was starting; no trial ran", file=sys.stderr)
-            _print_resume(resume)
-            return EXIT_INTERRUPTED
-        error_lines(str(error))
+        else:
+            error_lines(str(error))
         _print_resume(resume)
-        return EXIT_PREFLIGHT
+        return EXIT_INTERRUPTED if interrupted else EXIT_PREFLIGHT
     except (JobConfigMismatch, DocumentError) as error:
         error_lines(str(error))
         return EXIT_USAGE
