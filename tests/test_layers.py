@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("executors",),  # trials on a Ray cluster (the only place that imports ray)
     ("report",),  # summary table, report.json, junit.xml, report.html, compare
     ("export",),  # runs and jobs in Harbor's jobs-directory format
+    ("run",),  # one benchmark or resume run: preflight, stack, jobs, signals (below the CLI)
     ("cli",),  # the `orchestra` command
 )
 

@@ -112,7 +112,7 @@ def export_job(paths: JobPaths, config: JobConfig, out_dir: Path) -> ExportedJob
         jobs_dir=str(out_dir.absolute()),
         n_attempts=config.plan.attempts,
         n_concurrent_trials=config.options.n_concurrent,
-        timeout_multiplier=config.options.timeout_multiplier,
+        timeout_multiplier=config.options.trial.timeout_multiplier,
         agents=[agent],
         tasks=[harbor.TaskConfig(path=task.dir) for task in config.plan.tasks],
     )
@@ -146,7 +146,7 @@ def export_trial(
         task=harbor.TaskConfig(path=config.task.dir),
         trial_name=config.trial_name,
         trials_dir=str(out.parent.absolute()),
-        timeout_multiplier=job.options.timeout_multiplier,
+        timeout_multiplier=job.options.trial.timeout_multiplier,
         agent=agent,
         environment=harbor.EnvironmentConfig(type=str(config.environment)),
         verifier=harbor.VerifierConfig(override_timeout_sec=config.timeouts.verifier_seconds),

@@ -20,7 +20,7 @@ from orchestra.documents.enums import TrialStatus
 from orchestra.documents.job import JobConfig, JobResult, JobStats, JobTrialEntry
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import ConditionTally, JobRecord
-from orchestra.jobs.controls import RunControls
+from orchestra.jobs.controls import RunState
 from orchestra.jobs.tally import Counted
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
@@ -53,7 +53,7 @@ class JobResultRecorder:
         paths: JobPaths,
         config: JobConfig,
         n_planned: int,
-        controls: RunControls | None = None,
+        run_state: RunState | None = None,
         *,
         schedule: Schedule | None = None,
     ) -> None:
@@ -61,7 +61,7 @@ class JobResultRecorder:
         self.paths = paths
         self.config = config
         self.n_planned = n_planned
-        self.controls = controls  # what may stop the run early (its `stopped` record)
+        self.controls = run_state  # what may stop the run early (its `stopped` record)
         self.trials: dict[str, Counted] = {}  # trial name -> what its latest result counts
         self.tally = ConditionTally()
         self.tally.plan(JobRecord.from_config(config, paths.root))

@@ -3,7 +3,7 @@
 
 from collections.abc import Sequence
 
-from orchestra.cli.execution import Execution, start_executor
+from orchestra.run.execution import Execution, start_executor
 from orchestra.config.task import Task
 from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.jobs.executor import LocalExecutor
