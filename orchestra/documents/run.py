@@ -54,14 +54,16 @@ class RunRecord(Document):
     @model_validator(mode="before")
     @classmethod
     def _nest_selection(cls, data: Any) -> Any:
-        """Runs started before `RunConfig` kept the task selection beside the settings."""
+        """Runs started before `RunConfig` kept the task selection beside the settings and
+        the environment only at the top level."""
         if (
             isinstance(data, dict)
             and "selection" in data
             and isinstance(data.get("settings"), dict)
         ):
             data = dict(data)
-            data["settings"] = {**data["settings"], "selection": data.pop("selection")}
+            legacy = {"selection": data.pop("selection"), "env": data.get("environment")}
+            data["settings"] = legacy | data["settings"]
         return data
 
     @property

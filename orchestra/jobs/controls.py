@@ -32,6 +32,8 @@ class RunState:
     cost_cap: CostCap
     stop: Stop | None = None
     counted: set[str] = field(default_factory=set)  # trials already counted as finished
+    #: the jobs directory could not be written (a full disk): the run ends as if interrupted
+    fault: OSError | None = None
 
     @classmethod
     def of(cls, config: RunConfig) -> RunState:

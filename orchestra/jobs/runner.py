@@ -164,6 +164,11 @@ async def _run_claimed_job(
     def on_live_cost(trial_name: str, cost_usd: float) -> None:
         stop_run(controls.live_cost(trial_name, cost_usd))
 
+    def on_fault(error: OSError) -> None:
+        controls.fault = controls.fault or error
+        if not interrupt.requested.is_set():
+            interrupt.trigger()
+
     hooks = JobHooks(log, on_update, on_live_cost, interrupt.hurry)
     # The executor opens before the job's documents: the docker env builds the task images
     # there, and a failed build is a preflight error (exit 2) that leaves no job result behind.
@@ -181,6 +186,7 @@ async def _run_claimed_job(
             planned.n_trials,
             controls,
             schedule=asyncio.get_running_loop().call_later,
+            on_fault=on_fault,
         )
         result.seed(inventory.kept.values())
         result.write()

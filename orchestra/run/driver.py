@@ -170,7 +170,11 @@ class Run:
         try:
             try:
                 scope.begin(owed)
-                outcomes = asyncio.run(self._jobs(api_keys, state, sandbox, executor, interrupt))
+                shared = RunShare(scope.stored, RunState.of(config))
+                jobs = self._jobs(api_keys, state, sandbox, executor, interrupt, shared)
+                outcomes = asyncio.run(jobs)
+                if shared.state.fault is not None:
+                    raise shared.state.fault
             except* OSError as errors:
                 raise MachineFault.of(errors, scope.jobs_root) from None
         except MachineFault as fault:  # nothing is lost: a resume runs what is owed
@@ -208,6 +212,7 @@ class Run:
         sandbox: SandboxSupport,
         executor: Executor,
         interrupt: Interrupt,
+        shared: RunShare,
     ) -> list[JobOutcome]:
         """The jobs in plan order on the stack, until one does not run all its trials."""
         plan, scope, config = self.plan, self.scope, self.config
@@ -224,7 +229,6 @@ class Run:
         for line in await reap_jobs_dir(scope.jobs_root, skip=skip):
             self.console.print(f"reaped a dead run's leftovers: {line}", markup=False)
         outcomes: list[JobOutcome] = []
-        shared = RunShare(scope.stored, RunState.of(config))
         async with driver_stack(self.execution, plan.modes, state, config) as (stack_info, watch):
             services = JobServices(
                 condition=plan.condition,
