@@ -23,7 +23,7 @@ from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
 from orchestra.jobs.retries import retried, supersede
 from orchestra.jobs.services import JobHooks, JobServices
-from orchestra.jsonio import utc_timestamp
+from orchestra.jsonio import naming, utc_timestamp
 from orchestra.paths import JobPaths
 from orchestra.stack.readiness import StackError
 from orchestra.stack.watch import StackWatch
@@ -266,5 +266,8 @@ class Dispatch:
 
 def _append(path: Path, line: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{utc_timestamp()} {line}\n")
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"{utc_timestamp()} {line}\n")
+    except OSError as error:
+        raise naming(error, path) from None
