@@ -15,7 +15,7 @@ from orchestra.config.task import Task
 from orchestra.documents.trial import RetriedAttempt, TrialIdentity
 from orchestra.nostr.keys import Keys
 from orchestra.paths import TrialPaths, make_trial_name
-from orchestra.stack.watch import Outage
+from orchestra.stack.watch import HealthySpell
 from orchestra.trial.accounting import TrialAccounting
 from orchestra.trial.completion import Completion, CompletionWatch
 from orchestra.trial.context import JobContext
@@ -64,7 +64,7 @@ class TrialState:
     trial_clients: ClientPool  # the fresh agent identities' clients, closed at finalize
     identity: TrialIdentity  # the keys config.json and result.json share
     #: the stack's current spell of health: once it ends, the trial cannot use the stack
-    outage: Outage
+    outage: HealthySpell
     # --- step 2: identities ----------------------------------------------------------------
     agent_keys: dict[str, Keys] = field(default_factory=dict)
     user: Identity | None = None

@@ -8,8 +8,8 @@ import pytest
 from documents_support import STARTED, trial_result
 
 from orchestra.agents.acp.records import TurnFailed
-from orchestra.documents.trial import TrialResult
 from orchestra.documents.run_config import RunConfig
+from orchestra.documents.trial import TrialResult
 from orchestra.jobs.controls import RunState
 from orchestra.jobs.retries import retried
 from orchestra.trial.provider import is_provider_failure

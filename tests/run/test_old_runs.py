@@ -72,11 +72,10 @@ def test_an_old_run_resumes(old_run: Path, relay_url: str, tmp_path: Path) -> No
     relay: an external stack given on the command line)."""
     (trial,) = (old_run / "old-run").glob("user-mention__*")
     shutil.rmtree(trial)
+    command = [sys.executable, "-c", "from orchestra.cli.main import main; main()", "resume",
+               str(old_run), "--stack", "external", "--relay-url", relay_url, "-q"]  # fmt: skip
     done = subprocess.run(
-        [
-            sys.executable, "-c", "from orchestra.cli.main import main; main()",
-            "resume", str(old_run), "--stack", "external", "--relay-url", relay_url, "-q",
-        ],  # fmt: skip
+        command,
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
