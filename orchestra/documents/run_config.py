@@ -44,6 +44,7 @@ AUTO: Auto = "auto"
 StackChoice = StackMode | Auto
 EnvChoice = EnvKind | Auto
 Port = Annotated[int, Field(ge=1, le=65535)]
+Positive = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
 SettleMs = Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)]
 
@@ -77,7 +78,7 @@ class RunConfig(Part):
     manifest: Path = DEFAULT_MANIFEST
     endpoint_config: Path = DEFAULT_ENDPOINT_CONFIG
     artifact_root: Path | None = None  # None: the parent of the manifest's directory
-    n_concurrent: Attempt = 4
+    n_concurrent: Positive = 4  # trials in flight at once
     jobs_dir: Path = DEFAULT_JOBS_DIR
     run_name: str | None = None
     job_name: str | None = None
@@ -95,7 +96,7 @@ class RunConfig(Part):
     hard_cost_cap: bool = False
     executor: ExecutorKind = ExecutorKind.LOCAL
     ray_address: str | None = None
-    ray_slots_per_node: Annotated[int, Field(ge=1)] | None = None
+    ray_slots_per_node: Positive | None = None
     # --- this command only ---
     new_run: bool = Field(default=False, exclude=True)
     keep_errors: bool = Field(default=False, exclude=True)
