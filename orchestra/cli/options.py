@@ -24,11 +24,12 @@ from orchestra.documents.run_config import AUTO, MAX_SETTLE_MS, OPTION_PATHS, St
 
 def choice(values: Iterable[str]) -> Callable[[str], str]:
     """A parser accepting exactly `values` (the enums' own, so each list is written once)."""
-    allowed = list(values)
+    allowed = [str(value) for value in values]
 
     def parse(value: str) -> str:
         if value not in allowed:
-            raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
+            shown = ", ".join(repr(allowed_value) for allowed_value in allowed)
+            raise typer.BadParameter(f"{value!r} is not one of {shown}")
         return value
 
     return parse
