@@ -60,8 +60,8 @@ from orchestra.cli.options import (
 )
 from orchestra.cli.run_output import EXIT_CODES, finish
 from orchestra.cli.terminal import output_console
-from orchestra.config.errors import ConfigError, from_validation_error
-from orchestra.documents.run_config import RunConfig, load_run_config
+from orchestra.config.errors import ConfigError
+from orchestra.documents.run_config import RunConfig, load_run_config, options_problem
 from orchestra.jobs.plan import PlanError, dataset_dir
 from orchestra.run.driver import Run
 from orchestra.run.execution import Execution
@@ -155,7 +155,7 @@ def run_config(config_file: Path | None, given: dict[str, Any]) -> RunConfig:
     except ConfigError as error:
         fail(str(error))
     except ValidationError as error:  # options that contradict each other
-        fail(str(from_validation_error("options", error)[0]))
+        fail(options_problem(error, config_file))
 
 
 def run_benchmark(

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Self
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from orchestra.config.errors import ConfigError, display_path, from_validation_error
+from orchestra.config.errors import TOP_LEVEL, ConfigError, display_path, from_validation_error
 from orchestra.config.task import Layer
 from orchestra.documents.enums import EnvKind, ExecutorKind, StackMode
 from orchestra.documents.trial import Attempt, Part
@@ -121,10 +121,9 @@ class RunConfig(Part):
     def _consistent(self) -> Self:
         if self.hard_cost_cap and self.max_cost_usd is None:
             raise ValueError("hard_cost_cap needs max_cost_usd")
-        if self.executor is ExecutorKind.LOCAL and (
-            self.ray_address is not None or self.ray_slots_per_node is not None
-        ):
-            raise ValueError("ray_address and ray_slots_per_node go with executor ray")
+        for name in ("ray_address", "ray_slots_per_node"):
+            if self.executor is ExecutorKind.LOCAL and getattr(self, name) is not None:
+                raise ValueError(f"{name} goes with executor ray")
         if self.ray_address is not None and self.ray_slots_per_node is not None:
             raise ValueError(
                 "ray_slots_per_node starts a local cluster; it cannot go with ray_address"
@@ -204,7 +203,8 @@ def load_run_config(path: Path) -> RunConfig:
         problem = first.problem
         if error.errors()[0]["type"] == "extra_forbidden":
             problem = "unknown option" + _did_you_mean(first.field)
-        raise ConfigError(first.file, first.field, problem) from None
+        field = "" if first.field == TOP_LEVEL else first.field
+        raise ConfigError(first.file, field, problem) from None
 
 
 def _did_you_mean(field: str) -> str:
@@ -212,3 +212,12 @@ def _did_you_mean(field: str) -> str:
     known = [*RunConfig.model_fields, *OPTION_PATHS]
     close = difflib.get_close_matches(leaf, known, n=1)
     return f" (did you mean {'.'.join(OPTION_PATHS.get(close[0], (close[0],)))}?)" if close else ""
+
+
+def options_problem(error: ValidationError, file: Path | None = None) -> str:
+    """One line for options that do not validate: the file when there is one, the option
+    unless the problem names it (`hard_cost_cap needs max_cost_usd`)."""
+    first = from_validation_error(display_path(file) if file else "", error)[0]
+    where = [first.file] if file is not None else []
+    where += [first.field] if first.field != TOP_LEVEL else []
+    return ": ".join([*where, first.problem])

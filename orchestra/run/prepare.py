@@ -13,11 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from orchestra.config.condition import Condition, load_condition
-from orchestra.config.errors import ConfigError, from_validation_error
+from orchestra.config.errors import ConfigError
 from orchestra.config.task import load_task
 from orchestra.documents.enums import StackMode
 from orchestra.documents.run import RunRecord
-from orchestra.documents.run_config import AUTO, RunConfig
+from orchestra.documents.run_config import AUTO, RunConfig, options_problem
 from orchestra.jobs.layout import load_job_config
 from orchestra.jobs.plan import PlannedJob, dataset_path, discover_tasks, select_tasks
 from orchestra.jobs.run import RunRequest, RunTarget, check_plan_unchanged, choose_run, run_of
@@ -148,4 +148,4 @@ def refusals() -> Iterator[None]:
     except ModeError as error:
         raise Refused(RunEnd.USAGE, str(error)) from None
     except ValidationError as error:  # options that contradict each other
-        raise Refused(RunEnd.USAGE, str(from_validation_error("options", error)[0])) from None
+        raise Refused(RunEnd.USAGE, options_problem(error)) from None
