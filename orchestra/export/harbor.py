@@ -1,5 +1,5 @@
-"""A run or job directory in Harbor 0.25's jobs-directory format (issue 20.3), so that
-`harbor view OUT_DIR` shows it.
+"""A run or job directory in Harbor's jobs-directory format (issue 20.3; Harbor 0.26, checked
+by the real package in the tests, issue 31), so that `harbor view OUT_DIR` shows it.
 
 Every job becomes `OUT_DIR/<job name>/` with Harbor's `config.json` and `result.json`; every
 trial `OUT_DIR/<job name>/<trial name>/` with its `config.json`, `result.json`, the
@@ -7,6 +7,10 @@ orchestrator agent's ATIF trajectory as `agent/trajectory.json`, each teammate's
 `agent/trajectories/<agent id>.json`, and the verifier's files under `verifier/`. Our documents
 are read through `orchestra.documents`; only files the trial's secret scan already covered
 (§7.15) are copied.
+
+Our environments are not Harbor's: each is written in Harbor's custom-environment form, the
+`import_path` of our class that ran the trial, with our kind in `kwargs` (`buzz_orchestra_env`),
+so Harbor neither rejects it nor takes a local run for one of its Docker runs.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import overload
+from typing import TypeVar, overload
 
 from orchestra.config.errors import display_path
+from orchestra.documents.enums import EnvKind
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig
 from orchestra.documents.job import JobResult as OurJobResult
@@ -26,12 +31,18 @@ from orchestra.documents.run import RunRecord
 from orchestra.documents.trial import PhaseTiming, RosterAgent
 from orchestra.documents.trial import TrialConfig as OurTrialConfig
 from orchestra.documents.trial import TrialResult as OurTrialResult
-from orchestra.export import harbor_models as harbor
+from orchestra.export import harbor_documents as harbor
 from orchestra.jobs.layout import load_job_config, scan_trials
 from orchestra.paths import JobPaths, RunPaths, TrialPaths
 
 TRAJECTORY_NAME = "trajectory.json"
 TEAMMATE_TRAJECTORIES_DIR = "trajectories"
+#: The class that runs a trial in each of our environments, as Harbor's `import_path` names one
+ENVIRONMENT_IMPORT_PATHS = {
+    EnvKind.LOCAL: "orchestra.trial.env.local:LocalEnvironment",
+    EnvKind.DOCKER: "orchestra.trial.env.docker:DockerEnvironment",
+}
+ENVIRONMENT_KIND_KEY = "buzz_orchestra_env"
 
 
 class ExportError(Exception):
@@ -113,17 +124,20 @@ def export_job(paths: JobPaths, config: JobConfig, out_dir: Path) -> ExportedJob
         n_attempts=config.plan.attempts,
         n_concurrent_trials=config.options.n_concurrent,
         timeout_multiplier=config.options.timeout_multiplier,
+        environment=environment_config(config.environment),
         agents=[agent],
         tasks=[harbor.TaskConfig(path=task.dir) for task in config.plan.tasks],
     )
     write(job_out / "config.json", harbor_config)
     our_result = OurJobResult.load_if_readable(paths.result_json)
+    started_at = timestamp(our_result.started_at if our_result else config.created_at)
     result = harbor.JobResult(
         id=job_id,
-        started_at=timestamp(our_result.started_at if our_result else config.created_at),
+        started_at=started_at,
+        updated_at=timestamp(our_result.updated_at) if our_result else started_at,
         finished_at=timestamp(our_result.finished_at) if our_result else None,
         n_total_trials=config.plan.n_trials,
-        stats=job_stats(trial_results, agent),
+        stats=job_stats(trial_results, config.plan.n_trials),
         trial_results=trial_results,
     )
     write(job_out / "result.json", result)
@@ -148,7 +162,7 @@ def export_trial(
         trials_dir=str(out.parent.absolute()),
         timeout_multiplier=job.options.timeout_multiplier,
         agent=agent,
-        environment=harbor.EnvironmentConfig(type=str(config.environment)),
+        environment=environment_config(config.environment),
         verifier=harbor.VerifierConfig(override_timeout_sec=config.timeouts.verifier_seconds),
         job_id=job_id,
     )
@@ -159,6 +173,7 @@ def export_trial(
         trial_name=result.trial_name,
         trial_uri=out.absolute().as_uri(),
         task_id=harbor.LocalTaskId(path=config.task.dir),
+        source=dataset_name(config.task.dir),
         task_checksum=config.task.harbor_checksum or config.task.digest,
         config=trial_config,
         agent_info=harbor.AgentInfo(
@@ -273,31 +288,83 @@ def exception_info(result: OurTrialResult) -> harbor.ExceptionInfo | None:
     )
 
 
-def job_stats(trials: list[harbor.TrialResult], agent: harbor.AgentConfig) -> harbor.JobStats:
-    """Harbor's per-agent-and-dataset stats: trials by reward value and by exception type."""
+def environment_config(kind: EnvKind) -> harbor.EnvironmentConfig:
+    return harbor.EnvironmentConfig(
+        import_path=ENVIRONMENT_IMPORT_PATHS[kind], kwargs={ENVIRONMENT_KIND_KEY: str(kind)}
+    )
+
+
+def dataset_name(task_dir: str) -> str:
+    """The task's dataset: the directory holding it, as Harbor names a local dataset."""
+    return Path(task_dir).parent.name or "adhoc"
+
+
+def job_stats(trials: list[harbor.TrialResult], n_total_trials: int) -> harbor.JobStats:
+    """Harbor's job stats, counted as Harbor's `JobStats.increment` counts finished trials: per
+    agent, model and dataset the trials with rewards (by reward value, and their mean as the
+    default metric) and the trials that ended in an exception (by type)."""
     evals: dict[str, harbor.AgentDatasetStats] = {}
+    rewards_by_eval: dict[str, list[dict[str, float]]] = {}
     for trial in trials:
-        dataset = Path(trial.task_id.path).parent.name or "adhoc"
-        key = f"{agent.name}__{agent.model_name or 'none'}__{dataset}"
+        model = trial.agent_info.model_info.name if trial.agent_info.model_info else None
+        key = "__".join(part for part in (trial.agent_info.name, model, trial.source) if part)
         stats = evals.setdefault(
             key,
-            harbor.AgentDatasetStats(n_trials=0, n_errors=0, reward_stats={}, exception_stats={}),
+            harbor.AgentDatasetStats(
+                n_trials=0, n_errors=0, metrics=[], reward_stats={}, exception_stats={}
+            ),
         )
-        stats.n_trials += 1
+        rewards = trial.verifier_result.rewards if trial.verifier_result else None
         if trial.exception_info is not None:
             stats.n_errors += 1
             stats.exception_stats.setdefault(trial.exception_info.exception_type, []).append(
                 trial.trial_name
             )
-        rewards = trial.verifier_result.rewards if trial.verifier_result else None
-        for name, value in (rewards or {}).items():
-            by_value = stats.reward_stats.setdefault(name, {})
-            by_value.setdefault(value, []).append(trial.trial_name)
+        elif rewards:
+            stats.n_trials += 1
+            rewards_by_eval.setdefault(key, []).append(rewards)
+            for name, value in rewards.items():
+                stats.reward_stats.setdefault(name, {}).setdefault(value, []).append(
+                    trial.trial_name
+                )
+    for key, rewards_list in rewards_by_eval.items():
+        evals[key].metrics = [mean_metric(rewards_list)]
+    contexts = [trial.agent_result for trial in trials if trial.agent_result is not None]
+    n_errored = sum(stats.n_errors for stats in evals.values())
     return harbor.JobStats(
-        n_trials=len(trials),
-        n_errors=sum(stats.n_errors for stats in evals.values()),
+        n_completed_trials=len(trials),
+        n_errored_trials=n_errored,
+        n_running_trials=0,
+        n_pending_trials=max(n_total_trials - len(trials), 0),
+        n_cancelled_trials=0,
+        n_retries=0,
         evals=evals,
+        n_input_tokens=total([c.n_input_tokens for c in contexts]),
+        n_cache_tokens=total([c.n_cache_tokens for c in contexts]),
+        n_output_tokens=total([c.n_output_tokens for c in contexts]),
+        cost_usd=total([c.cost_usd for c in contexts]),
     )
+
+
+def mean_metric(rewards_list: list[dict[str, float]]) -> dict[str, float]:
+    """Harbor's `Mean` metric: `{"mean": …}` for one reward key, else the mean of each key."""
+    keys = sorted({key for rewards in rewards_list for key in rewards})
+    if len(keys) <= 1:
+        values = [next(iter(rewards.values()), 0.0) for rewards in rewards_list]
+        return {"mean": sum(values) / len(values)}
+    return {
+        key: sum(rewards.get(key, 0.0) for rewards in rewards_list) / len(rewards_list)
+        for key in keys
+    }
+
+
+Number = TypeVar("Number", int, float)
+
+
+def total(values: list[Number | None]) -> Number | None:
+    """The sum of the values given, None when none is (Harbor's token and cost totals)."""
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
 
 
 def write(path: Path, document: harbor.Part) -> None:
