@@ -17,23 +17,27 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar, overload
 
 from orchestra.config.errors import display_path
 from orchestra.documents.enums import EnvKind
-from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig
 from orchestra.documents.job import JobResult as OurJobResult
-from orchestra.documents.run import RunRecord
 from orchestra.documents.trial import PhaseTiming, RosterAgent
 from orchestra.documents.trial import TrialConfig as OurTrialConfig
 from orchestra.documents.trial import TrialResult as OurTrialResult
 from orchestra.export import harbor_documents as harbor
-from orchestra.jobs.layout import load_job_config, scan_trials
-from orchestra.paths import JobPaths, RunPaths, TrialPaths
+from orchestra.export.sources import (
+    ExportedJob,
+    ExportError,
+    SourceJob,
+    load_source_job,
+    orchestrator_agent,
+    source_job_dirs,
+)
+from orchestra.paths import TrialPaths
 
 TRAJECTORY_NAME = "trajectory.json"
 TEAMMATE_TRAJECTORIES_DIR = "trajectories"
@@ -45,42 +49,15 @@ ENVIRONMENT_IMPORT_PATHS = {
 ENVIRONMENT_KIND_KEY = "buzz_orchestra_env"
 
 
-class ExportError(Exception):
-    """The export cannot be written (exit 1); `str()` is one line naming the path."""
-
-
-@dataclass(frozen=True)
-class ExportedJob:
-    job_name: str
-    path: Path
-    n_trials: int
-
-
 def export_harbor(source: Path, out_dir: Path, *, force: bool = False) -> list[ExportedJob]:
     """Write every job of the run (or the one job) `source` into `out_dir`.
 
     `DocumentError` when `source` is neither a run nor a job or a document is malformed;
     `ExportError` when `out_dir` is not empty (without `force`) or is not a directory.
     """
-    job_dirs = source_job_dirs(source)
-    configs = [(job_dir, load_job_config(JobPaths(job_dir))) for job_dir in job_dirs]
-    prepare_out_dir(out_dir, [config.job_name for _, config in configs], force=force)
-    return [export_job(JobPaths(job_dir), config, out_dir) for job_dir, config in configs]
-
-
-def source_job_dirs(source: Path) -> list[Path]:
-    """The job directories of a run that were started, or `[source]` for a job directory."""
-    run = RunPaths(source)
-    if run.run_json.is_file():
-        record = RunRecord.load(run.run_json)
-        return [
-            run.job(job.job_name).root
-            for job in record.jobs
-            if run.job(job.job_name).config_json.is_file()
-        ]
-    if not JobPaths(source).config_json.is_file():
-        raise DocumentError(display_path(source), "", "neither a run nor a job directory")
-    return [source]
+    jobs = [load_source_job(job_dir) for job_dir in source_job_dirs(source)]
+    prepare_out_dir(out_dir, [job.config.job_name for job in jobs], force=force)
+    return [export_job(job, out_dir) for job in jobs]
 
 
 def prepare_out_dir(out_dir: Path, job_names: list[str], *, force: bool) -> None:
@@ -102,21 +79,15 @@ def prepare_out_dir(out_dir: Path, job_names: list[str], *, force: bool) -> None
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def export_job(paths: JobPaths, config: JobConfig, out_dir: Path) -> ExportedJob:
+def export_job(job: SourceJob, out_dir: Path) -> ExportedJob:
+    config, paths = job.config, job.paths
     job_out = out_dir / config.job_name
     job_out.mkdir()
     job_id = as_uuid(config.id)
-    trials = []
-    for trial in scan_trials(paths):
-        trial_paths = paths.trial(trial.name)
-        our_config = OurTrialConfig.load_if_readable(trial_paths.config_json)
-        if trial.result is not None and our_config is not None:  # else it died before writing
-            trials.append((trial_paths, our_config, trial.result))
-    # every trial of a job runs the job's one manifest, so any trial's roster is the job's
-    agent = agent_config(config, trials[0][1].roster if trials else [])
+    agent = agent_config(config, job.roster)
     trial_results = [
-        export_trial(trial_paths, our_config, result, config, agent, job_id, job_out)
-        for trial_paths, our_config, result in trials
+        export_trial(trial.paths, trial.config, trial.result, config, agent, job_id, job_out)
+        for trial in job.trials
     ]
     harbor_config = harbor.JobConfig(
         job_name=config.job_name,
@@ -242,10 +213,6 @@ def timing(phase: PhaseTiming | None) -> harbor.TimingInfo | None:
     return harbor.TimingInfo(
         started_at=timestamp(phase.started_at), finished_at=timestamp(phase.finished_at)
     )
-
-
-def orchestrator_agent(roster: list[RosterAgent]) -> RosterAgent | None:
-    return next((agent for agent in roster if agent.kind == "orchestrator"), None)
 
 
 def model_info(lead: RosterAgent | None, job: JobConfig) -> harbor.ModelInfo | None:
