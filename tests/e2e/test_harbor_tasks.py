@@ -14,6 +14,7 @@ import pytest
 from e2e_jobs import JobRun
 from harbor_real import check_harbor_jobs
 from harbor_support import EXPECTED_REWARDS, harbor_dataset, harbor_problems
+from inspect_ai.log import read_eval_log
 from typer.testing import CliRunner
 
 from orchestra.agents.trajectory.atif import Trajectory
@@ -161,3 +162,22 @@ def test_a_team_run_exports_the_teammates_trajectories_beside_the_lead_s(
         assert "worker-1.json" in sides, name
         for side in sides:
             Trajectory.model_validate_json((agent_out / "trajectories" / side).read_bytes())
+
+
+def test_a_team_run_s_inspect_samples_hold_every_agent_s_messages_lead_first(
+    team_job: JobRun, scratch: Path
+) -> None:
+    out = scratch / "inspect-team"
+    exported = CliRunner().invoke(app, ["export", "inspect", str(team_job.run_dir), str(out)])
+    assert exported.exit_code == 0, exported.output
+    (log_file,) = out.iterdir()
+    samples = read_eval_log(str(log_file)).samples or []
+    task_of = {result["trial_name"]: name for name, result in team_job.results.items()}
+    assert sorted(sample.metadata["trial_name"] for sample in samples) == sorted(task_of)
+    for sample in samples:
+        authors = [(message.metadata or {}).get("agent_id") for message in sample.messages]
+        assert authors[0] == "lead-1" and "worker-1" in authors, sample.id
+        assert set(sample.role_usage) >= {"lead-1", "worker-1"}, sample.id
+        assert sample.scores is not None
+        expected = EXPECTED_REWARDS[task_of[sample.metadata["trial_name"]]]
+        assert {key: score.value for key, score in sample.scores.items()} == expected

@@ -8,28 +8,23 @@ tests/e2e/test_harbor_tasks.py."""
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.e2e_jobs import DATASET, JobRun, run_orchestra_job
+from e2e.e2e_jobs import JobRun
+from export_runs import ERROR_MESSAGE, ERROR_TRIAL, TASKS
 from harbor_real import check_harbor_jobs
 from typer.testing import CliRunner
 
 from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.cli.main import app
-from orchestra.documents.enums import ErrorType, Phase, TrialStatus
+from orchestra.documents.enums import TrialStatus
 from orchestra.documents.job import JobConfig
-from orchestra.documents.trial import ExceptionInfo, TrialConfig, TrialResult
+from orchestra.documents.trial import TrialResult
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-TASKS = ("user-mention", "reply-to-thread")
-ERROR_TRIAL = "user-mention__errored"
-ERROR_MESSAGE = "the agent process exited with code 1 before it was ready"
 
 
 @dataclass(frozen=True)
@@ -55,56 +50,6 @@ class ExportedRun:
 def invoke(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, ["export", "harbor", *args])
     return result.exit_code, result.output
-
-
-def add_error_trial(job_dir: Path) -> None:
-    """A copy of a real trial turned into one that ended in a harness error, written through
-    our model (the way the trial writes one), so the job holds scored and error trials."""
-    (source,) = [p for p in job_dir.iterdir() if p.name.startswith(TASKS[0] + "__")]
-    target = job_dir / ERROR_TRIAL
-    shutil.copytree(source, target)
-    shutil.rmtree(target / "verifier")
-    result = TrialResult.load(target / "result.json")
-    occurred = result.timings.setup.finished_at if result.timings.setup else result.started_at
-    errored = result.model_copy(
-        update={
-            "trial_id": str(uuid.uuid4()),
-            "trial_name": ERROR_TRIAL,
-            "attempt": 2,
-            "status": TrialStatus.ERROR,
-            "reward": None,
-            "rewards": None,
-            "exception_info": ExceptionInfo(
-                exception_type=ErrorType.AGENT_PROCESS_EXITED,
-                exception_message=ERROR_MESSAGE,
-                exception_traceback="Traceback (most recent call last): …",
-                occurred_at=occurred,
-                phase=Phase.AGENT,
-            ),
-        }
-    )
-    errored.write(target / "result.json")
-    config = TrialConfig.load(target / "config.json")
-    update = {"trial_id": errored.trial_id, "trial_name": ERROR_TRIAL, "attempt": 2}
-    config.model_copy(update=update).write(target / "config.json")
-
-
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("export")
-
-
-@pytest.fixture(scope="module")
-def oracle_run(scratch: Path, relay_url: str, embedded_pg) -> JobRun:
-    tasks = scratch / "tasks"
-    for task in TASKS:
-        shutil.copytree(DATASET / task, tasks / task, ignore=shutil.ignore_patterns("__pycache__"))
-    stack = ["--stack", "external", "--relay-url", relay_url]
-    database = ["--database-url", embedded_pg.new_database_url()]
-    run = run_orchestra_job(scratch, tasks, "harbor-export", *stack, *database)
-    assert run.returncode == 0, run.output
-    add_error_trial(run.job_dir)
-    return run
 
 
 @pytest.fixture(scope="module")
