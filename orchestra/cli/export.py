@@ -3,6 +3,7 @@ RUN_OR_JOB... OUT` (issue 31); `register(app)` adds the group."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +13,7 @@ from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, Group, epilog
 from orchestra.documents.io import DocumentError
 from orchestra.export.harbor import export_harbor
-from orchestra.export.sources import ExportError
+from orchestra.export.sources import ExportedJob, ExportError
 from orchestra.plural import plural
 
 export_app = typer.Typer(
@@ -61,14 +62,7 @@ def harbor(
     """Write each job in Harbor's jobs-directory format (checked against Harbor 0.26), for
     `harbor view OUT_DIR`. Our environments are recorded in Harbor's custom-environment form
     (`environment.import_path`), never as one of Harbor's own."""
-    try:
-        jobs = export_harbor(source, out_dir, force=force)
-    except (DocumentError, ExportError) as error:
-        fail(str(error))
-    except OSError as error:
-        fail(f"{error.filename or out_dir}: cannot write the export ({error.strerror or error})")
-    for job in jobs:
-        typer.echo(f"wrote {job.path} ({plural(job.n_trials, 'trial')})")
+    report_export(lambda: export_harbor(source, out_dir, force=force), out_dir, "trial")
 
 
 @export_app.command(
@@ -94,10 +88,10 @@ def harbor(
 def inspect(
     sources: Annotated[
         list[Path],
-        typer.Argument(
-            metavar="RUN_OR_JOB... OUT",
-            help="Run directories or job directories, then the log directory to write into.",
-        ),
+        typer.Argument(metavar="RUN_OR_JOB...", help="Run directories or job directories."),
+    ],
+    out_dir: Annotated[
+        Path, typer.Argument(metavar="OUT", help="Log directory to write the .eval files into.")
     ],
     force: Annotated[
         bool, typer.Option("--force", help="Replace logs this export wrote before.")
@@ -106,22 +100,24 @@ def inspect(
     """Write one Inspect AI eval log per job into OUT: a sample per trial (epoch = attempt)
     with the agents' messages and tool calls, the verifier's rewards as scores, errors, token
     usage and timings. Needs the `inspect` extra (pip install 'buzz-orchestra[inspect]')."""
-    if len(sources) < 2:
-        fail("give one or more runs or jobs, then the output directory (RUN_OR_JOB... OUT)")
-    *runs, out_dir = sources
     try:
         from orchestra.export.inspect_log import export_inspect
     except ImportError as error:
         fail(f"orchestra export inspect needs inspect_ai ({error.name} is missing): "
              "pip install 'buzz-orchestra[inspect]'")  # fmt: skip
+    report_export(lambda: export_inspect(sources, out_dir, force=force), out_dir, "sample")
+
+
+def report_export(write: Callable[[], list[ExportedJob]], out_dir: Path, unit: str) -> None:
+    """Run an export: a line per job written, or its one-line error (exit 1)."""
     try:
-        jobs = export_inspect(runs, out_dir, force=force)
+        jobs = write()
     except (DocumentError, ExportError) as error:
         fail(str(error))
     except OSError as error:
         fail(f"{error.filename or out_dir}: cannot write the export ({error.strerror or error})")
     for job in jobs:
-        typer.echo(f"wrote {job.path} ({plural(job.n_trials, 'sample')})")
+        typer.echo(f"wrote {job.path} ({plural(job.n_trials, unit)})")
 
 
 def register(app: typer.Typer) -> None:
