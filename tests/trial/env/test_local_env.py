@@ -20,8 +20,8 @@ from orchestra.trial.env.local import LocalAgentProcess, LocalEnvironment
 from orchestra.trial.env.protocol import EnvCommandError
 from orchestra.trial.env.sandbox import AgentFiles, HostLauncher
 from orchestra.trial.filewatch import watch_file
-from orchestra.trial.state import SetupState
 from orchestra.trial.setup_phase import prepare_environment
+from orchestra.trial.state import SetupState
 
 
 def fixture() -> Fixture:
