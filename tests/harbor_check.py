@@ -6,7 +6,9 @@ Every job's and trial's `config.json` and `result.json` through Harbor's own `Jo
 Harbor's models do not have, which Harbor would silently drop); then the viewer's
 `JobScanner` (`harbor view`'s loader, which returns None for a file it cannot parse) and the
 viewer's own API (`create_app`, served in process) for the job list, each job, its trial list,
-each trial and its trajectory.
+each trial and its trajectory. With `--task-checksums` (runs made in the test session, whose
+task directories are as the run read them), a trial's `task_checksum` must be Harbor's
+`Task.checksum` of its task directory wherever Harbor loads that directory as a task.
 
 Output: {"harbor_version", "problems": [...], "jobs": {job: {"config", "result", "trials":
 {trial: {"config", "result"}}}}, "viewer": {"jobs": [...], "trials": {job: [...]}}}.
@@ -14,6 +16,7 @@ Output: {"harbor_version", "problems": [...], "jobs": {job: {"config", "result",
 
 import json
 import sys
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from harbor.models.job.config import JobConfig
 from harbor.models.job.result import JobResult
+from harbor.models.task.task import Task
 from harbor.models.trial.config import TrialConfig
 from harbor.models.trial.result import TrialResult
 from harbor.viewer import create_app
@@ -68,7 +72,22 @@ def load(cls: type[BaseModel], path: Path, problems: list[str]) -> dict[str, Any
     return model.model_dump(mode="json")
 
 
-def check(jobs_dir: Path) -> dict[str, Any]:
+def checksum_problems(result: dict[str, Any] | None, where: str) -> list[str]:
+    if result is None:
+        return []
+    try:
+        task = Task(task_dir=Path(result["task_id"]["path"]))
+    except Exception:  # not a Harbor-format task (our buzz-native tasks): nothing to compare
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        expected = task.checksum
+    if result["task_checksum"] != expected:
+        return [f"{where}: task_checksum {result['task_checksum']}, Harbor's {expected}"]
+    return []
+
+
+def check(jobs_dir: Path, *, task_checksums: bool) -> dict[str, Any]:
     problems: list[str] = []
     scanner = JobScanner(jobs_dir)
     jobs: dict[str, Any] = {}
@@ -80,6 +99,8 @@ def check(jobs_dir: Path) -> dict[str, Any]:
                 "config": load(TrialConfig, job_dir / trial / "config.json", problems),
                 "result": load(TrialResult, job_dir / trial / "result.json", problems),
             }
+            if task_checksums:
+                problems.extend(checksum_problems(trials[trial]["result"], f"{job}/{trial}"))
             if scanner.get_trial_config(job, trial) is None:
                 problems.append(f"{job}/{trial}: the viewer's scanner cannot load config.json")
             if scanner.get_trial_result(job, trial) is None:
@@ -118,4 +139,4 @@ def check(jobs_dir: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    json.dump(check(Path(sys.argv[1])), sys.stdout)
+    json.dump(check(Path(sys.argv[1]), task_checksums="--task-checksums" in sys.argv), sys.stdout)
