@@ -1,12 +1,13 @@
 """Runs and jobs as Inspect AI eval logs (issue 31.2), written with `inspect_ai`'s own log models
-and writer, for `inspect view OUT` and Inspect's dataframes.
+and writer, for `inspect view OUT` and Inspect's dataframes (messages and transcript events
+from each agent's trajectory: `inspect_transcript`).
 
 One `.eval` log per job; one sample per trial (id the task, epoch the attempt) holding every
 agent's conversation from its ATIF trajectory (the orchestrator agent's first, each message's
 `metadata.agent_id` naming its agent), the verifier's rewards as scores (one scorer per reward
 key, `reward` first), a harness error as the sample's error, token usage by model and by agent,
-and the trial's timings. The only module that imports `inspect_ai` (the optional `[inspect]`
-extra): the CLI imports it when the command runs.
+and the trial's timings. With `inspect_transcript`, the only modules that import `inspect_ai`
+(the optional `[inspect]` extra): the CLI imports this one when the command runs.
 """
 
 from __future__ import annotations
@@ -31,24 +32,17 @@ from inspect_ai.log import (
     write_eval_log,
 )
 from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageTool,
-    ChatMessageUser,
-    ContentReasoning,
-    ContentText,
     ModelOutput,
     ModelUsage,
 )
 from inspect_ai.scorer import Score
-from inspect_ai.tool import ToolCall
 
-from orchestra.agents.trajectory.atif import Step, Trajectory
+from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.config.errors import display_path
 from orchestra.documents.job import JobConfig
 from orchestra.documents.job import JobResult as OurJobResult
 from orchestra.documents.trial import RosterAgent
+from orchestra.export.inspect_transcript import agent_transcript
 from orchestra.export.sources import (
     ExportedJob,
     ExportError,
@@ -153,10 +147,13 @@ def sample(job: JobConfig, trial: SourceTrial) -> EvalSample:
     roster = {agent.agent_id: agent for agent in config.roster}
     lead = orchestrator_agent(config.roster)
     conversations = trajectories(trial, lead)
-    messages = [
-        message
+    transcripts = [
+        agent_transcript(
+            trajectory,
+            agent_id,
+            model_name(job, roster[agent_id]) if agent_id in roster else agent_id,
+        )
         for agent_id, trajectory in conversations
-        for message in chat_messages(trajectory, agent_id, roster.get(agent_id), job)
     ]
     posted = buzz_messages(trial)
     request = posted.get(result.buzz.task_event_id or "")
@@ -182,7 +179,8 @@ def sample(job: JobConfig, trial: SourceTrial) -> EvalSample:
         uuid=result.trial_id,
         input=request or first_user_message(conversations) or result.task_name,
         target="",
-        messages=messages,
+        messages=[message for transcript in transcripts for message in transcript.messages],
+        events=[event for transcript in transcripts for event in transcript.events],
         output=ModelOutput.from_content(model_name(job, lead), answer)
         if answer is not None and lead is not None
         else ModelOutput(),
@@ -231,57 +229,6 @@ def trajectories(trial: SourceTrial, lead: RosterAgent | None) -> list[tuple[str
         if path.is_file():
             found.append((agent_id, Trajectory.model_validate_json(path.read_bytes())))
     return found
-
-
-def chat_messages(
-    trajectory: Trajectory, agent_id: str, agent: RosterAgent | None, job: JobConfig
-) -> list[ChatMessage]:
-    """An ATIF trajectory as Inspect's chat: an agent step is the assistant's message with its
-    tool calls, followed by one tool message per result."""
-    model = model_name(job, agent) if agent is not None else trajectory.agent.model_name
-    tag = {"agent_id": agent_id}
-    messages: list[ChatMessage] = []
-    for step in trajectory.steps:
-        if step.source == "system":
-            messages.append(ChatMessageSystem(content=step.message, metadata=tag))
-        elif step.source == "user":
-            messages.append(ChatMessageUser(content=step.message, metadata=tag))
-        else:
-            messages.extend(agent_step_messages(step, model, tag))
-    return messages
-
-
-def agent_step_messages(step: Step, model: str | None, tag: dict[str, str]) -> list[ChatMessage]:
-    calls = step.tool_calls or []
-    content: list[ContentText | ContentReasoning] = []
-    if step.reasoning_content:
-        content.append(ContentReasoning(reasoning=step.reasoning_content))
-    if step.message:
-        content.append(ContentText(text=step.message))
-    reply = ChatMessageAssistant(
-        content=list(content) if content else "",
-        tool_calls=[
-            ToolCall(id=c.tool_call_id, function=c.function_name, arguments=c.arguments)
-            for c in calls
-        ]
-        or None,
-        model=model,
-        metadata=tag,
-    )
-    functions = {call.tool_call_id: call.function_name for call in calls}
-    results = step.observation.results if step.observation else []
-    return [
-        reply,
-        *(
-            ChatMessageTool(
-                content=result.content,
-                tool_call_id=result.source_call_id,
-                function=functions.get(result.source_call_id),
-                metadata=tag,
-            )
-            for result in results
-        ),
-    ]
 
 
 def buzz_messages(trial: SourceTrial) -> dict[str, str]:

@@ -95,6 +95,10 @@ def test_messages_and_tool_calls_are_the_trajectory_s(tmp_path: Path) -> None:
         assert [m.role for m in sample.messages[:2]] == ["system", "user"]
         assert {(m.metadata or {}).get("agent_id") for m in sample.messages} == {"solo-1"}
         assert sample.scores is not None and sample.scores["reward"].answer
+        kinds = [event.event for event in sample.events]
+        assert kinds.count("model") == len(replies) and kinds.count("tool") == len(calls)
+        assert (kinds[0], kinds[-1]) == ("span_begin", "span_end")
+        assert all(event.uuid for event in sample.events)  # the viewer skips events without
 
 
 def test_an_existing_log_is_kept_unless_forced_and_bad_arguments_are_one_line(
