@@ -103,7 +103,8 @@ def inspect(
     try:
         from orchestra.export.inspect_log import export_inspect
     except ImportError as error:
-        fail(f"orchestra export inspect needs inspect_ai ({error.name} is missing): "
+        missing = (error.name or "").split(".")[0] or str(error)
+        fail(f"orchestra export inspect needs inspect_ai ({missing} cannot be imported): "
              "pip install 'buzz-orchestra[inspect]'")  # fmt: skip
     report_export(lambda: export_inspect(sources, out_dir, force=force), out_dir, "sample")
 

@@ -6,6 +6,7 @@ the messages and tool calls are the trajectory's; bad arguments are one-line err
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,19 @@ def test_an_existing_log_is_kept_unless_forced_and_bad_arguments_are_one_line(
     code, output = invoke(str(tmp_path), str(tmp_path / "other"))
     assert (code, output) == (1, f"error: {tmp_path}: neither a run nor a job directory\n")
     assert not (tmp_path / "other").exists()
+
+
+def test_without_inspect_ai_the_command_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("orchestra.export.inspect_log", "orchestra.export.inspect_transcript"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    for module in [m for m in sys.modules if m.split(".")[0] == "inspect_ai"] + ["inspect_ai"]:
+        monkeypatch.setitem(sys.modules, module, None)  # what an absent package imports as
+    code, output = invoke(str(RECORDED_RUN), str(tmp_path / "logs"))
+    assert (code, output) == (
+        1,
+        "error: orchestra export inspect needs inspect_ai (inspect_ai cannot be imported): "
+        "pip install 'buzz-orchestra[inspect]'\n",
+    )
+    assert not (tmp_path / "logs").exists()
