@@ -16,7 +16,7 @@ from orchestra.verify.local import run_local_verifier
 from orchestra.verify.reward import VerifierFailure, VerifierTimeout, details_error
 
 #: `{{random_hex}}` of fixture files when no trial rendered them (cases, the workspace check).
-CASE_RANDOM_HEX = "0" * 32
+CASE_RANDOM_HEX = "0123456789abcdef" * 2
 
 
 @dataclass(frozen=True)
