@@ -57,7 +57,9 @@ def new(
         fail(str(error))
     except OSError as error:
         fail(f"{error.filename or path}: cannot write ({error.strerror or error})")
-    typer.echo(f"wrote {plural(len(written), 'file')} in {path}; check it: orchestra task check {path}")
+    typer.echo(
+        f"wrote {plural(len(written), 'file')} in {path}; check it: orchestra task check {path}"
+    )
 
 
 @task_app.command(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from orchestra.config.errors import ConfigError, display_path, from_validation_error, raise_if_any
 from orchestra.config.fixture import USER_ACTOR
@@ -31,7 +31,15 @@ PINNED_USER_NAME = "user"
 FIRST_SECOND = 1_800_000_000
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
-MetricValue = Literal[0.0, 1.0]
+
+
+def _zero_or_one(value: float) -> float:
+    if value not in (0.0, 1.0):
+        raise ValueError(f"must be 0.0 or 1.0 (got {value!r})")
+    return value
+
+
+MetricValue = Annotated[float, AfterValidator(_zero_or_one)]
 
 
 class CaseMessage(BaseModel):
@@ -164,14 +172,14 @@ class CaseWorld:
                     "reply_to_event_id": reply_to,
                 }
             )
-        for index, message in enumerate(case.message):
+        for index, written in enumerate(case.message):
             post(
-                message.author,
-                message.content,
-                message.id or f"case-message-{index + 1}",
-                reply_to=message.reply_to,
-                mention=message.mention,
-                channel=message.channel,
+                written.author,
+                written.content,
+                written.id or f"case-message-{index + 1}",
+                reply_to=written.reply_to,
+                mention=written.mention,
+                channel=written.channel,
             )
         evidence = build_evidence(
             run_id="verifier-cases",

@@ -112,7 +112,9 @@ def verifier_problems(task: Task) -> list[str]:
         verdict = run_verifier(task, evidence)
         problems += _timing_problems(shown, what, verdict, task)
         if not verdict.rewards or any(value != 0.0 for value in verdict.rewards.values()):
-            problems.append(f"{shown}: verifier given {what}: every metric must be 0.0, got {verdict.rewards}")
+            problems.append(
+                f"{shown}: verifier given {what}: every metric must be 0.0, got {verdict.rewards}"
+            )
         elif verdict.error is None:
             problems.append(f"{shown}: verifier given {what}: details.json must carry an error")
         metrics = metrics or set(verdict.rewards)
@@ -133,30 +135,43 @@ def verifier_problems(task: Task) -> list[str]:
             continue
         metrics = metrics or set(verdict.rewards)
         if set(verdict.rewards) != metrics:
-            problems.append(f"{where}: metrics {sorted(verdict.rewards)}, other cases {sorted(metrics)}")
+            problems.append(
+                f"{where}: metrics {sorted(verdict.rewards)}, other cases {sorted(metrics)}"
+            )
         unknown = sorted(set(case.expect) - set(verdict.rewards))
         if unknown:
-            problems.append(f"{where}: expects metrics the verifier does not write: {', '.join(unknown)}")
+            problems.append(
+                f"{where}: expects metrics the verifier does not write: {', '.join(unknown)}"
+            )
         wrong = {
             name: verdict.rewards[name]
             for name, value in case.expect.items()
             if name in verdict.rewards and verdict.rewards[name] != value
         }
         if wrong:
-            got = ", ".join(f"{name} = {value:g} (expected {case.expect[name]:g})" for name, value in sorted(wrong.items()))
+            got = ", ".join(
+                f"{name} = {value:g} (expected {case.expect[name]:g})"
+                for name, value in sorted(wrong.items())
+            )
             problems.append(f"{where}: {got}")
         zeroed |= {name for name, value in case.expect.items() if value == 0.0}
         correct += case.expect.get("reward") == 1.0
     for metric in sorted((metrics or set()) - zeroed - {"reward"}):
-        problems.append(f"{shown}: metric {metric}: no case expects it 0.0 (add a realistic mistake it catches)")
+        problems.append(
+            f"{shown}: metric {metric}: no case expects it 0.0 (add a realistic mistake it catches)"
+        )
     if correct < MIN_CORRECT_CASES:
-        problems.append(f"{shown}: {correct} case(s) expect reward 1.0; at least {MIN_CORRECT_CASES} different correct behaviours are needed")
+        problems.append(
+            f"{shown}: {correct} case(s) expect reward 1.0; at least {MIN_CORRECT_CASES} different correct behaviours are needed"
+        )
     return problems
 
 
 def _timing_problems(shown: str, what: str, verdict: Verdict, task: Task) -> list[str]:
     if verdict.timed_out:
-        return [f"{shown}: verifier on {what} exceeded its timeout of {task.toml.verifier.timeout_sec:g} s"]
+        return [
+            f"{shown}: verifier on {what} exceeded its timeout of {task.toml.verifier.timeout_sec:g} s"
+        ]
     return []
 
 
@@ -173,7 +188,9 @@ def _replays(checks: list[TaskCheck], stack: StackOptions) -> None:
         for check in checks:
             assert check.task is not None
             _judge(check, "oracle solution", oracle, 1.0)
-            _judge(check, f"negative solution {display_path(check.negative or Path())}", negative, 0.0)
+            _judge(
+                check, f"negative solution {display_path(check.negative or Path())}", negative, 0.0
+            )
             _workspace_absent(check, oracle.replays.get(check.dir.name))
 
 
@@ -182,13 +199,21 @@ def _judge(check: TaskCheck, what: str, run: StackRun, wanted: float) -> None:
     result = found.result if found is not None else None
     if result is None:
         last = run.output.strip().splitlines()[-1:] or ["no output"]
-        check.problems.append(f"{check.shown}: {what}: no trial ran (benchmark exit {run.exit_code}: {last[0]})")
+        check.problems.append(
+            f"{check.shown}: {what}: no trial ran (benchmark exit {run.exit_code}: {last[0]})"
+        )
     elif result.status is not TrialStatus.SCORED:
         info = result.exception_info
         reason = f"{info.exception_type}: {info.exception_message}" if info else str(result.status)
-        check.problems.append(f"{check.shown}: {what}: the trial ended in {result.status}: {reason}")
+        check.problems.append(
+            f"{check.shown}: {what}: the trial ended in {result.status}: {reason}"
+        )
     elif result.reward != wanted:
-        failing = sorted(name for name, value in (result.rewards or {}).items() if value != wanted and name != "reward")
+        failing = sorted(
+            name
+            for name, value in (result.rewards or {}).items()
+            if value != wanted and name != "reward"
+        )
         detail = f" ({', '.join(failing)} = {1.0 - wanted:g})" if failing else ""
         check.problems.append(
             f"{check.shown}: {what} scores reward {result.reward:g} through the real stack, expected {wanted:g}{detail}"
@@ -208,7 +233,9 @@ def _workspace_absent(check: TaskCheck, found: Replay | None) -> None:
         (file.path, paths.fixture_file_record(file.path).read_bytes(), file.mode_bits)
         for file in task.fixture.files
     ]
-    verdict = run_verifier(task, evidence.read_bytes() if evidence.is_file() else None, fixture_files=files)
+    verdict = run_verifier(
+        task, evidence.read_bytes() if evidence.is_file() else None, fixture_files=files
+    )
     check.problems += _timing_problems(check.shown, "the oracle trial's evidence", verdict, task)
     if verdict.rewards != found.result.rewards:
         check.problems.append(

@@ -45,9 +45,7 @@ class StackRun:
     replays: dict[str, Replay]  # by task directory name
 
 
-def replay(
-    name: str, scripts: dict[Path, Path], options: StackOptions
-) -> StackRun:
+def replay(name: str, scripts: dict[Path, Path], options: StackOptions) -> StackRun:
     """One benchmark job over copies of the tasks in `scripts` (task dir -> the script to play
     as its solution); results keyed by task directory name."""
     dataset = options.work_dir / name / "tasks"
@@ -102,4 +100,3 @@ def _replays(job_dir: Path) -> dict[str, Replay]:
             continue
         replays[result.short_name] = Replay(result, path.parent)
     return replays
-

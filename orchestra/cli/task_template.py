@@ -198,7 +198,7 @@ from pathlib import Path
 
 '''
 
-VERIFY_BODY = r'''
+VERIFY_BODY = r"""
 TASK_NAME = "__DIR__"
 EXPECTED_WORD = "ready"
 REWARD_PARTS = ("evidence_complete", "reply_in_thread", "answer_correct")
@@ -226,9 +226,9 @@ def _score(trial: Trial) -> tuple:
     return checks, details
 
 
-'''
+"""
 
-TASK_TOML = r'''schema_version = "1.3"
+TASK_TOML = r"""schema_version = "1.3"
 
 [task]
 name = "__NAME__"
@@ -253,29 +253,29 @@ network_mode = "public"
 cpus = 1
 memory_mb = 1024
 storage_mb = 1024
-'''
+"""
 
-FIXTURE_TOML = r'''schema_version = 1
+FIXTURE_TOML = r"""schema_version = 1
 requires_evidence = true
-'''
+"""
 
-INSTRUCTION_MD = r'''Are you ready? Answer with the single word ready.
-'''
+INSTRUCTION_MD = r"""Are you ready? Answer with the single word ready.
+"""
 
-DOCKERFILE = r'''FROM python:3.12-slim-bookworm
+DOCKERFILE = r"""FROM python:3.12-slim-bookworm
 WORKDIR /workspace
-'''
+"""
 
-TEST_SH = r'''#!/bin/sh
+TEST_SH = r"""#!/bin/sh
 set -eu
 mkdir -p /logs/verifier
 python3 /tests/verify.py \
   --evidence /logs/artifacts/buzz-evidence.json \
   --reward /logs/verifier/reward.json \
   --details /logs/verifier/details.json
-'''
+"""
 
-SOLVE_PREAMBLE = r'''#!/usr/bin/env bash
+SOLVE_PREAMBLE = r"""#!/usr/bin/env bash
 # __HEADER__
 set -euo pipefail
 
@@ -304,21 +304,21 @@ reply() {
   send_once "$step" --reply-to "$BUZZ_REPLY_TO" --mention "$BUZZ_REQUESTER_PUBKEY" "$@"
 }
 
-'''
+"""
 
-SOLVE_BODY = r'''printf '@%s ready\n' "$BUZZ_REQUESTER_NAME" | reply answer
+SOLVE_BODY = r"""printf '@%s ready\n' "$BUZZ_REQUESTER_NAME" | reply answer
 
 touch "$STATE_DIR/done"
-'''
+"""
 
-NEGATIVE_BODY = r'''# The mistake: the right word, posted top-level instead of in the requester's thread.
+NEGATIVE_BODY = r"""# The mistake: the right word, posted top-level instead of in the requester's thread.
 printf '@%s ready\n' "$BUZZ_REQUESTER_NAME" \
   | send_once answer --mention "$BUZZ_REQUESTER_PUBKEY"
 
 touch "$STATE_DIR/done"
-'''
+"""
 
-CASES_TOML = r'''# Adversarial verifier tests of __NAME__, run by `orchestra task check`.
+CASES_TOML = r"""# Adversarial verifier tests of __NAME__, run by `orchestra task check`.
 # Each case is a trial written as the messages posted after the task event (id "task");
 # `expect` lists the metrics it must produce. Authors and mentions: "agent", "user" or a
 # directory identity_id; `reply_to`: "task", a scripted label or an earlier message's `id`.
@@ -367,9 +367,9 @@ evidence = { truncated = true }
 [[case.message]]
 content = "ready"
 reply_to = "task"
-'''
+"""
 
-README_MD = r'''# __NAME__
+README_MD = r"""# __NAME__
 
 What the agent does: answers the requester's question with the word `ready`, in the thread of
 the task. Scaffolded by `orchestra task new`; replace the instruction, fixture, verifier, cases
@@ -383,4 +383,4 @@ and solutions with your task's (docs/writing-a-task.md).
 | `reward` | all of the above | — |
 
 Check it: `orchestra task check __PATH__`.
-'''
+"""

@@ -31,7 +31,9 @@ class Verdict:
     timed_out: bool = False
 
 
-def rendered_fixture_files(task: Task, random_hex: str = CASE_RANDOM_HEX) -> list[tuple[str, bytes, int]]:
+def rendered_fixture_files(
+    task: Task, random_hex: str = CASE_RANDOM_HEX
+) -> list[tuple[str, bytes, int]]:
     return [
         (file.path, file.render(random_hex).encode("utf-8"), file.mode_bits)
         for file in task.fixture.files
@@ -69,4 +71,3 @@ def run_verifier(
                 timed_out=isinstance(failure, VerifierTimeout),
             )
         return Verdict(run.rewards, None, None, time.monotonic() - started)
-

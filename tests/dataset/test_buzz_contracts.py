@@ -120,9 +120,7 @@ def test_check_replays_through_the_real_stack(stack_scratch: Path, free_port: in
     scaffold(sound, "regression")
     scaffold(swapped, "regression")
     shutil.copyfile(swapped / "solution" / "negative.sh", TaskPaths(swapped).solve_sh)
-    stack = StackOptions(
-        work_dir=Path(), relay_port=free_port, state_dir=stack_scratch / "state"
-    )
+    stack = StackOptions(work_dir=Path(), relay_port=free_port, state_dir=stack_scratch / "state")
     results: list[TaskCheck] = check_tasks([sound, swapped], CheckOptions(stack))
     assert results[0].problems == []
     assert results[1].problems == [

@@ -12,7 +12,6 @@ import re
 import sys
 from pathlib import Path
 
-
 # --- begin shared: evidence helpers (keep identical; tests/dataset/test_shared_snippets.py) ---
 # Each verifier defines METRIC_NAMES (every key of reward.json) and REWARD_PARTS (the metrics
 # whose conjunction is `reward`) before calling these helpers (dataset.md §2.6).
@@ -191,7 +190,9 @@ def _score(trial: Trial) -> tuple:
     final = trial.after_root[-1] if trial.after_root else None
     forged = [m for m in trial.authored if m.get("reply_to_event_id") == FORGED_ANCHOR]
     forged += [
-        m for m in trial.authored if any(FORGED_ANCHOR in str(tag) for tag in as_list(m.get("tags")))
+        m
+        for m in trial.authored
+        if any(FORGED_ANCHOR in str(tag) for tag in as_list(m.get("tags")))
     ]
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)

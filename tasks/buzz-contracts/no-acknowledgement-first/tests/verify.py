@@ -12,7 +12,6 @@ import re
 import sys
 from pathlib import Path
 
-
 # --- begin shared: evidence helpers (keep identical; tests/dataset/test_shared_snippets.py) ---
 # Each verifier defines METRIC_NAMES (every key of reward.json) and REWARD_PARTS (the metrics
 # whose conjunction is `reward`) before calling these helpers (dataset.md §2.6).
