@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 from shared_snippets import canonical_blocks
+from solution_headers import read_expectation
 
 from orchestra.cli import task_template
 from orchestra.cli.task_check import CheckOptions, TaskCheck, check_tasks, negative_solution
 from orchestra.cli.task_scaffold import ScaffoldError, scaffold
-from orchestra.cli.task_stack import StackOptions
+from orchestra.cli.task_stack import StackOptions, replay
 from orchestra.config.task import load_task
 from orchestra.paths import PROJECT_ROOT, TaskPaths
 
@@ -127,3 +128,28 @@ def test_check_replays_through_the_real_stack(stack_scratch: Path, free_port: in
         f"{results[1].shown}: oracle solution scores reward 0 through the real stack, "
         "expected 1 (reply_in_thread = 0)"
     ]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_contract_negatives_are_caught_by_the_metric_their_header_names(
+    stack_scratch: Path, free_port: int
+) -> None:
+    """Every buzz-contracts negative solution through the real stack: reward 0.0, its
+    `# caught-by:` metric 0.0 and every `# expect:` line holding (the oracle side is
+    `orchestra task check`'s, run by the test above on a scaffolded task)."""
+    stack = StackOptions(
+        work_dir=stack_scratch / "negatives",
+        relay_port=free_port,
+        state_dir=stack_scratch / "state",
+    )
+    scripts = {CONTRACTS / task: NEGATIVES / f"{task}.sh" for task in CONTRACT_TASKS}
+    run = replay("negative", scripts, stack)
+    for task in CONTRACT_TASKS:
+        found = run.replays.get(task)
+        assert found is not None and found.result is not None, run.output
+        result = found.result
+        assert result.status == "scored", (task, result.exception_info)
+        expectation = read_expectation(NEGATIVES / f"{task}.sh")
+        assert result.rewards is not None and result.rewards[expectation.caught_by] == 0.0, task
+        assert expectation.problems(result.rewards) == {}, (task, result.rewards)
