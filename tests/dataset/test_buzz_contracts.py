@@ -153,3 +153,43 @@ def test_contract_negatives_are_caught_by_the_metric_their_header_names(
         expectation = read_expectation(NEGATIVES / f"{task}.sh")
         assert result.rewards is not None and result.rewards[expectation.caught_by] == 0.0, task
         assert expectation.problems(result.rewards) == {}, (task, result.rewards)
+
+
+def test_the_guides_worked_example_is_sound_on_paper(tmp_path: Path) -> None:
+    """docs/writing-a-task.md, section 2, step by step: a scaffold completed by hand."""
+    task_dir = tmp_path / "my-suite" / "weeks-in-thread"
+    scaffold(task_dir, "regression")
+    (task_dir / "instruction.md").write_text("How many weeks are in 84 days?\n", encoding="utf-8")
+    (task_dir / "buzz-fixture.toml").write_text(
+        'schema_version = 1\nrequires_evidence = true\nuser_display_name = "Ada Lena Moss"\n',
+        encoding="utf-8",
+    )
+    edits = {
+        "tests/verify.py": [
+            ('EXPECTED_WORD = "ready"', 'EXPECTED_WEEKS = "12"'),
+            (
+                'words = re.findall(r"[a-z]+", content(final).casefold())',
+                'numbers = re.findall(r"\\d+", content(final))',
+            ),
+            (
+                '"answer_correct": EXPECTED_WORD in words,',
+                '"answer_correct": EXPECTED_WEEKS in numbers,',
+            ),
+        ],
+        "solution/solve.sh": [("'@%s ready\\n'", "'@%s 84 days are 12 weeks.\\n'")],
+        "solution/negative.sh": [("'@%s ready\\n'", "'@%s 84 days are 12 weeks.\\n'")],
+        "verifier-cases.toml": [
+            ('content = "ready"', 'content = "84 days are 12 weeks."'),
+            ('content = "@user Ready."', 'content = "@Ada Lena Moss 12"'),
+            ('content = "**READY**"', 'content = "**12 weeks**"'),
+            ('content = "Yes, all set."', 'content = "About 3 months."'),
+        ],
+    }
+    for relative, replacements in edits.items():
+        path = task_dir / relative
+        text = path.read_text(encoding="utf-8")
+        for old, new in replacements:
+            assert old in text, (relative, old)
+            text = text.replace(old, new)
+        path.write_text(text, encoding="utf-8")
+    assert static_problems(task_dir) == []
