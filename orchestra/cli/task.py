@@ -121,7 +121,13 @@ def check(
         state_dir=state_dir,
         n_concurrent=n_concurrent,
     )
-    checks = check_tasks(paths, CheckOptions(stack_options, negatives, replay))
+    # `tasks/buzz-contracts/*` also matches the dataset's README.md: files are not tasks
+    for skipped in (path for path in paths if path.is_file()):
+        typer.echo(f"{skipped}: skipped (a file, not a task directory)")
+    task_dirs = [path for path in paths if not path.is_file()]
+    if not task_dirs:
+        fail("no task directory among the paths given")
+    checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay))
     unsound = [c for c in checks if c.problems]
     for result in checks:
         for problem in result.problems:
