@@ -19,10 +19,17 @@ from orchestra.plural import plural
 from orchestra.stack.embedded import DEFAULT_RELAY_PORT
 
 task_app = typer.Typer(
-    help="Write and check benchmark tasks.",
+    help="Write and check benchmark tasks (docs/writing-a-task.md).",
     cls=Group,
     rich_markup_mode=None,
     no_args_is_help=True,
+    epilog=epilog(
+        (
+            ("orchestra task new my-suite/my-task --layer regression", "a task that runs at once"),
+            ("orchestra task check my-suite/my-task", "prove it sound"),
+        ),
+        (("0", "done, every task sound"), ("1", "usage error or a task not sound")),
+    ),
 )
 
 
