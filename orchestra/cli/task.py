@@ -9,7 +9,16 @@ import typer
 
 from orchestra.cli.errors import EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.help import Command, Group, epilog
-from orchestra.cli.options import Env, EnvMode, NConcurrent, RelayPort, Stack, StackMode, StateDir
+from orchestra.cli.options import (
+    STACK_HELP,
+    Env,
+    EnvMode,
+    NConcurrent,
+    RelayPort,
+    RelayUrl,
+    StackMode,
+    StateDir,
+)
 from orchestra.cli.task_check import CheckOptions, check_tasks
 from orchestra.cli.task_scaffold import ScaffoldError, scaffold
 from orchestra.cli.task_stack import StackOptions
@@ -105,9 +114,17 @@ def check(
             help="Replay the oracle and negative solutions through the real stack.",
         ),
     ] = True,
-    stack: Stack = StackMode.embedded,
+    stack: Annotated[
+        StackMode | None,
+        typer.Option(
+            "--stack",
+            help=STACK_HELP + "  [default: embedded; external with --relay-url]",
+            show_default=False,
+        ),
+    ] = None,
     env: Env = EnvMode.local,
     relay_port: RelayPort = DEFAULT_RELAY_PORT,
+    relay_url: RelayUrl = None,
     state_dir: StateDir = DEFAULT_STATE_DIR,
     n_concurrent: NConcurrent = 4,
 ) -> None:
@@ -122,9 +139,10 @@ def check(
     """
     stack_options = StackOptions(
         work_dir=Path(),  # replaced by the check's own temporary directory
-        stack=stack.value,
+        stack=stack.value if stack else "external" if relay_url else "embedded",
         env=env.value,
         relay_port=relay_port,
+        relay_url=relay_url,
         state_dir=state_dir,
         n_concurrent=n_concurrent,
     )

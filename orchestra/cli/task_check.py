@@ -9,6 +9,7 @@ and the verifier gives the trial's verdict again, within its timeout, with no ag
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Sequence
@@ -177,10 +178,7 @@ def _timing_problems(shown: str, what: str, verdict: Verdict, task: Task) -> lis
 
 def _replays(checks: list[TaskCheck], stack: StackOptions) -> None:
     with tempfile.TemporaryDirectory(prefix="orchestra-task-check-") as scratch:
-        options = StackOptions(
-            work_dir=Path(scratch), stack=stack.stack, env=stack.env, relay_port=stack.relay_port,
-            state_dir=stack.state_dir, n_concurrent=stack.n_concurrent,
-        )  # fmt: skip
+        options = dataclasses.replace(stack, work_dir=Path(scratch))
         oracle = replay("oracle", {c.dir: TaskPaths(c.dir).solve_sh for c in checks}, options)
         negative = replay(
             "negative", {c.dir: c.negative for c in checks if c.negative is not None}, options

@@ -26,6 +26,7 @@ class StackOptions:
     stack: str = "embedded"
     env: str = "local"
     relay_port: int = DEFAULT_RELAY_PORT
+    relay_url: str | None = None
     state_dir: Path | None = None
     n_concurrent: int = 4
 
@@ -69,7 +70,7 @@ def replay(name: str, scripts: dict[Path, Path], options: StackOptions) -> Stack
         dry_run=False,
         stack=options.stack,
         env=options.env,
-        relay_url=None,
+        relay_url=options.relay_url,
         database_url=None,
         relay_port=options.relay_port,
         buzz_bin_dir=None,
