@@ -22,7 +22,8 @@ from orchestra.results.trend import ConditionTrend, Trend, read_trend
 TREND_PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 
 TREND_STYLE = """
-.trend-legend { font-size: 12px; color: var(--muted); margin: 4px 0 10px; padding-left: 18px; }
+.trend-legend { font: 12px/1.5 ui-monospace, monospace; color: var(--muted); margin: 4px 0 10px;
+                padding: 0; list-style: none; white-space: pre; }
 .trend-scroll { overflow-x: auto; }
 """
 
@@ -33,7 +34,7 @@ def _condition_section(trend: ConditionTrend) -> str:
         f'<section class="block trend"><h2>Trend: {escape(trend.condition)}</h2>'
         f'<p class="sub">Pass rate per run (oldest left) with 95% Wilson intervals; below, '
         f"each task per run: green passed, red failed, amber mixed, grey not scored.</p>"
-        f'<ol class="trend-legend">{runs}</ol>'
+        f'<ul class="trend-legend">{runs}</ul>'
         f'<div class="trend-scroll">{overall_chart(trend)}</div>'
         f'<div class="trend-scroll">{task_sparklines(trend)}</div></section>'
     )

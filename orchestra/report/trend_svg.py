@@ -20,8 +20,8 @@ FONT = 'font-family="system-ui, sans-serif"'
 
 CHART_HEIGHT = 200
 PLOT_TOP, PLOT_LEFT, PLOT_BOTTOM = 16, 48, 150
-RUN_STEP = 64  # horizontal room per run
-ROW_HEIGHT = 20
+RUN_STEP = 72  # horizontal room per run
+ROW_HEIGHT = 24
 NAME_WIDTH = 300
 SPARK_STEP = 22
 MARK_WIDTH = 160
@@ -102,11 +102,11 @@ def _short(name: str) -> str:
 
 
 def _spark_row(task: TaskTrend, names: list[str], top: float) -> str:
-    bottom = top + ROW_HEIGHT - 4
-    inner_top = top + 4
+    bottom = top + ROW_HEIGHT - 5
+    inner_top = top + 5
     parts = [
         f"<g><title>{escape(task.task_name)}</title>"
-        f'<text x="0" y="{_fmt(top + 14)}" font-size="12" fill="#1f2328" {FONT}>'
+        f'<text x="0" y="{_fmt(top + 16)}" font-size="12" fill="#1f2328" {FONT}>'
         f"{escape(_short(task.task_name))}</text>"
     ]
     points = []
@@ -114,7 +114,8 @@ def _spark_row(task: TaskTrend, names: list[str], top: float) -> str:
         x = NAME_WIDTH + SPARK_STEP * index + SPARK_STEP / 2
         if point is None or point.rate.pass_rate is None:
             parts.append(
-                f'<circle cx="{_fmt(x)}" cy="{_fmt(bottom)}" r="2" fill="none" stroke="#8c959f">'
+                f'<circle cx="{_fmt(x)}" cy="{_fmt((inner_top + bottom) / 2)}" r="3" fill="none" '
+                'stroke="#8c959f">'
                 f"<title>{escape(run_label(index))}: not scored</title></circle>"
             )
             continue
@@ -133,7 +134,7 @@ def _spark_row(task: TaskTrend, names: list[str], top: float) -> str:
         )
     mark_x = NAME_WIDTH + SPARK_STEP * len(task.points) + 10
     parts.append(
-        f'<text x="{mark_x}" y="{_fmt(top + 14)}" font-size="12" '
+        f'<text x="{mark_x}" y="{_fmt(top + 16)}" font-size="12" '
         f'fill="{MARK_COLOURS[task.mark]}" {FONT}>{escape(mark_text(task, names))}</text></g>'
     )
     return "".join(parts)

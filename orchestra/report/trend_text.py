@@ -22,9 +22,12 @@ def run_label(index: int) -> str:
 
 
 def fraction_text(point: TaskPoint | None) -> str:
+    """`2/3` passed of scored; `err` when the run's only trials of the task were errors."""
     if point is None:
         return DASH
-    return f"{point.rate.passed}/{point.rate.scored}" if point.rate.scored else "0/0"
+    if not point.rate.scored:
+        return "err" if point.errors else "0/0"
+    return f"{point.rate.passed}/{point.rate.scored}"
 
 
 def rate_text(rate: Rate) -> str:
@@ -76,8 +79,8 @@ def _rows(trend: ConditionTrend) -> list[Row]:
 
 def run_lines(trend: ConditionTrend) -> list[str]:
     return [
-        f"{run_label(i)}  {run.created_at[:16].replace('T', ' ')}  {run.name}  "
-        f"passed {run.overall.passed}/{run.overall.scored} scored {rate_text(run.overall)}"
+        f"{run_label(i)}  {run.name}  {run.created_at[:16].replace('T', ' ')}  "
+        f"{run.overall.passed}/{run.overall.scored} passed  {rate_text(run.overall)}"
         for i, run in enumerate(trend.runs)
     ]
 
@@ -89,7 +92,7 @@ def render_trend(trend: Trend, console: Console, width: int | None) -> None:
             Text.assemble("Condition ", (condition.condition, "bold"), f"  ({_runs(condition)})")
         )
         for line in run_lines(condition):
-            console.print(Text(line), no_wrap=width is not None, overflow="ellipsis")
+            console.print(Text(line))
         table = fit_table(_columns(condition), _rows(condition), width)
         for text in table.lines:
             console.print(text, soft_wrap=True)

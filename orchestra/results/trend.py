@@ -52,6 +52,7 @@ class TaskPoint(_Part):
     run: str
     outcome: Outcome
     rate: Rate
+    errors: int  # trials that ended in an error (not in `rate`)
 
 
 class TaskTrend(_Part):
@@ -109,7 +110,8 @@ def classify(points: list[TaskPoint | None]) -> tuple[Mark, str | None, Literal[
 
 
 TASK_RUNS = """
-SELECT condition, run_key, run_name, run_created_at, layer, task_name, scored, passed, outcome
+SELECT condition, run_key, run_name, run_created_at, layer, task_name, scored, passed, outcome,
+       errors
 FROM task_runs ORDER BY condition, run_created_at, run_key, layer, task_name
 """
 
@@ -128,8 +130,10 @@ def read_trend(connection: sqlite3.Connection) -> Trend:
             task_rows = list(of_run)
             overall = rate(sum(r[7] for r in task_rows), sum(r[6] for r in task_rows))
             runs.append(TrendRun(name=name, created_at=created_at, overall=overall))
-            for *_, layer, task, scored, passed, outcome in task_rows:
-                point = TaskPoint(run=name, outcome=outcome, rate=rate(passed, scored))
+            for *_, layer, task, scored, passed, outcome, errors in task_rows:
+                point = TaskPoint(
+                    run=name, outcome=outcome, rate=rate(passed, scored), errors=errors
+                )
                 by_task.setdefault((layer, task), {})[index] = point
         tasks = []
         for (layer, task), points_by_run in sorted(by_task.items()):
