@@ -27,7 +27,8 @@ from orchestra.results.trend import read_trend
 DB_EPILOG = epilog(
     (
         ("orchestra db jobs/nightly-* -o results.sqlite", "add (or replace) every nightly run"),
-        ("sqlite3 results.sqlite 'SELECT * FROM run_summary'", "query it (docs/results-db.md)"),
+        ("orchestra db jobs/<run>/<job> -o results.sqlite", "replace one job of a run"),
+        ("orchestra trend results.sqlite", "the pass rate per task over the runs"),
     ),
     (
         ("0", "written"),

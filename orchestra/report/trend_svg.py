@@ -54,11 +54,11 @@ def overall_chart(trend: ConditionTrend) -> str:
         f'aria-label="pass rate per run of {escape(trend.condition)}">'
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = _fmt(_y(tick, PLOT_TOP, PLOT_BOTTOM))
+        tick_y = _fmt(_y(tick, PLOT_TOP, PLOT_BOTTOM))
         parts.append(
-            f'<line x1="{PLOT_LEFT}" y1="{y}" x2="{width - 8}" y2="{y}" stroke="#d0d7de" '
-            'stroke-width="1"/>'
-            f'<text x="{PLOT_LEFT - 6}" y="{y}" dy="4" text-anchor="end" font-size="11" '
+            f'<line x1="{PLOT_LEFT}" y1="{tick_y}" x2="{width - 8}" y2="{tick_y}" '
+            'stroke="#d0d7de" stroke-width="1"/>'
+            f'<text x="{PLOT_LEFT - 6}" y="{tick_y}" dy="4" text-anchor="end" font-size="11" '
             f'fill="#57606a" {FONT}>{tick:.2f}</text>'
         )
     line: list[str] = []

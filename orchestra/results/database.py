@@ -229,7 +229,9 @@ class _TrialRows:
         )
 
     def _agent_rows(self) -> Iterable[tuple[object, ...]]:
-        revisions = {a.agent_id: a.model_revision for a in self.config.roster} if self.config else {}
+        revisions = (
+            {a.agent_id: a.model_revision for a in self.config.roster} if self.config else {}
+        )
         buzz_agents = self.result.buzz.agents
         if buzz_agents:
             for agent in buzz_agents:

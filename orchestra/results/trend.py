@@ -16,12 +16,11 @@ path).
 from __future__ import annotations
 
 import sqlite3
-from itertools import groupby
+from itertools import groupby, pairwise
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-TREND_SCHEMA_VERSION = 1
 CONFIDENCE = 0.95
 Outcome = Literal["pass", "fail", "mixed", "none"]
 Mark = Literal["stable", "flipped", "flaky"]
@@ -71,7 +70,7 @@ class ConditionTrend(_Part):
 
 
 class Trend(_Part):
-    schema_version: Literal[1] = TREND_SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     conditions: list[ConditionTrend]
 
 
@@ -80,9 +79,7 @@ def rate(passed: int, scored: int) -> Rate:
         return Rate(passed=0, scored=0, pass_rate=None, low=None, high=None)
     from scipy.stats import binomtest  # the statistics commands only
 
-    interval = binomtest(passed, scored).proportion_ci(
-        confidence_level=CONFIDENCE, method="wilson"
-    )
+    interval = binomtest(passed, scored).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
     return Rate(
         passed=passed,
         scored=scored,
@@ -92,11 +89,13 @@ def rate(passed: int, scored: int) -> Rate:
     )
 
 
-def classify(points: list[TaskPoint | None]) -> tuple[Mark, str | None, Literal["pass", "fail"] | None]:
+def classify(
+    points: list[TaskPoint | None],
+) -> tuple[Mark, str | None, Literal["pass", "fail"] | None]:
     """The task's mark, the run it began in, and (flipped) what it is now."""
     seen = [point for point in points if point is not None]
     definite = [p for p in seen if p.outcome in ("pass", "fail")]
-    changes = [b for a, b in zip(definite, definite[1:], strict=False) if a.outcome != b.outcome]
+    changes = [b for a, b in pairwise(definite) if a.outcome != b.outcome]
     mixed = next((p for p in seen if p.outcome == "mixed"), None)
     if mixed is not None or len(changes) >= 2:
         firsts = [p for p in (mixed, changes[0] if changes else None) if p is not None]

@@ -20,7 +20,9 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 
 def point(run: str, passed: int, scored: int) -> TaskPoint:
-    outcome = "none" if not scored else "pass" if passed == scored else "fail" if not passed else "mixed"
+    outcome = (
+        "none" if not scored else "pass" if passed == scored else "fail" if not passed else "mixed"
+    )
     return TaskPoint(run=run, outcome=outcome, errors=0, rate=Rate(passed=passed, scored=scored,
                      pass_rate=None, low=None, high=None))  # fmt: skip
 
@@ -52,8 +54,14 @@ def test_intervals_are_wilson_intervals() -> None:
 def test_the_three_nights(results_db: sqlite3.Connection) -> None:
     (condition,) = read_trend(results_db).conditions
     assert [run.name for run in condition.runs] == ["nightly-1", "nightly-2", "nightly-3"]
-    assert [(r.overall.passed, r.overall.scored) for r in condition.runs] == [(4, 4), (4, 5), (2, 5)]
-    marks = {t.task_name.removeprefix("buzz-native/"): (t.mark, t.since, t.now) for t in condition.tasks}
+    assert [(r.overall.passed, r.overall.scored) for r in condition.runs] == [
+        (4, 4),
+        (4, 5),
+        (2, 5),
+    ]
+    marks = {
+        t.task_name.removeprefix("buzz-native/"): (t.mark, t.since, t.now) for t in condition.tasks
+    }
     assert marks == {
         "memory-retrieval": ("stable", None, None),
         "multiline-message": ("flaky", "nightly-2", None),
@@ -102,8 +110,7 @@ def test_bad_input_is_one_line(three_runs: list[Path], tmp_path: Path) -> None:
     cases = {
         (str(tmp_path / "nope"),): f"error: {tmp_path / 'nope'}: no such run or job directory\n",
         (str(database), str(three_runs[0])): (
-            f"error: {database}: give one results database, or run and job directories, "
-            "not both\n"
+            f"error: {database}: give one results database, or run and job directories, not both\n"
         ),
     }
     for args, line in cases.items():

@@ -51,5 +51,5 @@ def test_the_trend_page_is_static_and_escapes(three_runs: list[Path], tmp_path: 
     assert code == 0 and stderr == f"wrote {out}\n"
     assert "flaky since #2" in stdout
     page = out.read_text()
-    assert "<script" not in page and "http-equiv=\"Content-Security-Policy\"" in page
+    assert "<script" not in page and 'http-equiv="Content-Security-Policy"' in page
     assert len(charts(page)) == 2
