@@ -163,3 +163,26 @@ def test_an_unusable_database_path_is_one_line(three_runs: list[Path], tmp_path:
     assert code == 1 and stderr.startswith(f"error: {missing}: cannot open the database")
     with pytest.raises(DatabaseError, match="no such results database"):
         open_database(tmp_path / "absent.sqlite", create=False)
+
+
+def test_a_job_outside_any_run_is_a_run_of_its_own(tmp_path: Path) -> None:
+    from jobs_builder import TrialSpec, build_job
+
+    job = build_job(tmp_path / "jobs", "lone", [TrialSpec("user-mention", rewards={"reward": 1.0})])
+    connection = open_database(Path(":memory:"), create=True)
+    assert add_directory(connection, job) == 1
+    assert add_directory(connection, job) == 1  # again: replaced, not doubled
+    assert connection.execute("SELECT name, kind FROM runs").fetchall() == [("lone", "job")]
+    assert connection.execute("SELECT run_name, passed FROM task_runs").fetchall() == [("lone", 1)]
+
+
+def test_a_malformed_trajectory_is_named_in_one_line(
+    three_runs: list[Path], tmp_path: Path
+) -> None:
+    run = tmp_path / "nightly-3"
+    shutil.copytree(three_runs[2], run)
+    (trajectory,) = run.glob("*/*/agent/buzz/solo-1.trajectory.json")
+    trajectory.write_text('{"schema_version": "ATIF-v1.6", "steps": []}')
+    code, _, stderr = invoke("db", str(run), "-o", str(tmp_path / "r.sqlite"))
+    assert code == 1
+    assert stderr.startswith(f"error: {trajectory}: ") and stderr.count("\n") == 1
