@@ -87,6 +87,8 @@ def run_lines(trend: ConditionTrend) -> list[str]:
 
 def render_trend(trend: Trend, console: Console, width: int | None) -> None:
     """Each condition's trend, fitted to `width` columns (None: everything, for pipes)."""
+    if not trend.conditions:
+        console.print(Text("no runs with trials: nothing to trend"))
     for condition in trend.conditions:
         console.print(
             Text.assemble("Condition ", (condition.condition, "bold"), f"  ({_runs(condition)})")

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from orchestra.cli.main import app
 from orchestra.report.stats import wilson_interval
 from orchestra.report.trend_text import render_trend, trend_markdown
+from orchestra.results.schema import open_database
 from orchestra.results.trend import Rate, TaskPoint, Trend, classify, rate, read_trend
 
 
@@ -115,3 +116,9 @@ def test_bad_input_is_one_line(three_runs: list[Path], tmp_path: Path) -> None:
     }
     for args, line in cases.items():
         assert invoke("trend", *args) == (1, "", line)
+
+
+def test_an_empty_database_says_so(tmp_path: Path) -> None:
+    database = tmp_path / "empty.sqlite"
+    open_database(database, create=True).close()
+    assert invoke("trend", str(database)) == (0, "no runs with trials: nothing to trend\n", "")
