@@ -220,8 +220,8 @@ def render_summary(document: Summary, console: Console, width: int | None = None
             hidden = ", ".join(c.header for c in table.dropped)
             console.print(f"not shown at this width: {hidden} (--json has every column)")
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
-        for line in estimate_lines(condition.totals):
-            console.print(line, markup=False, highlight=False)
+        for estimate_line in estimate_lines(condition.totals):
+            console.print(estimate_line, markup=False, highlight=False)
         for agent_line in agent_lines(condition):
             console.print(agent_line, markup=False, highlight=False)
         for kind, names in condition.error_types.items():
