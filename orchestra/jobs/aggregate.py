@@ -31,6 +31,7 @@ LAYER_ORDER = LAYERS
 class PlannedTask:
     name: str
     layer: str
+    digest: str = ""  # the task files' digest (compare flags a task whose files changed)
 
 
 @dataclass
@@ -76,7 +77,7 @@ class JobRecord:
             condition=condition,
             manifest_sha256=manifest_sha256,
             attempts=plan.attempts,
-            tasks=[PlannedTask(task.name, task.layer) for task in plan.tasks],
+            tasks=[PlannedTask(task.name, task.layer, task.digest) for task in plan.tasks],
             oracle=oracle,
             started=started,
         )

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from orchestra.plural import plural
+from orchestra.report.power import attempts_needed, minimum_tasks
 from orchestra.report.compare import IMPROVEMENT, MISSING, REGRESSION, UNCHANGED, UNSCORED
 
 TEST_NAMES = {
@@ -106,11 +107,26 @@ def warning_lines(comparison: dict[str, Any]) -> list[str]:
     ]
 
 
+def target_effect_dict(n_tasks: int, effect: float, alpha: float) -> dict[str, Any]:
+    """`--target-effect`: the attempts per task (each side) the power model asks for."""
+    needed = attempts_needed(n_tasks, effect, alpha)
+    plan = f"to detect a change of {effect * 100:g} points over {plural(n_tasks, 'task')} at α={alpha:g} with 80 % power"
+    text = (
+        f"{plan}: no number of attempts is enough (the exact test needs at least "
+        f"{minimum_tasks(alpha)} tasks): add tasks"
+        if needed is None
+        else f"{plan}: {plural(needed, 'attempt')} per task on each side"
+    )
+    return {"effect": effect, "attempts_per_task": needed, "text": text}
+
+
 def conclusion_lines(comparison: dict[str, Any]) -> list[str]:
     suite = comparison["suite"]
+    target = comparison.get("target_effect")
     return [
         f"suite: {suite_text(comparison)}",
         f"power: {suite['power']}",
+        *([f"target effect: {target['text']}"] if target else []),
         f"result: {headline(comparison)}",
         f"verdict: {comparison['verdict']} (α={comparison['alpha']:g})",
         verdict(comparison),

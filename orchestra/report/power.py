@@ -65,7 +65,10 @@ class Detectable:
                 f"at least {minimum_tasks(self.alpha)} tasks)"
             )
         if self.change >= 1.0:
-            return f"{plan}: even a change of 100 points is below 80 % power at α={self.alpha:g}"
+            return (
+                f"{plan}: only a change of 100 points (every task flipping) can be detected "
+                f"(α={self.alpha:g})"
+            )
         return (
             f"{plan}: only a change of ≥ {math.ceil(self.change * 100)} points can be detected "
             f"(80 % power, α={self.alpha:g})"

@@ -213,7 +213,9 @@ def build_report(paths: Sequence[Path]) -> dict[str, Any]:
                 "manifest_sha256": record.manifest_sha256,
                 "attempts": record.attempts,
                 "oracle": record.oracle,
-                "planned_tasks": [{"name": t.name, "layer": t.layer} for t in record.tasks],
+                "planned_tasks": [
+                    {"name": t.name, "layer": t.layer, "digest": t.digest} for t in record.tasks
+                ],
                 "pending": pending_slots(record),
             }
             for record in records

@@ -61,9 +61,7 @@ def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     text = format_text(comparison)
     assert "REGRESSION   buzz-native/user-mention (regression)" in text
     assert "user_p_tagged: 1/1 → 0/1" in text
-    assert (
-        "    lead: -100 points, one-sided Fisher p=0.5 (Holm-adjusted over 2 tasks: 1)" in text
-    )
+    assert "    lead: -100 points, one-sided Fisher p=0.5 (Holm-adjusted over 2 tasks: 1)" in text
     assert "reply-to-thread" not in text.split("suite:")[0].split("candidate:")[1]
     assert text.rstrip().endswith(
         "power: 2 tasks × 1 attempt: no change can be detected at α=0.05 (the exact test needs "
