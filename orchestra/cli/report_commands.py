@@ -1,4 +1,5 @@
-"""`orchestra report` and `orchestra compare` (issue 8); `register(app)` adds them to the app."""
+"""`orchestra report`, `compare` (issue 8) and `leaderboard` (issue 29); `register(app)` adds
+them to the app."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import typer
 
 from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, epilog
+from orchestra.cli.leaderboard import LEADERBOARD_EPILOG, leaderboard
 from orchestra.documents.io import DocumentError
 from orchestra.report.compare import ALPHA, CompareInputError, compare_paths, exit_code
 from orchestra.report.compare_format import FORMATTERS, target_effect_dict
@@ -189,3 +191,9 @@ def register(app: typer.Typer) -> None:
         epilog=COMPARE_EPILOG,
         short_help="Paired comparison of two runs or jobs: verdict, interval, power.",
     )(compare)
+    app.command(
+        name="leaderboard",
+        cls=Command,
+        epilog=LEADERBOARD_EPILOG,
+        short_help="Rank conditions with intervals and pairwise paired verdicts.",
+    )(leaderboard)

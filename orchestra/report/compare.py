@@ -64,11 +64,16 @@ def load_side(path: Path) -> Side:
         label = ", ".join(job["name"] for job in report["jobs"])
     else:
         raise CompareInputError(f"{path}: no such run or job directory or report file")
+    return side_of_report(report, label, str(path))
+
+
+def side_of_report(report: dict[str, Any], label: str, where: str) -> Side:
+    """One side of a comparison: the report's only condition (`where` names it in errors)."""
     try:
         conditions = report["conditions"]
         if len(conditions) != 1:
             raise CompareInputError(
-                f"{path}: holds {len(conditions)} conditions; compare one condition per side"
+                f"{where}: holds {len(conditions)} conditions; compare one condition per side"
             )
         condition = conditions[0]
         tasks = {
@@ -78,7 +83,7 @@ def load_side(path: Path) -> Side:
         }
         return Side(label, str(condition["condition"]), tasks, _digests(report))
     except (KeyError, TypeError, AttributeError) as error:
-        raise CompareInputError(f"{path}: malformed report ({error!r})") from None
+        raise CompareInputError(f"{where}: malformed report ({error!r})") from None
 
 
 @dataclass

@@ -194,7 +194,11 @@ def pending_slots(job: JobRecord) -> list[dict[str, Any]]:
 def build_report(paths: Sequence[Path]) -> dict[str, Any]:
     """The report document for these run or job directories (a run as all its jobs, those
     not started too); `DocumentError` if one is neither."""
-    records = [record for path in paths for record in job_records(path)]
+    return report_of_records([record for path in paths for record in job_records(path)])
+
+
+def report_of_records(records: Sequence[JobRecord]) -> dict[str, Any]:
+    """The report document of these jobs."""
     summary = with_intervals(aggregate(records)).model_dump(mode="json")
     _add_outcomes(summary, [result for record in records for result in record.trials])
     trials = [
