@@ -20,6 +20,7 @@ Pure standard library: the dry run and the run driver call it without loading sc
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -113,6 +114,11 @@ def attempts_needed(
     return max(1, math.ceil(_z_sum(alpha) ** 2 * variance / (n_tasks * target_effect**2)))
 
 
-def plan_power_line(n_tasks: int, attempts: int, alpha: float = 0.05) -> str:
-    """The dry run's statement: what a comparison of this plan against a run like it can see."""
-    return "power: " + detectable_change(n_tasks, attempts, attempts, alpha).text()
+def dry_run_power_text(jobs: Sequence[tuple[int, int]], alpha: float = 0.05) -> str:
+    """The dry run's statement, one line per job of (tasks, attempts): the smallest change a
+    comparison of this plan against a run like it can detect (p = 0.5, the worst case)."""
+    return "".join(
+        "power (compare against a run like it): "
+        f"{detectable_change(n_tasks, attempts, attempts, alpha).text()}\n"
+        for n_tasks, attempts in jobs
+    )

@@ -9,7 +9,12 @@ import sys
 import pytest
 
 from orchestra.jobs.aggregate import pass_at_k, pass_hat_k
-from orchestra.report.power import attempts_needed, detectable_change, minimum_tasks
+from orchestra.report.power import (
+    attempts_needed,
+    detectable_change,
+    dry_run_power_text,
+    minimum_tasks,
+)
 from orchestra.report.stats import (
     fisher_one_sided,
     holm,
@@ -166,6 +171,12 @@ def test_power_statements() -> None:
     assert detectable_change(10, 1, 1, 0.05, pass_rate=0.95).change == pytest.approx(0.6)
     assert attempts_needed(10, 0.2, 0.05) == math.ceil(2.8016**2 * 0.5 / (10 * 0.04))
     assert attempts_needed(4, 0.2, 0.05) is None
+    assert dry_run_power_text([(6, 1), (4, 3)]).splitlines() == [
+        "power (compare against a run like it): 6 tasks × 1 attempt: only a change of 100 "
+        "points (every task flipping) can be detected (α=0.05)",
+        "power (compare against a run like it): 4 tasks × 3 attempts: no change can be "
+        "detected at α=0.05 (the exact test needs at least 6 tasks)",
+    ]
     with pytest.raises(ValueError):
         attempts_needed(10, 0.0, 0.05)
 
