@@ -19,11 +19,11 @@ from orchestra.report.stats import fisher_one_sided, significant
 
 #: A regression-layer contract holds at least this often (configurable per layer).
 DEFAULT_RELIABILITY_TARGET = 0.8
-BELOW_CONTRACT = "below contract"
-REGRESSION = "regression"
-NOISE = "no regression"
-PENDING = "pending"
 Verdict = Literal["below contract", "regression", "no regression", "pending"]
+BELOW_CONTRACT: Verdict = "below contract"
+REGRESSION: Verdict = "regression"
+NOISE: Verdict = "no regression"
+PENDING: Verdict = "pending"
 DecidedBy = Literal["reliability target", "baseline"]
 
 
