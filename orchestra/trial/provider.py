@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from orchestra.agents.acp.records import TurnFailed
 from orchestra.config.endpoints import Endpoint
+from orchestra.documents.enums import ErrorType, Phase
 from orchestra.settings import SettingError
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, exception_info
 from orchestra.trial.launch import provider_settings
 from orchestra.trial.state import TrialState
 
-PROVIDER_UNAVAILABLE = "ProviderUnavailable"
-PROVIDER_AUTH_FAILED = "ProviderAuthFailed"
+PROVIDER_UNAVAILABLE = ErrorType.PROVIDER_UNAVAILABLE
+PROVIDER_AUTH_FAILED = ErrorType.PROVIDER_AUTH_FAILED
 #: Error kinds that are the provider's failing whatever the request (agent-harness.md §2.2).
 PROVIDER_ERROR_KINDS = frozenset({"llm_network_error", "llm_bad_response"})
 AUTH_STATUSES = frozenset({401, 403})
@@ -39,7 +40,7 @@ def is_provider_failure(record: TurnFailed) -> bool:
 
 #: Errors recorded before grading stand (they stopped the trial); a verifier or evidence error
 #: after a provider failure is its consequence, so the provider error replaces it.
-_STANDING_PHASES = frozenset({"setup", "agent", "teardown"})
+_STANDING_PHASES = frozenset({Phase.SETUP, Phase.AGENT, Phase.TEARDOWN})
 
 
 def record_provider_failure(state: TrialState, ctx: JobContext) -> None:
@@ -49,13 +50,13 @@ def record_provider_failure(state: TrialState, ctx: JobContext) -> None:
         return
     log = state.recorder.log
     previous = state.exception_info
-    if previous is not None and previous["phase"] in _STANDING_PHASES:
+    if previous is not None and previous.phase in _STANDING_PHASES:
         log(f"also {error.exception_type}: {error}")
         return
     if previous is not None:
-        log(f"{previous['exception_type']} follows from {error.exception_type}")
-    state.exception_info = exception_info(error, "agent")
-    state.reward = None  # not a score; `rewards` stay for inspection (§9.4's rule)
+        log(f"{previous.exception_type} follows from {error.exception_type}")
+    state.exception_info = exception_info(error, Phase.AGENT)
+    state.grading.reward = None  # not a score; `rewards` stay for inspection (§9.4's rule)
     log(f"error {error.exception_type}: {error}")
 
 
@@ -64,7 +65,7 @@ def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
     (never the key); an authentication failure (401/403) first, else the first give-up."""
     failures = [
         (agent_id, record)
-        for agent_id, follower in state.followers.items()
+        for agent_id, follower in state.setup.followers.items()
         for record in follower.state.given_up
         if is_provider_failure(record)
     ]
