@@ -179,21 +179,12 @@ def compare(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        name="report",
-        cls=Command,
-        epilog=REPORT_EPILOG,
-        short_help="Write report.json, junit.xml and report.html for runs or jobs.",
-    )(report)
-    app.command(
-        name="compare",
-        cls=Command,
-        epilog=COMPARE_EPILOG,
-        short_help="Paired comparison of two runs or jobs: verdict, interval, power.",
-    )(compare)
-    app.command(
-        name="leaderboard",
-        cls=Command,
-        epilog=LEADERBOARD_EPILOG,
-        short_help="Rank conditions with intervals and pairwise paired verdicts.",
-    )(leaderboard)
+    for name, function, command_epilog, short_help in (
+        ("report", report, REPORT_EPILOG,
+         "Write report.json, junit.xml and report.html for runs or jobs."),
+        ("compare", compare, COMPARE_EPILOG,
+         "Paired comparison of two runs or jobs: verdict, interval, power."),
+        ("leaderboard", leaderboard, LEADERBOARD_EPILOG,
+         "Rank conditions with intervals and pairwise paired verdicts."),
+    ):  # fmt: skip
+        app.command(name=name, cls=Command, epilog=command_epilog, short_help=short_help)(function)

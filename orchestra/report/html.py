@@ -32,7 +32,7 @@ from orchestra.report.html_stats import (
     interval_cell,
     task_pass_hat_k,
 )
-from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
+from orchestra.report.html_style import STYLE, page_head
 from orchestra.report.html_trajectory import TRAJECTORY_STYLE
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
 from orchestra.report.render import ORACLE_NOTE, pass_at_k_text, rate_text
@@ -215,17 +215,8 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
     body.append(_trial_index(trials, pending))
     expanded = len(trials) <= OPEN_TRIALS_UP_TO
     body += [render_trial(trial, i, out_dir, expanded=expanded) for i, trial in enumerate(trials)]
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Buzz Orchestra report: {escape(jobs)}</title>
-<style>{STYLE}{TRAJECTORY_STYLE}{BAR_STYLE}</style>
-</head>
-<body>
-<header class="page"><h1>Buzz Orchestra report</h1>
+    head = page_head(f"Buzz Orchestra report: {jobs}", STYLE + TRAJECTORY_STYLE + BAR_STYLE)
+    return f"""{head}<header class="page"><h1>Buzz Orchestra report</h1>
 <div class="sub">jobs: {escape(jobs)} · generated {escape(report["generated_at"])} ·
 {plural(len(trials), "trial")}</div></header>
 <main>

@@ -7,7 +7,7 @@ from html import escape
 from typing import Any
 
 from orchestra.report.html_stats import BAR_STYLE, error_bar, interval_text
-from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
+from orchestra.report.html_style import STYLE, page_head
 
 #: A matrix cell reads "the row's condition against the column's".
 SYMBOLS = {"regression": "▼ worse", "improvement": "▲ better", "no significant change": "= same"}
@@ -147,22 +147,17 @@ def format_html(board: dict[str, Any]) -> str:
             + f"</tr>{body}</table>"
         )
     notes = "".join(f"<li>{escape(n)}</li>" for n in _notes(board))
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Buzz Orchestra leaderboard</title>
-<style>{STYLE}{BAR_STYLE}
-table.board td, table.board th, table.matrix td, table.matrix th {{ padding: 5px 10px; }}
-table.matrix td.bad {{ background: #ffebe9; }} table.matrix td.ok {{ background: #dafbe1; }}
-table.matrix td.same {{ color: var(--muted); }}
-table.board svg.bar {{ width: 140px; }}
-</style>
-</head>
-<body>
-<header class="page"><h1>Buzz Orchestra leaderboard</h1>
+    style = (
+        STYLE
+        + BAR_STYLE
+        + """
+table.board td, table.board th, table.matrix td, table.matrix th { padding: 5px 10px; }
+table.matrix td.bad { background: #ffebe9; } table.matrix td.ok { background: #dafbe1; }
+table.matrix td.same { color: var(--muted); }
+table.board svg.bar { width: 140px; }
+"""
+    )
+    return f"""{page_head("Buzz Orchestra leaderboard", style)}<header class="page"><h1>Buzz Orchestra leaderboard</h1>
 <div class="sub">{len(entries)} conditions · ranked by the mean pass rate over tasks</div></header>
 <main><section class="block">
 <table class="board summary"><tr>{head}</tr>{rows}</table>
