@@ -318,6 +318,12 @@ CSV_FIELDS = (
     "output_tokens",
     "cost_usd",
     "mean_trial_seconds",
+    # issue 29 (added at the end: columns are read by position too)
+    "successes",
+    "pass_rate_low",
+    "pass_rate_high",
+    "pass_hat_k",
+    "flaky",
 )
 
 
@@ -325,7 +331,7 @@ def summary_csv(document: Summary) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
-    for condition in document.conditions:
+    for condition in with_intervals(document).conditions:
         for layer_name, layer in condition.layers.items():
             for task_name, task in layer.tasks.items():
                 pass_k = task.pass_at_k
@@ -352,6 +358,14 @@ def summary_csv(document: Summary) -> str:
                         task.tokens.output,
                         task.cost_usd,
                         task.mean_trial_seconds,
+                        task.successes,
+                        *(
+                            (interval.low, interval.high)
+                            if (interval := task.pass_rate_interval)
+                            else (None, None)
+                        ),
+                        task.pass_hat_ks.get(pass_k.k) if pass_k else None,
+                        task.flaky,
                     ]
                 )
     return buffer.getvalue()
