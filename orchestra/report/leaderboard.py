@@ -87,9 +87,13 @@ def _rank_value(entry: dict[str, Any]) -> float:
 def build_leaderboard(paths: Sequence[Path], alpha: float) -> dict[str, Any]:
     """The leaderboard document of these runs or jobs (`DocumentError` when one is neither)."""
     groups: dict[ConditionKey, list[JobRecord]] = {}
+    seen: set[Path] = set()
     for path in paths:
         for record in job_records(path):
-            groups.setdefault(condition_key(record), []).append(record)
+            # A job named twice (alone and inside its run) counts once.
+            if (where := Path(record.path).resolve()) not in seen:
+                seen.add(where)
+                groups.setdefault(condition_key(record), []).append(record)
     labels = _labels(list(groups))
     reports = {key: report_of_records(records) for key, records in groups.items()}
     entries = sorted(

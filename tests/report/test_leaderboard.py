@@ -35,7 +35,7 @@ def test_ranked_grouped_and_compared(tmp_path: Path) -> None:
         TrialSpec(task, attempt=1, rewards={"reward": 1.0}) for task in TASKS
     ], condition="solo-strong")  # fmt: skip
     runner = CliRunner()
-    args = ["leaderboard", str(weak), str(strong), str(weak_slow), str(strong_again)]
+    args = ["leaderboard", str(weak), str(strong), str(weak_slow), str(strong_again), str(strong)]
     result = runner.invoke(cli(), [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
     board = json.loads(result.stdout)
