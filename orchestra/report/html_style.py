@@ -108,13 +108,14 @@ code { font-size: 12px; }
 """
 
 
-def page_head(title: str, style: str) -> str:
-    """A page's opening up to `<body>`: the policy above, and `style` inlined (title escaped)."""
+def page_head(title: str, style: str, policy: str = CONTENT_SECURITY_POLICY) -> str:
+    """A page's opening up to `<body>`: its content security policy, and `style` inlined (the
+    title escaped)."""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">
+<meta http-equiv="Content-Security-Policy" content="{policy}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{escape(title)}</title>
 <style>{style}</style>
