@@ -88,7 +88,7 @@ class TrajectoryRecorder:
             AgentLine(
                 ts=utc_timestamp(),
                 session_id=session_id,
-                text=response.message.text,
+                text=response.message.said,
                 reasoning=response.thought or None,
                 tool_calls=[
                     atif.ToolCall(

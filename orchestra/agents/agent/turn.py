@@ -140,8 +140,8 @@ class Turn:
         await self.client.usage(self.session.usage, self.llm.model, self.llm.effort)
         if response.thought:
             await self.client.thought(response.thought)
-        if response.message.text:
-            await self.client.message(response.message.text)
+        if response.message.said:
+            await self.client.message(response.message.said)
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         limit = self.config.max_tool_calls_per_response
