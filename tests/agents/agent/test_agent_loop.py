@@ -454,7 +454,7 @@ async def test_responses_route(fake_llm, start_agent) -> None:
     request = fake_llm.requests[1]
     assert request.path == "/v1/responses"
     assert request.body["input"][1]["type"] == "reasoning"  # replayed with encrypted content
-    assert request.body["input"][2]["content"] == [{"type": "output_text", "text": "hello"}]
+    assert request.body["input"][2] == {"type": "message", "role": "assistant", "content": "hello"}
 
 
 async def test_unstartable_mcp_server_fails_session_new(fake_llm, start_agent) -> None:
