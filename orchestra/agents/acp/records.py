@@ -52,6 +52,8 @@ class UsageCounters(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None  # None: the agent did not report cached tokens
+    # Prompt tokens written to the provider's cache (Anthropic); part of `input_tokens`.
+    cache_write_input_tokens: int | None = None
     reasoning_tokens: int | None = None
     llm_calls: int | None = None
 
@@ -246,6 +248,7 @@ class Usage(Record):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
     reasoning_tokens: int | None = None
     llm_calls: int | None = None
 
@@ -255,6 +258,7 @@ class Usage(Record):
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cached_input_tokens=self.cached_input_tokens,
+            cache_write_input_tokens=self.cache_write_input_tokens,
             reasoning_tokens=self.reasoning_tokens,
             llm_calls=self.llm_calls,
         )
