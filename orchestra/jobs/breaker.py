@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestra.documents.enums import ErrorType, TrialStatus
+from orchestra.documents.enums import RUN_STOPPING_ERRORS, ErrorType, TrialStatus
 from orchestra.documents.trial import TrialResult
 
 DEFAULT_PROVIDER_ERROR_LIMIT = 3
@@ -29,6 +29,8 @@ class CircuitBreaker:
             self.in_a_row.clear()
             return False
         self.in_a_row.append(result)
+        if ErrorType(info.exception_type) in RUN_STOPPING_ERRORS:
+            return True  # no retry or later trial can succeed (a refused key, no credit)
         return self.limit > 0 and len(self.in_a_row) == self.limit
 
     def message(self) -> str:

@@ -8,6 +8,7 @@ evidence was exported and its verifier ran: the rewards are kept for inspection,
 from __future__ import annotations
 
 from orchestra.agents.acp.records import TurnFailed
+from orchestra.agents.llm.failures import POLICIES, FailureClass
 from orchestra.config.endpoints import Endpoint
 from orchestra.settings import SettingError
 from orchestra.trial.context import JobContext
@@ -17,6 +18,14 @@ from orchestra.trial.state import TrialState
 
 PROVIDER_UNAVAILABLE = "ProviderUnavailable"
 PROVIDER_AUTH_FAILED = "ProviderAuthFailed"
+PROVIDER_BILLING_FAILED = "ProviderBillingFailed"
+PROVIDER_REQUEST_REJECTED = "ProviderRequestRejected"
+#: The error type of a given-up turn by its failure class (`TurnFailed.failure_class`).
+_CLASS_ERROR_TYPES = {
+    FailureClass.AUTH: PROVIDER_AUTH_FAILED,
+    FailureClass.BILLING: PROVIDER_BILLING_FAILED,
+    FailureClass.BAD_REQUEST: PROVIDER_REQUEST_REJECTED,
+}
 #: Error kinds that are the provider's failing whatever the request (agent-harness.md §2.2).
 PROVIDER_ERROR_KINDS = frozenset({"llm_network_error", "llm_bad_response"})
 AUTH_STATUSES = frozenset({401, 403})
@@ -25,8 +34,20 @@ AUTH_STATUSES = frozenset({401, 403})
 PROVIDER_HTTP_STATUSES = AUTH_STATUSES | {408, 429}
 
 
+def failure_class(record: TurnFailed) -> FailureClass | None:
+    """The failure's class as buzz-agent named it; None for older logs or other agents."""
+    try:
+        return FailureClass(record.failure_class) if record.failure_class else None
+    except ValueError:
+        return None
+
+
 def is_provider_failure(record: TurnFailed) -> bool:
-    """A given-up turn whose cause is the provider, not the agent under test."""
+    """A given-up turn whose cause is the provider (or the request the harness built), not the
+    agent under test."""
+    named = failure_class(record)
+    if named is not None:
+        return not POLICIES[named].scored
     if record.error_kind in PROVIDER_ERROR_KINDS:
         return True
     status = record.http_status
@@ -70,9 +91,9 @@ def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
     ]
     if not failures:
         return None
-    auth = [f for f in failures if f[1].http_status in AUTH_STATUSES]
-    agent_id, record = (auth or failures)[0]
-    kind = PROVIDER_AUTH_FAILED if auth else PROVIDER_UNAVAILABLE
+    stopping = [f for f in failures if error_type_of(f[1]) != PROVIDER_UNAVAILABLE]
+    agent_id, record = (stopping or failures)[0]
+    kind = error_type_of(record)
     endpoint_name = next(s.entry.endpoint for s in state.slots if s.agent_id == agent_id)
     endpoint = ctx.condition.endpoint_config[endpoint_name]
     cause = f"HTTP {record.http_status}" if record.http_status is not None else record.error_kind
@@ -82,6 +103,13 @@ def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
         f"endpoint {endpoint_name} at {endpoint_url(endpoint_name, endpoint, ctx)}: {cause}: "
         f"agent {agent_id} gave up a turn{more}: {record.error}",
     )
+
+
+def error_type_of(record: TurnFailed) -> str:
+    named = failure_class(record)
+    if named is not None:
+        return _CLASS_ERROR_TYPES.get(named, PROVIDER_UNAVAILABLE)
+    return PROVIDER_AUTH_FAILED if record.http_status in AUTH_STATUSES else PROVIDER_UNAVAILABLE
 
 
 def endpoint_url(name: str, endpoint: Endpoint, ctx: JobContext) -> str:

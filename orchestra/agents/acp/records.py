@@ -270,7 +270,7 @@ class TurnCompleted(Record):
     channel_id: str | None = None
     session_id: str | None = None
     stop_reason: str | None = (
-        None  # end_turn | max_tokens | max_turn_requests | refusal | cancelled
+        None  # end_turn | max_tokens | max_turn_requests | refusal | context_exhausted | cancelled
     )
     cancel_reason: str | None = None  # for cancelled
     duration_ms: int | None = None
@@ -289,6 +289,9 @@ class TurnFailed(Record):
     #: `llm_bad_response`, `mcp_error`, `internal`); omitted for other failures
     error_kind: str | None = None
     http_status: int | None = None  # `data.status`: the provider's HTTP status, when it had one
+    #: `data.class`: what the failure means (`auth`, `billing`, `rate_limit`, `overload`,
+    #: `server_error`, `bad_response`, `bad_request`, `context_overflow`, `content_refusal`)
+    failure_class: str | None = None
     attempt: int | None = None
     will_retry: bool | None = None
     retry_in_s: Number | None = None  # when retrying

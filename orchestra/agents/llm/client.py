@@ -82,16 +82,31 @@ def parse_retry_after(headers: httpx.Headers) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _error_detail(response: httpx.Response) -> str:
+def http_error(response: httpx.Response) -> LLMError:
+    """The error answer as an LLMError: the body's `error.message` (else the body), and its
+    `error.type`/`error.code` for classification (failures.py names the shapes)."""
     try:
         data = response.json()
     except ValueError:
-        return response.text[:_ERROR_DETAIL_CHARS]
+        data = None
     error = data.get("error") if isinstance(data, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
+    error = error if isinstance(error, dict) else {}
+    message = error.get("message")
     if isinstance(message, str):
-        return message[:_ERROR_DETAIL_CHARS]
-    return json.dumps(data)[:_ERROR_DETAIL_CHARS]
+        detail = message
+    elif data is not None:
+        detail = json.dumps(data)
+    else:
+        detail = response.text
+    error_type, code = error.get("type"), error.get("code")
+    return LLMError(
+        "llm_http_error",
+        detail[:_ERROR_DETAIL_CHARS],
+        status=response.status_code,
+        retry_after=parse_retry_after(response.headers),
+        error_type=error_type if isinstance(error_type, str) else None,
+        error_code=code if isinstance(code, str) else None,
+    )
 
 
 class LLMClient:
@@ -204,12 +219,7 @@ class LLMClient:
         except httpx.HTTPError as exc:
             raise LLMError("llm_network_error", f"{type(exc).__name__}: {exc}") from None
         if response.status_code >= 400:
-            raise LLMError(
-                "llm_http_error",
-                _error_detail(response),
-                status=response.status_code,
-                retry_after=parse_retry_after(response.headers),
-            )
+            raise http_error(response)
         log.debug("llm response body: %s", response.text)
         try:
             data = response.json()

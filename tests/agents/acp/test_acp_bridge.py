@@ -346,6 +346,7 @@ async def test_mention_wakes_and_log_records(room: Room) -> None:
         "input_tokens": 100,
         "output_tokens": 10,
         "cached_input_tokens": 5,
+        "cache_write_input_tokens": 0,
         "reasoning_tokens": 1,
         "llm_calls": 1,
     }
