@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from orchestra.agents.llm import anthropic, openai_chat, openai_responses
+from orchestra.agents.llm.budget import RetryBudget
 from orchestra.agents.llm.effort import AnthropicThinking, lower_effort
 from orchestra.agents.llm.errors import LLMError
 from orchestra.agents.llm.types import Conversation, LLMResponse, Route
@@ -117,10 +118,13 @@ class LLMClient:
         effort: str | None,
         timeout_secs: float,
         max_retries: int,
+        budget: RetryBudget | None = None,
     ) -> None:
         self._settings = settings
         self.effort = effort  # effective value; lowered for the process when a server rejects it
         self._max_retries = max_retries
+        # Shared by every call of the process (budget.py); unlimited for one-off clients.
+        self._budget = budget or RetryBudget(retries=max_retries, secs=float("inf"))
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_secs, connect=CONNECT_TIMEOUT_SECS),
             # Every request goes to base_url and redirects are not followed, so a plain-http
@@ -144,22 +148,29 @@ class LLMClient:
         attempt = 0
         while True:
             try:
-                return await self._once(replace(conv, effort=self.effort), round_number)
+                response = await self._once(replace(conv, effort=self.effort), round_number)
             except LLMError as err:
                 if self._adapted_to(err):
                     continue
                 if not err.retryable or attempt >= self._max_retries:
                     raise
+                delay = retry_delay(attempt + 1, err.retry_after)
+                if not self._budget.take(delay):
+                    err.exhaust_budget(self._budget.spent())
+                    raise
                 attempt += 1
-                delay = retry_delay(attempt, err.retry_after)
                 log.warning(
-                    "llm retry %d/%d: %s; waiting %.1fs",
+                    "llm retry %d/%d: %s; waiting %.1fs (retry budget %s)",
                     attempt,
                     self._max_retries,
                     err.describe(),
                     delay,
+                    self._budget.spent(),
                 )
                 await asyncio.sleep(delay)
+            else:
+                self._budget.succeeded()
+                return response
 
     def _adapted_to(self, err: LLMError) -> bool:
         """One-time, process-wide adaptations to what the server can do; True = call again."""

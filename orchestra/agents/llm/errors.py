@@ -33,6 +33,7 @@ class LLMError(Exception):
         self.detail = detail
         self.status = status
         self.retry_after = retry_after
+        self.budget_exhausted = False
         self.failure_class = (
             classify(status, error_type, error_code, detail)
             if kind == "llm_http_error" and status is not None
@@ -41,7 +42,12 @@ class LLMError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return POLICIES[self.failure_class].retryable
+        return POLICIES[self.failure_class].retryable and not self.budget_exhausted
+
+    def exhaust_budget(self, spent: str) -> None:
+        """The process's retry budget (budget.py) is used up: no one retries this failure."""
+        self.budget_exhausted = True
+        self.detail = f"{self.detail} (retry budget {spent} used up)"
 
     @property
     def is_context_overflow(self) -> bool:
