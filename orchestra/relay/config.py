@@ -63,7 +63,7 @@ class Limits(BaseModel):
     auth_window_seconds: int = 600
     max_pending_send_bytes: int = Field(8 * 1024 * 1024, gt=0)
     max_pending_send_bytes_total: int = Field(128 * 1024 * 1024, gt=0)  # all connections
-    # Limits against hostile load (docs/decisions.md, "Relay under hostile load").
+    # Limits against hostile load (docs/decisions.md D15).
     max_connections: int = Field(4096, gt=0)
     max_connections_per_ip: int = Field(1024, gt=0)
     auth_timeout_seconds: float = Field(60.0, gt=0)

@@ -2,9 +2,9 @@
 
 Python's own small-object allocator keeps a 1 MiB arena resident while any object in it lives,
 so after a flood of subscriptions or events the relay stayed ~100 MB above its baseline for
-good; with `PYTHONMALLOC=malloc` the housekeeping's `malloc_trim` returns it (docs/decisions.md,
-"Freed memory goes back to the OS"). The variable must be set before the interpreter starts,
-so the launcher sets it and re-executes itself once; a value set by the caller is kept.
+good; with `PYTHONMALLOC=malloc` the housekeeping's `malloc_trim` returns it (docs/decisions.md
+D16). The variable must be set before the interpreter starts, so the launcher sets it and
+re-executes itself once; a value set by the caller is kept.
 """
 
 import os

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from orchestra.documents.enums import Accounting
+from orchestra.documents.trial import AgentTokens, TrialTokens
 from orchestra.trial.eventlog import AgentLogState
 
 
@@ -71,10 +73,16 @@ def agent_usage(state: AgentLogState, price: Price) -> AgentUsage:
 
 @dataclass(frozen=True)
 class TrialAccounting:
-    tokens: dict[str, Any] | None
+    """The result.json keys `tokens`, `cost_usd`, `accounting` and `cached_estimated`."""
+
+    tokens: TrialTokens | None
     cost_usd: float | None
-    accounting: str
+    accounting: Accounting
     cached_estimated: bool
+
+
+#: No agent reported usage (or none ran).
+NO_ACCOUNTING = TrialAccounting(None, None, Accounting.UNAVAILABLE, False)
 
 
 def trial_accounting(
@@ -83,31 +91,30 @@ def trial_accounting(
     """`prices` maps agent id -> the price of that agent's endpoint."""
     usages = {agent_id: agent_usage(state, prices[agent_id]) for agent_id, state in states.items()}
     if not any(usage.reported for usage in usages.values()):
-        return TrialAccounting(None, None, "unavailable", False)
+        return NO_ACCOUNTING
     unreconciled = any(
         states[agent_id].ran_turns and not usage.reported for agent_id, usage in usages.items()
     )
-    per_agent = {
-        agent_id: {
-            "input": usage.input,
-            "cached_input": usage.cached_input,
-            "cache_write_input": usage.cache_write_input,
-            "output": usage.output,
-            "turns": usage.turns,
-            "cost_usd": usage.cost_usd,
-        }
-        for agent_id, usage in usages.items()
-    }
-    tokens = {
-        "input": sum(u.input for u in usages.values()),
-        "cached_input": sum(u.cached_input for u in usages.values()),
-        "cache_write_input": sum(u.cache_write_input for u in usages.values()),
-        "output": sum(u.output for u in usages.values()),
-        "per_agent": per_agent,
-    }
+    tokens = TrialTokens(
+        input=sum(u.input for u in usages.values()),
+        cached_input=sum(u.cached_input for u in usages.values()),
+        cache_write_input=sum(u.cache_write_input for u in usages.values()),
+        output=sum(u.output for u in usages.values()),
+        per_agent={
+            agent_id: AgentTokens(
+                input=usage.input,
+                cached_input=usage.cached_input,
+                cache_write_input=usage.cache_write_input,
+                output=usage.output,
+                turns=usage.turns,
+                cost_usd=usage.cost_usd,
+            )
+            for agent_id, usage in usages.items()
+        },
+    )
     return TrialAccounting(
         tokens=tokens,
         cost_usd=sum(u.cost_usd for u in usages.values()),
-        accounting="unreconciled" if unreconciled else "event_log",
+        accounting=Accounting.UNRECONCILED if unreconciled else Accounting.EVENT_LOG,
         cached_estimated=any(u.cached_estimated for u in usages.values()),
     )

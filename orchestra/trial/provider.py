@@ -10,21 +10,20 @@ from __future__ import annotations
 from orchestra.agents.acp.records import TurnFailed
 from orchestra.agents.llm.failures import POLICIES, FailureClass
 from orchestra.config.endpoints import Endpoint
+from orchestra.documents.enums import ErrorType, Phase
 from orchestra.settings import SettingError
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, exception_info
 from orchestra.trial.launch import provider_settings
 from orchestra.trial.state import TrialState
 
-PROVIDER_UNAVAILABLE = "ProviderUnavailable"
-PROVIDER_AUTH_FAILED = "ProviderAuthFailed"
-PROVIDER_BILLING_FAILED = "ProviderBillingFailed"
-PROVIDER_REQUEST_REJECTED = "ProviderRequestRejected"
+PROVIDER_UNAVAILABLE = ErrorType.PROVIDER_UNAVAILABLE
+PROVIDER_AUTH_FAILED = ErrorType.PROVIDER_AUTH_FAILED
 #: The error type of a given-up turn by its failure class (`TurnFailed.failure_class`).
 _CLASS_ERROR_TYPES = {
-    FailureClass.AUTH: PROVIDER_AUTH_FAILED,
-    FailureClass.BILLING: PROVIDER_BILLING_FAILED,
-    FailureClass.BAD_REQUEST: PROVIDER_REQUEST_REJECTED,
+    FailureClass.AUTH: ErrorType.PROVIDER_AUTH_FAILED,
+    FailureClass.BILLING: ErrorType.PROVIDER_BILLING_FAILED,
+    FailureClass.BAD_REQUEST: ErrorType.PROVIDER_REQUEST_REJECTED,
 }
 #: Error kinds that are the provider's failing whatever the request (agent-harness.md §2.2).
 PROVIDER_ERROR_KINDS = frozenset({"llm_network_error", "llm_bad_response"})
@@ -60,7 +59,7 @@ def is_provider_failure(record: TurnFailed) -> bool:
 
 #: Errors recorded before grading stand (they stopped the trial); a verifier or evidence error
 #: after a provider failure is its consequence, so the provider error replaces it.
-_STANDING_PHASES = frozenset({"setup", "agent", "teardown"})
+_STANDING_PHASES = frozenset({Phase.SETUP, Phase.AGENT, Phase.TEARDOWN})
 
 
 def record_provider_failure(state: TrialState, ctx: JobContext) -> None:
@@ -70,22 +69,23 @@ def record_provider_failure(state: TrialState, ctx: JobContext) -> None:
         return
     log = state.recorder.log
     previous = state.exception_info
-    if previous is not None and previous["phase"] in _STANDING_PHASES:
+    if previous is not None and previous.phase in _STANDING_PHASES:
         log(f"also {error.exception_type}: {error}")
         return
     if previous is not None:
-        log(f"{previous['exception_type']} follows from {error.exception_type}")
-    state.exception_info = exception_info(error, "agent")
-    state.reward = None  # not a score; `rewards` stay for inspection (§9.4's rule)
+        log(f"{previous.exception_type} follows from {error.exception_type}")
+    state.exception_info = exception_info(error, Phase.AGENT)
+    state.grading.reward = None  # not a score; `rewards` stay for inspection (§9.4's rule)
     log(f"error {error.exception_type}: {error}")
 
 
 def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
     """The trial's provider error, naming agent, endpoint, URL, status and the provider's text
-    (never the key); an authentication failure (401/403) first, else the first give-up."""
+    (never the key); one that stops the run (auth, billing) or a rejected request first, else
+    the first give-up."""
     failures = [
         (agent_id, record)
-        for agent_id, follower in state.followers.items()
+        for agent_id, follower in state.setup.followers.items()
         for record in follower.state.given_up
         if is_provider_failure(record)
     ]
@@ -105,7 +105,7 @@ def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
     )
 
 
-def error_type_of(record: TurnFailed) -> str:
+def error_type_of(record: TurnFailed) -> ErrorType:
     named = failure_class(record)
     if named is not None:
         return _CLASS_ERROR_TYPES.get(named, PROVIDER_UNAVAILABLE)

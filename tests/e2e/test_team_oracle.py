@@ -305,7 +305,7 @@ def test_the_summary_and_the_report_show_each_agents_share_and_cost(team_jobs) -
 
 
 def test_a_buzz_native_verifier_does_not_credit_the_workers_answer(team_jobs) -> None:
-    """Why the team test task exists (docs/decisions.md): buzz-native verifiers score the
+    """Why the team test task exists (docs/decisions.md D27): buzz-native verifiers score the
     orchestrator agent's own last message, so the team's work (the worker's correct answer to
     the user) scores 0 on them, and the trial is still `scored`, ended by the lead's DONE:."""
     result, trial = trial_of(team_jobs["native"], NATIVE_TASK)

@@ -1,6 +1,6 @@
-"""The writer's express lane (storage/express.py, docs/decisions.md "An occasional writer's
-event takes the writer's express lane"): an occasional writer's cheap event commits while the
-main lane is busy with a batch; channel operations run with the express lane idle."""
+"""The writer's express lane (storage/express.py, docs/decisions.md D14): an occasional
+writer's cheap event commits while the main lane is busy with a batch; channel operations run
+with the express lane idle."""
 
 import asyncio
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from documents_support import log_record
 
+from orchestra.documents.trial import SecretScan
 from orchestra.nostr.keys import Keys
 from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.eventlog import AgentLogState, EventLogFollower
@@ -110,7 +111,7 @@ def test_accounting_modes_and_cost() -> None:
     result = trial_accounting({"a-1": used}, {"a-1": Price()})
     assert result.accounting == "event_log"
     assert result.cost_usd == 1.0 + 1.0
-    assert result.tokens["per_agent"]["a-1"]["input"] == 1_000_000
+    assert result.tokens is not None and result.tokens.per_agent["a-1"].input == 1_000_000
     mixed = trial_accounting({"a-1": used, "b-1": silent}, {"a-1": Price(), "b-1": Price()})
     assert mixed.accounting == "unreconciled"
     none = trial_accounting({"b-1": silent}, {"b-1": Price()})
@@ -141,7 +142,7 @@ def test_cache_read_rate_estimate() -> None:
     state = fold({"event": "usage", "session_id": "s", "input_tokens": 1000, "output_tokens": 0})
     result = trial_accounting({"a": state}, {"a": Price(cache_read_rate=0.5)})
     assert result.cached_estimated is True
-    assert result.tokens["cached_input"] == 500
+    assert result.tokens is not None and result.tokens.cached_input == 500
 
 
 def test_follower_waits_for_complete_lines(tmp_path: Path) -> None:
@@ -167,5 +168,5 @@ def test_redaction_of_hex_nsec_and_api_keys(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text('{"api": "sk-live-123"}')
     (tmp_path / "clean.txt").write_text("nothing")
     scan = redact_tree(tmp_path, secret_strings([keys], ["sk-live-123", ""]))
-    assert scan == {"redactions": 3, "files": ["b.json", "sub/a.log"]}
+    assert scan == SecretScan(redactions=3, files=["b.json", "sub/a.log"])
     assert (tmp_path / "sub" / "a.log").read_text() == "key=[REDACTED] nsec=[REDACTED] x"

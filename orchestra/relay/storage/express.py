@@ -1,7 +1,6 @@
 """The writer's express lane: an occasional writer's cheap event is committed on the writer's
 second database connection while the main lane is busy with a batch, so it waits for neither
-the batch in progress nor a full batch of its own (docs/decisions.md "An occasional writer's
-event takes the writer's express lane").
+the batch in progress nor a full batch of its own (docs/decisions.md D14).
 
 Only sources with nothing queued or in progress in the main lane enter it, with one job each
 at a time: a source's next job waits until its express job is done and then queues as usual,

@@ -22,7 +22,7 @@ from orchestra.agents.acp.records import (
 )
 from orchestra.paths import PROJECT_ROOT
 
-SPEC = PROJECT_ROOT.parent / "shared" / "spec" / "agent-harness.md"
+SPEC = PROJECT_ROOT / "docs" / "reference" / "agent-harness.md"
 PUBKEY = "ab" * 32
 
 
