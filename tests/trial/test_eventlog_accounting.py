@@ -132,8 +132,8 @@ def test_cache_writes_are_priced_apart_from_plain_input() -> None:
     )
     default = trial_accounting({"a": state}, {"a": Price()})
     assert default.cost_usd == pytest.approx(0.4 * 1.0 + 0.2 * 0.1 + 0.4 * 1.25)
-    assert default.tokens["cache_write_input"] == 400_000
-    assert default.tokens["per_agent"]["a"]["cache_write_input"] == 400_000
+    assert default.tokens is not None and default.tokens.cache_write_input == 400_000
+    assert default.tokens.per_agent["a"].cache_write_input == 400_000
     priced = trial_accounting({"a": state}, {"a": Price(cache_write_per_million_usd=2.0)})
     assert priced.cost_usd == pytest.approx(0.4 * 1.0 + 0.2 * 0.1 + 0.4 * 2.0)
 
