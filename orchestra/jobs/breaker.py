@@ -37,6 +37,11 @@ class CircuitBreaker:
         last = self.in_a_row[-1].exception_info
         assert last is not None
         names = ", ".join(r.trial_name for r in self.in_a_row)
+        if ErrorType(last.exception_type) in RUN_STOPPING_ERRORS:
+            return (
+                f"{self.in_a_row[-1].trial_name} ended in {last.exception_type}, which no retry "
+                f"or later trial can fix: {last.exception_message.splitlines()[0]}"
+            )
         return (
             f"{len(self.in_a_row)} trials in a row ended in provider errors ({names}); "
             f"last: {last.exception_type}: {last.exception_message.splitlines()[0]}"

@@ -52,7 +52,7 @@ def test_a_refused_key_or_an_empty_balance_stops_the_run_at_once(error: str) -> 
     controls = RunControls.of(provider_error_limit=3)
     stop = controls.trial_finished(finished(1, "error", error))
     assert stop is not None and stop.reason == "circuit_breaker"
-    assert stop.message.endswith(f"last: {error}: {error} happened")
+    assert stop.message.endswith(f"which no retry or later trial can fix: {error} happened")
 
 
 def test_other_errors_reset_the_breaker_and_zero_disables_it() -> None:
