@@ -34,6 +34,10 @@ class StopReason(StrEnum):
 
     DONE_MESSAGE = "done_message"
     TURN_END = "turn_end"
+    # A solo turn end whose last turn the model ended so (issue 30): its refusal, or a context
+    # it filled beyond what trimming could fix. Scored like `turn_end`.
+    REFUSAL = "refusal"
+    CONTEXT_EXHAUSTED = "context_exhausted"
     TIMEOUT = "timeout"
     AGENT_BUDGET = "agent_budget"
     TRIAL_BUDGET = "trial_budget"

@@ -83,6 +83,7 @@ class AgentLogState:
     sessions: dict[str, SessionUsage] = field(default_factory=dict)
     active_seconds: float = 0.0
     notes: list[dict[str, object]] = field(default_factory=list)
+    last_stop_reason: str | None = None  # of the newest `turn_completed`
     _active_since: float | None = None
 
     @property
@@ -124,6 +125,7 @@ class AgentLogState:
             case TurnCompleted():
                 self.ends += 1
                 self.turns_completed += 1
+                self.last_stop_reason = record.stop_reason
                 if record.usage is not None and record.usage.session is not None:
                     self._session(record.session_id).absorb(record.usage.session)
             case TurnFailed():
