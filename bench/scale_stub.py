@@ -18,8 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchestra.config.task import Task
-from orchestra.documents.enums import Phase
-from orchestra.documents.trial import RetriedAttempt, TrialResult
+from orchestra.documents.enums import Accounting, Phase, TrialStatus, VerifierNetwork
+from orchestra.documents.trial import (
+    AgentTokens,
+    RetriedAttempt,
+    TrialResult,
+    TrialTokens,
+    VerifierSummary,
+)
 from orchestra.jsonio import write_json_atomic
 from orchestra.trial.accounting import TrialAccounting
 from orchestra.trial.context import JobContext
@@ -66,21 +72,18 @@ async def stub_trial(
     state.retried_from = list(retried_from)
     write_trial_config(state, ctx)
     for phase in Phase:
-        enter_phase(state, phase.value)
+        enter_phase(state, phase)
         await asyncio.sleep(STUB_PHASE_SECONDS)
     failed = zlib.crc32(f"{task.name}#{attempt}".encode()) % 10 == 0
     rewards = {"reward": 0.0 if failed else 1.0, "threaded": 0.0 if failed else 1.0}
     write_json_atomic(state.paths.reward_json, rewards)
-    state.rewards, state.reward = rewards, rewards["reward"]
-    state.verifier = {
-        "exit_code": 0,
-        "timed_out": False,
-        "network": "not-isolated",
-        "details_error": None,
-    }
-    state.accounting = _accounting(state, attempt)
-    state.agent_active_seconds = round(4 * STUB_PHASE_SECONDS, 3)
-    state.recorder.finish("scored")
+    state.grading.rewards, state.grading.reward = rewards, rewards["reward"]
+    state.grading.verifier = VerifierSummary(
+        exit_code=0, timed_out=False, network=VerifierNetwork.NOT_ISOLATED, details_error=None
+    )
+    state.finalize.accounting = _accounting(state, attempt)
+    state.finalize.agent_active_seconds = round(4 * STUB_PHASE_SECONDS, 3)
+    state.recorder.finish(TrialStatus.SCORED)
     write_result(state)
     state.recorder.close()
     await state.trial_clients.close()
@@ -93,16 +96,19 @@ def _accounting(state: TrialState, attempt: int) -> TrialAccounting:
     for index, slot in enumerate(state.slots):
         prompt = 12_000 + 97 * attempt + 1_000 * index
         output = 600 + attempt % 50
-        per_agent[slot.agent_id] = {
-            "input": prompt,
-            "cached_input": prompt // 2,
-            "output": output,
-            "turns": 3,
-            "cost_usd": round((prompt + 4 * output) * PRICE_PER_TOKEN_USD, 6),
-        }
-    totals = {key: sum(usage[key] for usage in per_agent.values()) for key in ("input", "output")}
-    cached = sum(usage["cached_input"] for usage in per_agent.values())
-    cost = sum(usage["cost_usd"] for usage in per_agent.values())
-    return TrialAccounting(
-        {**totals, "cached_input": cached, "per_agent": per_agent}, cost, "event_log", False
+        per_agent[slot.agent_id] = AgentTokens(
+            input=prompt,
+            cached_input=prompt // 2,
+            output=output,
+            turns=3,
+            cost_usd=round((prompt + 4 * output) * PRICE_PER_TOKEN_USD, 6),
+        )
+    usages = per_agent.values()
+    tokens = TrialTokens(
+        input=sum(usage.input for usage in usages),
+        cached_input=sum(usage.cached_input for usage in usages),
+        output=sum(usage.output for usage in usages),
+        per_agent=per_agent,
     )
+    cost = sum(usage.cost_usd for usage in usages)
+    return TrialAccounting(tokens, cost, Accounting.EVENT_LOG, False)

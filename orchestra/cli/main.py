@@ -11,6 +11,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer >
 
 from orchestra.cli.benchmark import register as register_benchmark_command
 from orchestra.cli.cleanup import run_cleanup
+from orchestra.cli.db_commands import register as register_db_commands
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.export import register as register_export_commands
 from orchestra.cli.help import READ_EXIT_CODES, VERSION_LINE, Command, Group, epilog
@@ -18,6 +19,7 @@ from orchestra.cli.options import JobsDir
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.resume import register as register_resume_command
 from orchestra.cli.stack import stack_app
+from orchestra.cli.task import register as register_task_commands
 from orchestra.cli.terminal import output_console, print_summary
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
@@ -160,6 +162,8 @@ register_benchmark_command(app)
 register_resume_command(app)
 register_report_commands(app)
 register_export_commands(app)
+register_task_commands(app)
+register_db_commands(app)
 app.add_typer(
     stack_app, name="stack", short_help="Bring the relay and its database up or down; status."
 )

@@ -23,6 +23,8 @@ from orchestra.documents.io import Document, Sha256, Timestamp, absent
 
 Attempt = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
+#: where a verifier input came from (§9)
+InputSource = Literal["evidence", "tests", "fixture"]
 
 
 class Part(BaseModel):
@@ -123,6 +125,8 @@ class TokenCounts(Part):
     input: Count
     cached_input: Count
     output: Count
+    # Prompt tokens written to the provider's cache (part of `input`); absent in older results.
+    cache_write_input: Count = 0
 
 
 class AgentTokens(TokenCounts):
@@ -143,7 +147,7 @@ class VerifierSummary(Part):
 
 class VerifierInputFile(Part):
     path: str  # absolute, as the verifier saw it
-    source: Literal["evidence", "tests", "fixture"]
+    source: InputSource
     sha256: Sha256
     size: Count  # bytes
 
@@ -179,7 +183,7 @@ class BuzzAgent(Part):
     pubkey: str
     #: messages this agent authored in the exported transcript (the evidence's `messages`);
     #: absent when no evidence was exported, and in documents written before the field existed
-    messages: Annotated[Count | None, Field(default=None, exclude_if=absent)]
+    messages: Annotated[Count | None, Field(exclude_if=absent)] = None
 
 
 class ScriptedEvent(Part):
@@ -268,10 +272,10 @@ class TrialResult(TrialIdentity, Document):
     secret_scan: SecretScan = Field(default_factory=SecretScan)
     exception_info: ExceptionInfo | None = None
     #: absent only in documents written before the field existed
-    sandbox: Annotated[SandboxKind | None, Field(default=None, exclude_if=absent)]
+    sandbox: Annotated[SandboxKind | None, Field(exclude_if=absent)] = None
     retried_from: list[RetriedAttempt] = Field(default_factory=list)
     #: `--executor ray` only: the node that ran the trial (absent under the local executor)
-    node: Annotated[NodeRecord | None, Field(default=None, exclude_if=absent)]
+    node: Annotated[NodeRecord | None, Field(exclude_if=absent)] = None
 
     @classmethod
     def starting(cls, identity: TrialIdentity, started_at: str) -> TrialResult:

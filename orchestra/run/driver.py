@@ -27,6 +27,7 @@ from orchestra.jobs.plan import Plan, render_dry_run
 from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
 from orchestra.jobs.services import JobServices
 from orchestra.paths import JobPaths
+from orchestra.report.power import dry_run_power_text
 from orchestra.report.progress import Progress
 from orchestra.run.execution import (
     Execution,
@@ -101,6 +102,8 @@ class Run:
             run=scope.describe(owed),
         )
         print(text, end="")
+        # Power said out loud (issue 29): the smallest change a comparison of this plan can detect
+        print(dry_run_power_text([(len(job.tasks), job.attempts) for job in scope.jobs]), end="")
         estimate = estimate_cost(
             self.config.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
         )

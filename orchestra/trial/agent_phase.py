@@ -4,8 +4,9 @@ messages, then wait for completion under the agent timeout and the budgets (§7.
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from orchestra.documents.enums import ErrorType
+from orchestra.documents.trial import BudgetExceeded, ScriptedEvent
 from orchestra.trial import relay_ops
 from orchestra.trial.budget import budget_exceeded, trial_cost
 from orchestra.trial.completion import (
@@ -22,36 +23,37 @@ from orchestra.trial.state import TrialState
 
 
 async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
-    assert state.channel_id is not None and state.observer is not None
-    orchestrator_pubkey = state.agent_keys[state.orchestrator_id].pubkey
+    setup, phase = state.setup, state.agent_phase
+    assert setup.channel_id is not None and setup.observer is not None
+    orchestrator_pubkey = setup.agent_keys[state.orchestrator_id].pubkey
     accepted_at = await post_task(state, ctx, orchestrator_pubkey)
     await post_scripted_messages(state, ctx, orchestrator_pubkey)
-    state.watch = CompletionWatch(
+    phase.watch = watch = CompletionWatch(
         CompletionRules(
             orchestrator_id=state.orchestrator_id,
             orchestrator_pubkey=orchestrator_pubkey,
             solo=ctx.condition.manifest.is_solo,
-            scripted_event_ids=[row["event_id"] for row in state.scripted_events],
+            scripted_event_ids=[event.event_id for event in phase.scripted_events],
             settle_seconds=ctx.options.settle_ms / 1000,
         ),
-        state.observer,
+        setup.observer,
         state.log_states(),
-        state.agents,
+        setup.agents,
         lambda: check_usage(state, ctx),
         lambda agent: describe_exit(state.paths, agent),
         state.changed,
     )
     remaining = state.timeouts.agent_seconds - (time.monotonic() - accepted_at)
     try:
-        state.completion = await state.watch.wait(remaining)
+        phase.completion = completion = await watch.wait(remaining)
     except AgentProcessExited as error:
-        raise TrialError("AgentProcessExited", str(error)) from error
-    if state.completion.unaccounted_events:
-        state.recorder.log(describe_unaccounted(state.completion.unaccounted_events))
-    state.recorder.log(f"agent phase ended: {state.completion.stop_reason}")
+        raise TrialError(ErrorType.AGENT_PROCESS_EXITED, str(error)) from error
+    if completion.unaccounted_events:
+        state.recorder.log(describe_unaccounted(completion.unaccounted_events))
+    state.recorder.log(f"agent phase ended: {completion.stop_reason}")
 
 
-def check_usage(state: TrialState, ctx: JobContext) -> dict[str, Any] | None:
+def check_usage(state: TrialState, ctx: JobContext) -> BudgetExceeded | None:
     """On every usage change: report the trial's live cost to the job (its cost cap), then
     check the budgets (§7.13)."""
     manifest, states = ctx.condition.manifest, state.log_states()
@@ -62,17 +64,18 @@ def check_usage(state: TrialState, ctx: JobContext) -> dict[str, Any] | None:
 async def post_task(state: TrialState, ctx: JobContext, orchestrator_pubkey: str) -> float:
     """Step 11: the task message as the trial user; returns when the relay accepted it (the
     budget clock starts then)."""
-    assert state.channel_id is not None
+    channel_id = state.setup.channel_id
+    assert channel_id is not None
     content = f"@{state.orchestrator_id} {state.task.instruction()}"
-    with classified("TaskPostError"):
+    with classified(ErrorType.TASK_POST_ERROR):
         event_id = await relay_ops.send_message(
-            state.user_client(ctx), state.channel_id, content, mention=[orchestrator_pubkey]
+            state.user_client(ctx), channel_id, content, mention=[orchestrator_pubkey]
         )
     if event_id is None:
-        raise TrialError("TaskPostError", "the task message returned no event id")
+        raise TrialError(ErrorType.TASK_POST_ERROR, "the task message returned no event id")
     accepted_at = time.monotonic()
-    state.task_event_id = event_id
-    if state.oracle_registered and ctx.oracle.server is not None:
+    state.agent_phase.task_event_id = event_id
+    if state.setup.oracle_registered and ctx.oracle.server is not None:
         ctx.oracle.server.set_task_event(state.trial_id, event_id)
     write_result(state)
     return accepted_at
@@ -82,31 +85,32 @@ async def post_scripted_messages(
     state: TrialState, ctx: JobContext, orchestrator_pubkey: str
 ) -> None:
     """Step 12: the fixture's scripted messages, back to back in fixture order."""
-    assert state.channel_id is not None and state.user is not None
-    actors = {entry.key: identity for entry, identity in state.directory}
-    posted: list[dict[str, Any]] = []
+    channel_id, user = state.setup.channel_id, state.setup.user
+    assert channel_id is not None and user is not None
+    actors = {entry.key: identity for entry, identity in state.setup.directory}
+    posted: list[ScriptedEvent] = []
     for message in state.task.fixture.scripted_messages:
-        actor = state.user if message.actor == "user" else actors[message.actor]
-        reply_to = state.task_event_id if message.reply_to_task else None
-        with classified("ScriptedEventError"):
+        actor = user if message.actor == "user" else actors[message.actor]
+        reply_to = state.agent_phase.task_event_id if message.reply_to_task else None
+        with classified(ErrorType.SCRIPTED_EVENT_ERROR):
             event_id = await relay_ops.send_message(
                 ctx.stable_clients.client(actor.keys),
-                state.channel_id,
-                message.render(state.orchestrator_id, state.user.name),
+                channel_id,
+                message.render(state.orchestrator_id, user.name),
                 mention=[orchestrator_pubkey] if message.mention_orchestrator else None,
                 reply_to=reply_to,
             )
         if event_id is None:
             raise TrialError(
-                "ScriptedEventError",
+                ErrorType.SCRIPTED_EVENT_ERROR,
                 f'scripted event "{message.label}" did not return an event ID',
             )
         posted.append(
-            {
-                "label": message.label,
-                "event_id": event_id,
-                "actor": message.actor,
-                "reply_to_event_id": reply_to,
-            }
+            ScriptedEvent(
+                label=message.label,
+                event_id=event_id,
+                actor=message.actor,
+                reply_to_event_id=reply_to,
+            )
         )
-    state.scripted_events = posted
+    state.agent_phase.scripted_events = posted

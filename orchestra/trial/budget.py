@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Literal
 
 from orchestra.config.manifest import AgentSlot, Manifest
+from orchestra.documents.enums import BudgetScope
+from orchestra.documents.trial import BudgetExceeded
 from orchestra.trial.accounting import agent_usage
 from orchestra.trial.eventlog import AgentLogState
 
-AGENT_LIMITS = ("max_input_tokens", "max_output_tokens", "max_cost_usd")
+AgentLimit = Literal["max_input_tokens", "max_output_tokens", "max_cost_usd"]
+AGENT_LIMITS: tuple[AgentLimit, ...] = ("max_input_tokens", "max_output_tokens", "max_cost_usd")
 
 
 def trial_cost(
@@ -25,8 +28,8 @@ def trial_cost(
 
 def budget_exceeded(
     manifest: Manifest, slots: Sequence[AgentSlot], states: Mapping[str, AgentLogState]
-) -> dict[str, Any] | None:
-    """The first exceeded limit as `{scope, agent_id, limit, max, value}`, or None."""
+) -> BudgetExceeded | None:
+    """The first exceeded limit, or None."""
     total = 0.0
     for slot in slots:
         state = states.get(slot.agent_id)
@@ -34,7 +37,7 @@ def budget_exceeded(
             continue
         usage = agent_usage(state, manifest.prices[slot.entry.endpoint])
         total += usage.cost_usd
-        observed = {
+        observed: dict[AgentLimit, int | float] = {
             "max_input_tokens": usage.input,
             "max_output_tokens": usage.output,
             "max_cost_usd": usage.cost_usd,
@@ -42,20 +45,20 @@ def budget_exceeded(
         for limit in AGENT_LIMITS:
             maximum = getattr(slot.entry.budget, limit)
             if maximum is not None and observed[limit] > maximum:
-                return {
-                    "scope": "agent",
-                    "agent_id": slot.agent_id,
-                    "limit": limit,
-                    "max": maximum,
-                    "value": observed[limit],
-                }
+                return BudgetExceeded(
+                    scope=BudgetScope.AGENT,
+                    agent_id=slot.agent_id,
+                    limit=limit,
+                    max=maximum,
+                    value=observed[limit],
+                )
     trial_max = manifest.trial_budget.max_cost_usd
     if trial_max is not None and total > trial_max:
-        return {
-            "scope": "trial",
-            "agent_id": None,
-            "limit": "max_cost_usd",
-            "max": trial_max,
-            "value": total,
-        }
+        return BudgetExceeded(
+            scope=BudgetScope.TRIAL,
+            agent_id=None,
+            limit="max_cost_usd",
+            max=trial_max,
+            value=total,
+        )
     return None

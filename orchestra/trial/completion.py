@@ -6,8 +6,9 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from orchestra.documents.enums import BudgetScope, StopReason
+from orchestra.documents.trial import BudgetExceeded
 from orchestra.paths import TrialPaths
 from orchestra.processes import first_of
 from orchestra.stack.watch import StackUnavailable
@@ -19,6 +20,18 @@ from orchestra.trial.observer import ChannelObserver
 #: fault: recorded as `unaccounted_events`, and the solo stop proceeds (§7.11)
 UNACCOUNTED_LIMIT_SECONDS = 10.0
 DONE_PREFIX = "DONE:"
+#: the stop reason of each budget's limit (§7.13)
+BUDGET_STOPS = {
+    BudgetScope.AGENT: StopReason.AGENT_BUDGET,
+    BudgetScope.TRIAL: StopReason.TRIAL_BUDGET,
+}
+
+
+#: A solo agent's last turn stop reasons (event log) that name how the trial's turn end came.
+_MODEL_TURN_ENDS = {
+    "refusal": StopReason.REFUSAL,
+    "context_exhausted": StopReason.CONTEXT_EXHAUSTED,
+}
 
 
 class AgentProcessExited(Exception):
@@ -43,9 +56,9 @@ def describe_unaccounted(event_ids: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Completion:
-    stop_reason: str
+    stop_reason: StopReason
     completion_message_id: str | None
-    budget_exceeded: dict[str, Any] | None = None
+    budget_exceeded: BudgetExceeded | None = None
     unaccounted_events: tuple[str, ...] = ()
 
 
@@ -71,7 +84,7 @@ class CompletionWatch:
         observer: ChannelObserver,
         states: Mapping[str, AgentLogState],
         agents: Mapping[str, AgentProcess],
-        budget_check: Callable[[], dict[str, Any] | None],
+        budget_check: Callable[[], BudgetExceeded | None],
         describe_exit: Callable[[AgentProcess], str],
         changed: asyncio.Event | None = None,
     ) -> None:
@@ -144,23 +157,24 @@ class CompletionWatch:
             self.check_failures()
             exceeded = self.budget_check()
             if exceeded is not None:
-                return Completion(f"{exceeded['scope']}_budget", None, exceeded)
+                return Completion(BUDGET_STOPS[exceeded.scope], None, exceeded)
             if self.rules.done_message_applies:
                 done_id = self._done_message()
                 if done_id is not None:
-                    return Completion("done_message", done_id)
+                    return Completion(StopReason.DONE_MESSAGE, done_id)
             now = time.monotonic()
             if self.rules.solo:
                 state = self.states[self.rules.orchestrator_id]
                 quiet = self._solo_quiet()
                 unaccounted = self._unaccounted() if quiet else ()
                 solo.observe(now, state.ends, quiet, unaccounted, self._activity_signature())
+                ended = _MODEL_TURN_ENDS.get(state.last_stop_reason or "", StopReason.TURN_END)
                 if solo.settled(now):
-                    return Completion("turn_end", self._last_authored())
+                    return Completion(ended, self._last_authored())
                 if solo.given_up(now):
-                    return Completion("turn_end", self._last_authored(), None, unaccounted)
+                    return Completion(ended, self._last_authored(), None, unaccounted)
             if now >= deadline:
-                return Completion("timeout", None)
+                return Completion(StopReason.TIMEOUT, None)
             wake_at = min(deadline, solo.next_deadline())
             await first_of(self.changed.wait(), None, max(0.0, wake_at - now))
 

@@ -8,23 +8,22 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from orchestra.documents.enums import ErrorType, Phase
+from orchestra.documents.trial import ExceptionInfo
 from orchestra.errors import TrialFailure
 from orchestra.jsonio import utc_timestamp
-
-CANCELLED = "Cancelled"
-INTERNAL = "InternalError"
 
 
 class TrialError(TrialFailure):
     """A trial failure classified where it happened; `exception_type` is a name of §12."""
 
-    def __init__(self, exception_type: str, message: str) -> None:
+    def __init__(self, exception_type: ErrorType, message: str) -> None:
         super().__init__(message)
         self.exception_type = exception_type
 
 
 @contextmanager
-def classified(exception_type: str) -> Iterator[None]:
+def classified(exception_type: ErrorType) -> Iterator[None]:
     """Anything raised inside becomes a `TrialError` of this type; a `TrialFailure` is
     already classified and passes."""
     try:
@@ -35,18 +34,19 @@ def classified(exception_type: str) -> Iterator[None]:
         raise TrialError(exception_type, f"{type(error).__name__}: {error}") from error
 
 
-def exception_info(error: BaseException, phase: str) -> dict[str, str]:
+def exception_info(error: BaseException, phase: Phase) -> ExceptionInfo:
+    """The result.json record of `error`, raised in `phase`."""
     if isinstance(error, TrialFailure):
-        kind, message = error.exception_type, str(error)
+        kind, message = ErrorType(error.exception_type), str(error)
     else:
-        kind, message = INTERNAL, f"{type(error).__name__}: {error}"
-    return {
-        "exception_type": kind,
-        "exception_message": message,
-        "exception_traceback": "".join(traceback.format_exception(error)),
-        "occurred_at": utc_timestamp(),
-        "phase": phase,
-    }
+        kind, message = ErrorType.INTERNAL_ERROR, f"{type(error).__name__}: {error}"
+    return ExceptionInfo(
+        exception_type=kind,
+        exception_message=message,
+        exception_traceback="".join(traceback.format_exception(error)),
+        occurred_at=utc_timestamp(),
+        phase=phase,
+    )
 
 
 def uncancel() -> None:

@@ -4,17 +4,19 @@ clients and environment, account, redact secrets, write the final result."""
 from __future__ import annotations
 
 from orchestra.agents.oracle.registry import oracle_token
+from orchestra.documents.enums import ErrorType, Phase, TrialStatus
+from orchestra.documents.trial import ExceptionInfo
 from orchestra.trial import relay_ops
 from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.context import JobContext
-from orchestra.trial.errors import CANCELLED, TrialError, exception_info
+from orchestra.trial.errors import TrialError, exception_info
 from orchestra.trial.record import enter_phase, write_result
 from orchestra.trial.redact import redact_text, redact_tree, secret_strings
 from orchestra.trial.state import TrialState
 
 
 async def finalize(state: TrialState, ctx: JobContext) -> None:
-    enter_phase(state, "finalize")
+    enter_phase(state, Phase.FINALIZE)
     log = state.recorder.log
     try:
         await archive_channel(state, ctx)
@@ -27,11 +29,12 @@ async def finalize(state: TrialState, ctx: JobContext) -> None:
         log(f"removing the environment failed: {type(error).__name__}: {error}")
     account(state, ctx)
     redact_secrets(state, ctx)
-    state.agent_active_seconds = round(
-        sum((follower.state.active_seconds for follower in state.followers.values()), 0.0), 3
+    state.finalize.agent_active_seconds = round(
+        sum((follower.state.active_seconds for follower in state.setup.followers.values()), 0.0),
+        3,
     )
     if state.cancelled_in is not None and state.exception_info is None:
-        interrupted = TrialError(CANCELLED, "interrupted")
+        interrupted = TrialError(ErrorType.CANCELLED, "interrupted")
         state.exception_info = exception_info(interrupted, state.cancelled_in)
     state.recorder.finish(final_status(state))
     write_result(state)
@@ -41,47 +44,54 @@ async def finalize(state: TrialState, ctx: JobContext) -> None:
 async def archive_channel(state: TrialState, ctx: JobContext) -> None:
     """Step 20; an interrupted trial goes from stop and log collection straight here (§7.6),
     and one whose stack went down leaves its channel as it is."""
-    if state.channel_id is None or ctx.options.keep_channels or state.cancelled:
+    channel_id = state.setup.channel_id
+    if channel_id is None or ctx.options.keep_channels or state.cancelled:
         return
     if state.outage.happened.is_set():
         state.recorder.log(f"channel not archived: stack unavailable ({state.outage.reason})")
         return
-    await relay_ops.archive_channel(state.user_client(ctx), state.channel_id)
+    await relay_ops.archive_channel(state.user_client(ctx), channel_id)
     await ctx.registry.mark_archived(run_id=ctx.job_name, trial_id=state.trial_id)
 
 
 def account(state: TrialState, ctx: JobContext) -> None:
     """Tokens and cost from the ACP event logs (§7.14)."""
-    if not state.followers:
+    if not state.setup.followers:
         return
     prices = ctx.condition.manifest.prices
     endpoints = {slot.agent_id: slot.entry.endpoint for slot in state.slots}
     states = state.log_states()
-    state.accounting = trial_accounting(
+    state.finalize.accounting = trial_accounting(
         states, {agent_id: prices[endpoints[agent_id]] for agent_id in states}
     )
 
 
 def redact_secrets(state: TrialState, ctx: JobContext) -> None:
     """§7.15: every secret of this trial out of every file it wrote."""
-    keys = list(state.agent_keys.values())
-    if state.user is not None:
-        keys.append(state.user.keys)
-    keys += [identity.keys for _, identity in state.directory]
+    setup = state.setup
+    keys = list(setup.agent_keys.values())
+    if setup.user is not None:
+        keys.append(setup.user.keys)
+    keys += [identity.keys for _, identity in setup.directory]
     secrets = secret_strings(keys, ctx.api_keys.values())
-    if state.oracle_registered:
+    if setup.oracle_registered:
         secrets += [oracle_token(state.trial_id, slot.agent_id) for slot in state.slots]
-    state.secret_scan = redact_tree(state.paths.root, secrets)
-    if state.exception_info is not None:  # result.json is written after the scan
-        state.exception_info = {
-            key: redact_text(value, secrets) for key, value in state.exception_info.items()
-        }
+    state.finalize.secret_scan = redact_tree(state.paths.root, secrets)
+    info = state.exception_info
+    if info is not None:  # result.json is written after the scan
+        state.exception_info = ExceptionInfo(
+            exception_type=info.exception_type,
+            exception_message=redact_text(info.exception_message, secrets),
+            exception_traceback=redact_text(info.exception_traceback, secrets),
+            occurred_at=info.occurred_at,
+            phase=info.phase,
+        )
 
 
-def final_status(state: TrialState) -> str:
+def final_status(state: TrialState) -> TrialStatus:
     """`cancelled` when interrupted, `error` on a recorded error, else `scored` with a reward."""
     if state.cancelled:
-        return "cancelled"
-    if state.exception_info is not None or state.reward is None:
-        return "error"
-    return "scored"
+        return TrialStatus.CANCELLED
+    if state.exception_info is not None or state.grading.reward is None:
+        return TrialStatus.ERROR
+    return TrialStatus.SCORED

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from orchestra.documents.enums import ErrorType, Phase
 from orchestra.evidence.export import (
     EvidenceContext,
     EvidenceExportError,
@@ -26,30 +27,29 @@ EVIDENCE_SECONDS = 60.0
 
 
 async def grade(state: TrialState, ctx: JobContext) -> None:
-    enter_phase(state, "evidence")
+    enter_phase(state, Phase.EVIDENCE)
     await during(state.outage, export_and_place_evidence(state, ctx))
-    enter_phase(state, "verify")
+    enter_phase(state, Phase.VERIFY)
     await verify(state, ctx)
 
 
 def evidence_context(state: TrialState, ctx: JobContext) -> EvidenceContext:
     """What the trial knows for certain, in the shapes of §8.1."""
-    assert state.user is not None and state.channel_id is not None
+    setup, completion = state.setup, state.agent_phase.completion
+    assert setup.user is not None and setup.channel_id is not None
     return EvidenceContext(
         run_id=ctx.job_name,
         trial_id=state.trial_id,
-        channel_id=state.channel_id,
+        channel_id=setup.channel_id,
         task_name=state.task.short_name,
-        task_event_id=state.task_event_id,
-        completion_message_id=(
-            state.completion.completion_message_id if state.completion is not None else None
-        ),
+        task_event_id=state.agent_phase.task_event_id,
+        completion_message_id=completion.completion_message_id if completion else None,
         identities={
-            state.user.name: {"role": "user", "pubkey": state.user.pubkey},
+            setup.user.name: {"role": "user", "pubkey": setup.user.pubkey},
             **{
                 slot.agent_id: {
                     "role": slot.kind,
-                    "pubkey": state.agent_keys[slot.agent_id].pubkey,
+                    "pubkey": setup.agent_keys[slot.agent_id].pubkey,
                 }
                 for slot in state.slots
             },
@@ -62,12 +62,12 @@ def evidence_context(state: TrialState, ctx: JobContext) -> EvidenceContext:
                 "pubkey": identity.pubkey,
                 "about": entry.about or "",
             }
-            for entry, identity in state.directory
+            for entry, identity in setup.directory
         ],
-        scripted_events=state.scripted_events,
+        scripted_events=[event.model_dump() for event in state.agent_phase.scripted_events],
         observe_channel_names=state.task.fixture.observe_channel_names,
-        agent_pubkeys=[keys.pubkey for keys in state.agent_keys.values()],
-        arrival=state.observer.arrival if state.observer is not None else {},
+        agent_pubkeys=[keys.pubkey for keys in setup.agent_keys.values()],
+        arrival=setup.observer.arrival if setup.observer is not None else {},
     )
 
 
@@ -88,24 +88,24 @@ async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
             record_export_failure(error, state.paths)
         if state.task.fixture.requires_evidence:
             raise TrialError(
-                "EvidenceExportError", str(error) or f"export exceeded {EVIDENCE_SECONDS:g} s"
+                ErrorType.EVIDENCE_EXPORT_ERROR,
+                str(error) or f"export exceeded {EVIDENCE_SECONDS:g} s",
             ) from error
         state.recorder.log(f"evidence export failed (not required): {error}")
         return
-    state.evidence = evidence_text(evidence).encode("utf-8")
-    state.evidence_exported = True
-    state.authored = dict(Counter(str(m["pubkey"]) for m in evidence["messages"]))
+    state.grading.evidence = evidence_text(evidence).encode("utf-8")
+    state.grading.authored = dict(Counter(str(m["pubkey"]) for m in evidence["messages"]))
 
 
 def verifier_inputs(state: TrialState) -> VerifierInputs:
     """Exactly what the verifier may read (§9): the exported evidence, the task's `tests/` as
     read when the job started, the fixture's files as rendered; nothing the agents touched."""
     return VerifierInputs.assemble(
-        evidence=state.evidence,
+        evidence=state.grading.evidence,
         tests=state.task.tests,
         fixture_files=[
             (rendered.spec.path, rendered.content, rendered.spec.mode_bits)
-            for rendered in state.fixture_files
+            for rendered in state.setup.fixture_files
         ],
     )
 
@@ -113,7 +113,8 @@ def verifier_inputs(state: TrialState) -> VerifierInputs:
 async def verify(state: TrialState, ctx: JobContext) -> None:
     """Step 19, in the verifier the environment kind provides (§9); a Harbor task's in the
     environment its agents worked in."""
-    if not state.evidence_exported and state.task.fixture.requires_evidence:
+    grading = state.grading
+    if not grading.evidence_exported and state.task.fixture.requires_evidence:
         return
     changed = state.task.tests_changed_on_disk()
     if changed:
@@ -122,7 +123,7 @@ async def verify(state: TrialState, ctx: JobContext) -> None:
             f"({', '.join(changed)}); the verifier runs the copy read then"
         )
     inputs = verifier_inputs(state)
-    state.verifier_inputs = inputs.record()
+    grading.verifier_inputs = inputs.record()
     if state.task.is_harbor:  # graded on the state the agents left (issue 20.2)
         verifier = state.env.state_verifier()
     else:
@@ -130,7 +131,7 @@ async def verify(state: TrialState, ctx: JobContext) -> None:
     try:
         run = await verifier.run(inputs, state.timeouts.verifier_seconds, state.recorder.log)
     except VerifierFailure as failure:  # an error of §9.4; what the verifier left is kept
-        state.verifier, state.rewards = failure.verifier, failure.rewards
+        grading.verifier, grading.rewards = failure.verifier, failure.rewards
         raise
-    state.verifier, state.rewards = run.summary(), run.rewards
-    state.reward = run.rewards["reward"]
+    grading.verifier, grading.rewards = run.summary(), run.rewards
+    grading.reward = run.rewards["reward"]

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from orchestra.buzz import EOSE, BuzzError
+from orchestra.buzz import EOSE, BuzzClient, BuzzError
 from orchestra.nostr import tags
 from orchestra.nostr.kinds import CHANNEL_MESSAGE_KINDS, Kind
 from orchestra.stack.watch import StackUnavailable
@@ -28,7 +28,9 @@ class ChannelObserver:
     first) are numbered in ascending (created_at, id) order once their EOSE arrives.
     """
 
-    def __init__(self, client: Any, channel_id: str, since: int, on_change: Callable[[], None]):
+    def __init__(
+        self, client: BuzzClient, channel_id: str, since: int, on_change: Callable[[], None]
+    ) -> None:
         self._client = client
         self.channel_id = channel_id
         self._since = since

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from orchestra.documents.trial import SecretScan
 from orchestra.nostr.keys import Keys
 
 REDACTED = b"[REDACTED]"
@@ -29,8 +30,8 @@ def secret_strings(keys: Iterable[Keys], api_keys: Iterable[str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact_tree(root: Path, secrets: list[str]) -> dict[str, object]:
-    """Replace every occurrence in files under `root`; `{redactions, files}` for result.json.
+def redact_tree(root: Path, secrets: list[str]) -> SecretScan:
+    """Replace every occurrence in files under `root`; what was replaced, for result.json.
 
     Works on bytes so that files of any encoding are scanned and left otherwise untouched.
     """
@@ -49,7 +50,7 @@ def redact_tree(root: Path, secrets: list[str]) -> dict[str, object]:
             path.write_bytes(data)
             redactions += count
             files.append(path.relative_to(root).as_posix())
-    return {"redactions": redactions, "files": files}
+    return SecretScan(redactions=redactions, files=files)
 
 
 def redact_text(text: str, secrets: list[str]) -> str:

@@ -33,10 +33,10 @@ class ClientPool:
 
     def __init__(self, relay_url: str) -> None:
         self.relay_url = relay_url
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, BuzzClient] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def client(self, keys: Keys) -> Any:
+    def client(self, keys: Keys) -> BuzzClient:
         client = self._clients.get(keys.pubkey)
         if client is None:
             client = BuzzClient.from_keys(self.relay_url, keys, timeout=OPERATION_TIMEOUT_SECONDS)
@@ -69,19 +69,19 @@ class Profile:
     fresh: bool = False
 
 
-async def create_trial_channel(user_client: Any, *, name: str, description: str) -> str:
+async def create_trial_channel(user_client: BuzzClient, *, name: str, description: str) -> str:
     result = await relay_operation(
         lambda: user_client.channels_create(
             name=name, type="stream", visibility="private", description=description
         )
     )
-    channel_id = result.get("channel_id") if isinstance(result, dict) else None
+    channel_id = result.get("channel_id")
     if not isinstance(channel_id, str) or not channel_id:
         raise BuzzError("relay_error", "channels create returned no channel_id")
     return channel_id
 
 
-async def add_member(user_client: Any, channel_id: str, pubkey: str, role: str) -> None:
+async def add_member(user_client: BuzzClient, channel_id: str, pubkey: str, role: str) -> None:
     await relay_operation(
         lambda: user_client.channels_add_member(channel=channel_id, pubkey=pubkey, role=role)
     )
@@ -94,7 +94,7 @@ def _differs(row: dict[str, Any] | None, name: str, about: str | None) -> bool:
     return shown != name or (about is not None and (row.get("about") or "") != about)
 
 
-async def publish_profiles(reader: Any, profiles: Sequence[Profile]) -> int:
+async def publish_profiles(reader: BuzzClient, profiles: Sequence[Profile]) -> int:
     """Publish only profiles that are missing or differ; returns how many were published.
 
     Stable identities are shared by concurrent trials, so each identity's read-compare-publish
@@ -125,12 +125,12 @@ async def publish_profiles(reader: Any, profiles: Sequence[Profile]) -> int:
     return published
 
 
-async def _set_profile(client: Any, name: str, about: str | None) -> None:
+async def _set_profile(client: BuzzClient, name: str, about: str | None) -> None:
     await relay_operation(lambda: client.users_set_profile(name=name, about=about))
 
 
 async def send_message(
-    client: Any,
+    client: BuzzClient,
     channel_id: str,
     content: str,
     *,
@@ -143,11 +143,11 @@ async def send_message(
             channel=channel_id, content=content, mention=mention, reply_to=reply_to
         )
     )
-    event_id = result.get("event_id") if isinstance(result, dict) else None
+    event_id = result.get("event_id")
     return event_id if isinstance(event_id, str) and event_id else None
 
 
-async def archive_channel(user_client: Any, channel_id: str) -> None:
+async def archive_channel(user_client: BuzzClient, channel_id: str) -> None:
     try:
         await relay_operation(lambda: user_client.channels_archive(channel=channel_id))
     except BuzzError as error:

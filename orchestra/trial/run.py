@@ -11,6 +11,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from orchestra.config.task import Task
+from orchestra.documents.enums import Phase
 from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.stack.watch import during
 from orchestra.trial.agent_phase import run_agent_phase
@@ -38,12 +39,12 @@ async def run_trial(
     state = TrialState.new(ctx, task, attempt, named)
     state.retried_from = list(retried_from)
     write_trial_config(state, ctx)  # step 1
-    enter_phase(state, "setup")
+    enter_phase(state, Phase.SETUP)
     # steps that use the stack fail `StackUnavailable` the moment it goes down (§5.1)
     if await work(state, during(state.outage, set_up(state, ctx))):  # steps 2-10, 300 s
-        enter_phase(state, "agent")
+        enter_phase(state, Phase.AGENT)
         await work(state, during(state.outage, run_agent_phase(state, ctx)))  # steps 11-14
-    enter_phase(state, "teardown")
+    enter_phase(state, Phase.TEARDOWN)
     if not state.cancelled and not state.failed:
         await work(state, during(state.outage, settle_usage(state)))  # step 15
     await uninterruptible(state, stop_and_collect(state, ctx))  # steps 16-17

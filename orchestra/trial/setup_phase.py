@@ -9,6 +9,7 @@ import time
 from pathlib import PurePath
 
 from orchestra.config.manifest import AgentSlot
+from orchestra.documents.enums import ErrorType
 from orchestra.jsonio import write_text_atomic
 from orchestra.nostr.keys import Keys
 from orchestra.processes import first_of
@@ -16,7 +17,7 @@ from orchestra.trial import relay_ops
 from orchestra.trial.completion import describe_exit
 from orchestra.trial.context import JobContext
 from orchestra.trial.env.protocol import EnvCommandError, TrialEnvironment
-from orchestra.trial.errors import INTERNAL, TrialError, classified
+from orchestra.trial.errors import TrialError, classified
 from orchestra.trial.eventlog import EventLogFollower
 from orchestra.trial.fixture_files import render_fixture_files
 from orchestra.trial.harbor_solve import harbor_solve_script
@@ -37,29 +38,28 @@ async def set_up(state: TrialState, ctx: JobContext) -> None:
         async with asyncio.timeout(SETUP_SECONDS):
             mint_identities(state, ctx)
             await prepare_environment(state, with_solution=ctx.condition.uses_oracle)
-            with classified("ProvisioningError"):
+            with classified(ErrorType.PROVISIONING_ERROR):
                 await create_channel(state, ctx)
                 await add_members_and_profiles(state, ctx)
-            with classified("FixtureSetupError"):
+            with classified(ErrorType.FIXTURE_SETUP_ERROR):
                 await seed_memories(state)
             await launch_agents(state, ctx)
             await wait_until_ready(state)
     except TimeoutError:
-        raise TrialError(INTERNAL, f"setup exceeded {SETUP_SECONDS:g} s") from None
+        raise TrialError(ErrorType.INTERNAL_ERROR, f"setup exceeded {SETUP_SECONDS:g} s") from None
 
 
 def mint_identities(state: TrialState, ctx: JobContext) -> None:
     """Step 2: fresh agent keys, the trial user and the fixture's directory identities."""
-    owner = ctx.state.owner.secret
-    fixture = state.task.fixture
-    state.agent_keys = {slot.agent_id: Keys.generate() for slot in state.slots}
-    state.user = trial_user(
+    owner, fixture, setup = ctx.state.owner.secret, state.task.fixture, state.setup
+    setup.agent_keys = {slot.agent_id: Keys.generate() for slot in state.slots}
+    setup.user = trial_user(
         owner_secret=owner,
         user_secret=ctx.state.user.secret,
         short_name=state.task.short_name,
         user_display_name=fixture.user_display_name,
     )
-    state.directory = [
+    setup.directory = [
         (entry, Identity(entry.name, entry.role, derive_fixture_keys(owner, entry.key)))
         for entry in fixture.directory_entries()
     ]
@@ -68,16 +68,18 @@ def mint_identities(state: TrialState, ctx: JobContext) -> None:
 async def prepare_environment(state: TrialState, *, with_solution: bool) -> None:
     """Step 3: the sandbox or container, the fixture's files and (oracle) the solution."""
     env, paths = state.env, state.env.facts.paths
-    with classified("EnvironmentStartError"):
+    with classified(ErrorType.ENVIRONMENT_START_ERROR):
         state.paths.buzz_dir.mkdir(parents=True, exist_ok=True)
         await env.prepare()
-    with classified("FixtureSetupError"):
-        state.fixture_files = render_fixture_files(state.paths, state.task.fixture)
-        for rendered in state.fixture_files:
+    with classified(ErrorType.FIXTURE_SETUP_ERROR):
+        state.setup.fixture_files = rendered_files = render_fixture_files(
+            state.paths, state.task.fixture
+        )
+        for rendered in rendered_files:
             spec = rendered.spec
             await env.put_file(rendered.record, paths.fixture_file(spec.path), mode=spec.mode_bits)
     if with_solution:
-        with classified("EnvironmentStartError"):
+        with classified(ErrorType.ENVIRONMENT_START_ERROR):
             await env.put_tree(state.task.paths.solution_dir, paths.solution)
             (await env.exec(["chmod", "+x", str(paths.solve_sh)])).check("chmod +x solve.sh")
             if state.task.is_harbor:
@@ -92,35 +94,37 @@ async def create_channel(state: TrialState, ctx: JobContext) -> None:
         f"run={ctx.job_name} trial={state.trial_id} manifest={ctx.condition.manifest_sha256}"
     )
     since = int(time.time()) - 5
-    user_client = state.user_client(ctx)
-    state.channel_id = await relay_ops.create_trial_channel(
+    user_client, setup = state.user_client(ctx), state.setup
+    setup.channel_id = channel_id = await relay_ops.create_trial_channel(
         user_client, name=name, description=description
     )
-    state.channel_name = name
-    state.recorder.log(f"channel {state.channel_id} ({name})")
+    setup.channel_name = name
+    state.recorder.log(f"channel {channel_id} ({name})")
     write_result(state)
     await ctx.registry.record_trial(
         run_id=ctx.job_name,
         trial_id=state.trial_id,
         manifest_hash=ctx.condition.manifest_sha256,
         task_name=state.task.name,
-        channel_id=state.channel_id,
+        channel_id=channel_id,
     )
-    state.observer = ChannelObserver(user_client, state.channel_id, since, state.notify)
-    await state.observer.start()
+    setup.observer = observer = ChannelObserver(user_client, channel_id, since, state.notify)
+    await observer.start()
 
 
 async def add_members_and_profiles(state: TrialState, ctx: JobContext) -> None:
     """Steps 5-7: agents as members, profiles where they differ, channel-member identities."""
-    assert state.channel_id is not None and state.user is not None
+    setup = state.setup
+    channel_id, user = setup.channel_id, setup.user
+    assert channel_id is not None and user is not None
     user_client = state.user_client(ctx)
     for slot in state.slots:
-        pubkey = state.agent_keys[slot.agent_id].pubkey
-        await relay_ops.add_member(user_client, state.channel_id, pubkey, "member")
-    profiles = [relay_ops.Profile(state.user, None, ctx.stable_clients)]
+        pubkey = setup.agent_keys[slot.agent_id].pubkey
+        await relay_ops.add_member(user_client, channel_id, pubkey, "member")
+    profiles = [relay_ops.Profile(user, None, ctx.stable_clients)]
     profiles += [
         relay_ops.Profile(
-            Identity(slot.agent_id, slot.kind, state.agent_keys[slot.agent_id]),
+            Identity(slot.agent_id, slot.kind, setup.agent_keys[slot.agent_id]),
             None,
             state.trial_clients,
             fresh=True,
@@ -129,14 +133,14 @@ async def add_members_and_profiles(state: TrialState, ctx: JobContext) -> None:
     ]
     profiles += [
         relay_ops.Profile(identity, entry.about, ctx.stable_clients)
-        for entry, identity in state.directory
+        for entry, identity in setup.directory
     ]
     published = await relay_ops.publish_profiles(user_client, profiles)
     state.recorder.log(f"profiles: {published} published, {len(profiles) - published} current")
-    for entry, identity in state.directory:
+    for entry, identity in setup.directory:
         if entry.channel_member:
             role = "bot" if entry.role == "bot" else "member"
-            await relay_ops.add_member(user_client, state.channel_id, identity.pubkey, role)
+            await relay_ops.add_member(user_client, channel_id, identity.pubkey, role)
 
 
 async def seed_memories(state: TrialState) -> None:
@@ -150,26 +154,28 @@ async def seed_memories(state: TrialState) -> None:
 
 async def launch_agents(state: TrialState, ctx: JobContext) -> None:
     """Step 9: the oracle registration, then per agent its prompt and its `buzz-acp`."""
-    assert state.channel_id is not None and state.user is not None
+    setup = state.setup
+    channel_id, user = setup.channel_id, setup.user
+    assert channel_id is not None and user is not None
     oracle_port = await register_with_oracle(state, ctx)
     team = [
-        TeamMember(slot.agent_id, slot.role, state.agent_keys[slot.agent_id].pubkey)
+        TeamMember(slot.agent_id, slot.role, setup.agent_keys[slot.agent_id].pubkey)
         for slot in state.slots
     ]
     for slot, member in zip(state.slots, team, strict=True):
-        with classified("ArtifactHashMismatch"):
+        with classified(ErrorType.ARTIFACT_HASH_MISMATCH):
             prompt = compose_roster_prompt(
                 slot.entry,
                 ctx.condition.artifact_root,
                 me=member,
                 team=team,
-                channel_id=state.channel_id,
-                user_name=state.user.name,
-                user_pubkey=state.user.pubkey,
+                channel_id=channel_id,
+                user_name=user.name,
+                user_pubkey=user.pubkey,
             )
         host_prompt = state.paths.system_prompt(slot.agent_id)
         write_text_atomic(host_prompt, prompt, mode=0o600)
-        with classified("AgentLaunchError"):
+        with classified(ErrorType.AGENT_LAUNCH_ERROR):
             agents_prompt = state.env.facts.paths.system_prompt(slot.agent_id)
             await state.env.put_file(host_prompt, agents_prompt)
             await start_agent(state, ctx, slot, oracle_port)
@@ -180,29 +186,30 @@ async def register_with_oracle(state: TrialState, ctx: JobContext) -> int | None
     condition = ctx.condition
     if not condition.uses_oracle:
         return None
-    assert state.channel_id is not None and state.user is not None
-    env = state.env
-    with classified("AgentLaunchError"):
+    setup, env = state.setup, state.env
+    channel_id, user = setup.channel_id, setup.user
+    assert channel_id is not None and user is not None
+    with classified(ErrorType.AGENT_LAUNCH_ERROR):
         server = await ctx.oracle.ensure(
             condition.endpoint_config.oracle_endpoint_names(),
             await ctx.environments.host_listen_address(),
         )
-        done = env.facts.paths.solve_state_dir(state.channel_id) / "done"
+        done = env.facts.paths.solve_state_dir(channel_id) / "done"
         server.register(
             oracle_registration(
                 condition,
                 state.slots,
-                pubkeys={agent_id: keys.pubkey for agent_id, keys in state.agent_keys.items()},
+                pubkeys={agent_id: keys.pubkey for agent_id, keys in setup.agent_keys.items()},
                 trial_id=state.trial_id,
-                channel_id=state.channel_id,
-                user=state.user,
+                channel_id=channel_id,
+                user=user,
                 env=env.facts.paths,
                 solve_path=env.facts.paths.harbor_solve if state.task.is_harbor else None,
                 log_path=state.paths.oracle_log,
                 done_probe=lambda: _exists(env, done),
             )
         )
-        state.oracle_registered = True
+        setup.oracle_registered = True
     return server.port
 
 
@@ -217,15 +224,15 @@ async def start_agent(
     state: TrialState, ctx: JobContext, slot: AgentSlot, oracle_port: int | None
 ) -> None:
     """One `buzz-acp` (§7.9), its ACP event log followed from the start (§7.10)."""
-    assert state.channel_id is not None
-    agent_id = slot.agent_id
+    setup, agent_id = state.setup, slot.agent_id
+    assert setup.channel_id is not None
     env = agent_process_environment(
         ctx,
         slot,
         state.env.facts,
         trial_id=state.trial_id,
-        keys=state.agent_keys[agent_id],
-        channel_id=state.channel_id,
+        keys=setup.agent_keys[agent_id],
+        channel_id=setup.channel_id,
         oracle_port=oracle_port,
         agent_seconds=state.timeouts.agent_seconds,
     )
@@ -236,10 +243,10 @@ async def start_agent(
             f"{agent_id}: event log line is not a JSON object: {line}"
         ),
     )
-    state.followers[agent_id] = follower
+    setup.followers[agent_id] = follower
     logged_at = state.env.facts.paths.events_log(agent_id)
-    state.follow_tasks.append(asyncio.create_task(follow_event_log(state.env, logged_at, follower)))
-    state.agents[agent_id] = await state.env.start_agent(
+    setup.follow_tasks.append(asyncio.create_task(follow_event_log(state.env, logged_at, follower)))
+    setup.agents[agent_id] = await state.env.start_agent(
         agent_id,
         env,
         stdout=state.paths.stdout_log(agent_id),
@@ -262,23 +269,23 @@ async def follow_event_log(
 
 async def wait_until_ready(state: TrialState) -> None:
     """Step 10: every agent's event log holds `subscribed` for the trial channel (≤ 60 s)."""
-    deadline = time.monotonic() + READINESS_SECONDS
+    deadline, setup = time.monotonic() + READINESS_SECONDS, state.setup
     while True:
         state.changed.clear()
-        for agent in state.agents.values():
+        for agent in setup.agents.values():
             if agent.exit_code is not None:
-                raise TrialError("AgentProcessExited", describe_exit(state.paths, agent))
+                raise TrialError(ErrorType.AGENT_PROCESS_EXITED, describe_exit(state.paths, agent))
         pending = [
             agent_id
-            for agent_id, follower in state.followers.items()
-            if state.channel_id not in follower.state.subscribed_channels
+            for agent_id, follower in setup.followers.items()
+            if setup.channel_id not in follower.state.subscribed_channels
         ]
         if not pending:
             return
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TrialError(
-                "AgentReadinessTimeout",
+                ErrorType.AGENT_READINESS_TIMEOUT,
                 f"agents not subscribed within {READINESS_SECONDS:g} s: {', '.join(pending)}",
             )
         await first_of(state.changed.wait(), None, remaining)

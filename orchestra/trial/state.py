@@ -1,5 +1,11 @@
-"""What one trial knows while it runs (orchestrator.md §7.2); its `result.json` is written
-from this state (orchestra.trial.record), never the other way round."""
+"""What one trial knows while it runs (orchestrator.md §7.2); its `result.json` is rendered
+from this state (orchestra.trial.record), never the other way round.
+
+Each phase owns one small state object and is the only writer of its fields: `SetupState`
+(setup_phase), `AgentPhaseState` (agent_phase), `TeardownState` (teardown), `GradingState`
+(grading), `FinalizeState` (finalize). What any phase may record (an error, a cancellation)
+stays on `TrialState`. The values are the result documents' own typed parts and enums.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +13,25 @@ import asyncio
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
+from orchestra.buzz import BuzzClient
 from orchestra.config.fixture import DirectoryEntry
 from orchestra.config.manifest import AgentSlot
 from orchestra.config.task import Task
-from orchestra.documents.trial import RetriedAttempt, TrialIdentity
+from orchestra.documents.enums import Phase
+from orchestra.documents.trial import (
+    ExceptionInfo,
+    RetriedAttempt,
+    ScriptedEvent,
+    SecretScan,
+    TrialIdentity,
+    VerifierSummary,
+)
+from orchestra.documents.trial import VerifierInputs as VerifierInputsRecord
 from orchestra.nostr.keys import Keys
 from orchestra.paths import TrialPaths, make_trial_name
 from orchestra.stack.watch import HealthySpell
-from orchestra.trial.accounting import TrialAccounting
+from orchestra.trial.accounting import NO_ACCOUNTING, TrialAccounting
 from orchestra.trial.completion import Completion, CompletionWatch
 from orchestra.trial.context import JobContext
 from orchestra.trial.env.protocol import AgentProcess, TrialEnvironment
@@ -24,7 +39,7 @@ from orchestra.trial.eventlog import AgentLogState, EventLogFollower
 from orchestra.trial.fixture_files import RenderedFile
 from orchestra.trial.identities import Identity
 from orchestra.trial.observer import ChannelObserver
-from orchestra.trial.record import TrialRecorder, trial_identity
+from orchestra.trial.recorder import TrialRecorder
 from orchestra.trial.relay_ops import ClientPool
 
 
@@ -50,6 +65,70 @@ class TrialNaming:
 
 
 @dataclass
+class SetupState:
+    """Written by the setup phase (steps 2-10)."""
+
+    # step 2: identities
+    agent_keys: dict[str, Keys] = field(default_factory=dict)
+    user: Identity | None = None
+    directory: list[tuple[DirectoryEntry, Identity]] = field(default_factory=list)
+    # step 3: the fixture's files as rendered: the verifier's pristine copies
+    fixture_files: list[RenderedFile] = field(default_factory=list)
+    # step 4: the trial channel
+    channel_id: str | None = None
+    channel_name: str | None = None
+    observer: ChannelObserver | None = None
+    # step 9: agents
+    oracle_registered: bool = False
+    agents: dict[str, AgentProcess] = field(default_factory=dict)
+    followers: dict[str, EventLogFollower] = field(default_factory=dict)
+    follow_tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+
+@dataclass
+class AgentPhaseState:
+    """Written by the agent phase (steps 11-14)."""
+
+    task_event_id: str | None = None
+    scripted_events: list[ScriptedEvent] = field(default_factory=list)
+    watch: CompletionWatch | None = None
+    completion: Completion | None = None
+
+
+@dataclass
+class TeardownState:
+    """Written by teardown (steps 15-17)."""
+
+    trajectories: dict[str, str] = field(default_factory=dict)  # agent id -> trial-relative path
+
+
+@dataclass
+class GradingState:
+    """Written by grading (steps 18-19); a provider failure voids `reward` afterwards."""
+
+    evidence: bytes | None = None  # the exported evidence file's bytes (§8.5)
+    #: author pubkey -> messages in the exported transcript (None: no evidence exported)
+    authored: dict[str, int] | None = None
+    verifier_inputs: VerifierInputsRecord | None = None  # what was judged
+    verifier: VerifierSummary | None = None
+    rewards: dict[str, float] | None = None
+    reward: float | None = None  # set only when the verifier produced a valid reward
+
+    @property
+    def evidence_exported(self) -> bool:
+        return self.evidence is not None
+
+
+@dataclass
+class FinalizeState:
+    """Written by finalize (steps 20-21)."""
+
+    accounting: TrialAccounting = NO_ACCOUNTING
+    agent_active_seconds: float = 0.0
+    secret_scan: SecretScan = field(default_factory=SecretScan)
+
+
+@dataclass
 class TrialState:
     # --- step 1: fixed for the whole trial -------------------------------------------------
     task: Task
@@ -65,43 +144,18 @@ class TrialState:
     identity: TrialIdentity  # the keys config.json and result.json share
     #: the stack's current spell of health: once it ends, the trial cannot use the stack
     outage: HealthySpell
-    # --- step 2: identities ----------------------------------------------------------------
-    agent_keys: dict[str, Keys] = field(default_factory=dict)
-    user: Identity | None = None
-    directory: list[tuple[DirectoryEntry, Identity]] = field(default_factory=list)
-    # --- step 3: the fixture's files as rendered: the verifier's pristine copies ------------
-    fixture_files: list[RenderedFile] = field(default_factory=list)
-    # --- steps 4-12: the trial channel -------------------------------------------------------
-    channel_id: str | None = None
-    channel_name: str | None = None
-    observer: ChannelObserver | None = None
-    task_event_id: str | None = None
-    scripted_events: list[dict[str, Any]] = field(default_factory=list)
-    # --- steps 9-10: agents ------------------------------------------------------------------
-    oracle_registered: bool = False
-    agents: dict[str, AgentProcess] = field(default_factory=dict)
-    followers: dict[str, EventLogFollower] = field(default_factory=dict)
-    follow_tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    retried_from: list[RetriedAttempt] = field(default_factory=list)  # earlier attempts rerun
+    # --- one object per phase, written by that phase only ------------------------------------
+    setup: SetupState = field(default_factory=SetupState)
+    agent_phase: AgentPhaseState = field(default_factory=AgentPhaseState)
+    teardown: TeardownState = field(default_factory=TeardownState)
+    grading: GradingState = field(default_factory=GradingState)
+    finalize: FinalizeState = field(default_factory=FinalizeState)
+    # --- any phase ---------------------------------------------------------------------------
+    exception_info: ExceptionInfo | None = None
+    cancelled_in: Phase | None = None  # the phase a cancellation interrupted (§7.6)
     #: set whenever an event log, the channel or an agent process changed
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-    # --- steps 13-21: the outcome --------------------------------------------------------------
-    watch: CompletionWatch | None = None
-    completion: Completion | None = None
-    evidence_exported: bool = False
-    evidence: bytes | None = None  # the exported evidence file's bytes (§8.5)
-    #: author pubkey -> messages in the exported transcript (None: no evidence exported)
-    authored: dict[str, int] | None = None
-    verifier_inputs: dict[str, Any] | None = None  # the result.json record of what was judged
-    verifier: dict[str, Any] | None = None  # the result.json `verifier` summary
-    rewards: dict[str, float] | None = None
-    reward: float | None = None  # set only when the verifier produced a valid reward
-    accounting: TrialAccounting | None = None
-    trajectories: dict[str, str] = field(default_factory=dict)  # agent id -> trial-relative path
-    agent_active_seconds: float = 0.0
-    secret_scan: dict[str, Any] = field(default_factory=lambda: {"redactions": 0, "files": []})
-    exception_info: dict[str, str] | None = None
-    cancelled_in: str | None = None  # the phase a cancellation interrupted (§7.6)
-    retried_from: list[RetriedAttempt] = field(default_factory=list)  # earlier attempts rerun
 
     @classmethod
     def new(
@@ -154,14 +208,31 @@ class TrialState:
 
     def log_states(self) -> dict[str, AgentLogState]:
         """What each agent's ACP event log says so far (§7.10)."""
-        return {agent_id: follower.state for agent_id, follower in self.followers.items()}
+        return {agent_id: follower.state for agent_id, follower in self.setup.followers.items()}
 
     def notify(self) -> None:
         self.changed.set()
 
-    def user_client(self, ctx: JobContext) -> Any:
-        assert self.user is not None, "identities are minted first (step 2)"
-        return ctx.stable_clients.client(self.user.keys)
+    def user_client(self, ctx: JobContext) -> BuzzClient:
+        assert self.setup.user is not None, "identities are minted first (step 2)"
+        return ctx.stable_clients.client(self.setup.user.keys)
 
-    def agent_client(self, agent_id: str) -> Any:
-        return self.trial_clients.client(self.agent_keys[agent_id])
+    def agent_client(self, agent_id: str) -> BuzzClient:
+        return self.trial_clients.client(self.setup.agent_keys[agent_id])
+
+
+def trial_identity(
+    ctx: JobContext, task: Task, trial_id: str, name: str, attempt: int
+) -> TrialIdentity:
+    """The keys that identify a trial in both its config.json and its result.json."""
+    return TrialIdentity(
+        trial_id=trial_id,
+        trial_name=name,
+        job_name=ctx.job_name,
+        task_name=task.name,
+        short_name=task.short_name,
+        layer=task.layer,
+        attempt=attempt,
+        condition=ctx.condition.name,
+        manifest_sha256=ctx.condition.manifest_sha256,
+    )

@@ -6,53 +6,59 @@ from __future__ import annotations
 import asyncio
 import json
 
+from orchestra.documents.enums import StopReason
 from orchestra.trial.context import JobContext
 from orchestra.trial.state import TrialState
 from orchestra.trial.trajectories import trajectory_sources, write_trajectories
 
 USAGE_SETTLE_SECONDS = 30.0
-SETTLED_STOP_REASONS = ("done_message", "turn_end")
+SETTLED_STOP_REASONS = (
+    StopReason.DONE_MESSAGE,
+    StopReason.TURN_END,
+    StopReason.REFUSAL,
+    StopReason.CONTEXT_EXHAUSTED,
+)
 
 
 async def settle_usage(state: TrialState) -> None:
     """Step 15: after a normal stop, wait for turns still in flight so their final usage is
     recorded (skipped after a timeout, a budget stop or an error)."""
-    completion = state.completion
+    watch, completion = state.agent_phase.watch, state.agent_phase.completion
     if (
-        state.watch is not None
+        watch is not None
         and completion is not None
         and completion.stop_reason in SETTLED_STOP_REASONS
     ):
-        await state.watch.wait_turns_end(USAGE_SETTLE_SECONDS)
+        await watch.wait_turns_end(USAGE_SETTLE_SECONDS)
 
 
 async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
     """Steps 16-17: stop every process, cut the network, collect logs and assemble the
     agents' trajectories from them; never interrupted."""
-    log = state.recorder.log
+    log, setup = state.recorder.log, state.setup
     for note in await state.env.stop_agents(ctx.hurry):
         log(note)
     for note in await state.env.isolate():
         log(note)
     for note in await fixture_file_changes(state):
         log(note)
-    if state.oracle_registered and ctx.oracle.server is not None:
+    if setup.oracle_registered and ctx.oracle.server is not None:
         ctx.oracle.server.unregister(state.trial_id)
     try:
         await state.env.get_tree(state.env.facts.paths.runtime_logs_dir, state.paths.buzz_dir)
     except Exception as error:  # best effort (§7.2 step 17)
         log(f"collecting logs failed: {type(error).__name__}: {error}")
-    for task in state.follow_tasks:
+    for task in setup.follow_tasks:
         task.cancel()
-    await asyncio.gather(*state.follow_tasks, return_exceptions=True)
-    for follower in state.followers.values():
+    await asyncio.gather(*setup.follow_tasks, return_exceptions=True)
+    for follower in setup.followers.values():
         for record in follower.state.notes:
             log(f"{follower.path.name}: {json.dumps(record, sort_keys=True)}")
-    if state.observer is not None:
-        await state.observer.close()
+    if setup.observer is not None:
+        await setup.observer.close()
     sources = trajectory_sources(state.slots, ctx.condition.manifest.prices)
     try:
-        state.trajectories, notes = await asyncio.to_thread(
+        state.teardown.trajectories, notes = await asyncio.to_thread(
             write_trajectories, state.paths, state.trial_id, sources
         )
     except Exception as error:  # best effort, as log collection: the trial's outcome stands
@@ -66,7 +72,7 @@ async def fixture_file_changes(state: TrialState) -> list[str]:
     """Fixture files the agents changed, for the record: the verifier reads the orchestrator's
     own rendered copies whatever happened to these (§9)."""
     notes = []
-    for rendered in state.fixture_files:
+    for rendered in state.setup.fixture_files:
         path = state.env.facts.paths.fixture_file(rendered.spec.path)
         try:
             found = await state.env.read_file(path, len(rendered.content))

@@ -17,13 +17,12 @@ import tarfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
 from orchestra.config.task import TaskFile
+from orchestra.documents import trial as documents
+from orchestra.documents.trial import InputSource
 from orchestra.files import make_parents, remove_path
 from orchestra.paths import CONTAINER_EVIDENCE, CONTAINER_TEST_SH, CONTAINER_TESTS, LOGS_VERIFIER
-
-InputSource = Literal["evidence", "tests", "fixture"]
 
 EVIDENCE_MODE = 0o644
 EXECUTABLE = 0o111
@@ -84,20 +83,20 @@ class VerifierInputs:
     def file(self, path: PurePosixPath) -> InputFile | None:
         return next((file for file in self.files if file.path == path), None)
 
-    def record(self) -> dict[str, object]:
+    def record(self) -> documents.VerifierInputs:
         """The `verifier_inputs` object of the trial's result.json (§10.3)."""
-        return {
-            "evidence_sha256": self.evidence.sha256 if self.evidence is not None else None,
-            "files": [
-                {
-                    "path": str(file.path),
-                    "source": file.source,
-                    "sha256": file.sha256,
-                    "size": len(file.content),
-                }
+        return documents.VerifierInputs(
+            evidence_sha256=self.evidence.sha256 if self.evidence is not None else None,
+            files=[
+                documents.VerifierInputFile(
+                    path=str(file.path),
+                    source=file.source,
+                    sha256=file.sha256,
+                    size=len(file.content),
+                )
                 for file in self.files
             ],
-        }
+        )
 
     # --- the host tree (local env) ------------------------------------------------------
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestra.documents.enums import VerifierNetwork
+from orchestra.documents.trial import VerifierSummary
 from orchestra.paths import VERIFIER_OUTPUT_NAME
 from orchestra.verify.reward import (
     VerifierFailure,
@@ -28,15 +29,16 @@ class VerifierRun:
     timed_out: bool
     rewards: dict[str, float]
     details_error: str | None
-    network: str = NETWORK_NOT_ISOLATED
+    network: VerifierNetwork = NETWORK_NOT_ISOLATED
 
-    def summary(self) -> dict[str, object]:
-        return {
-            "exit_code": self.exit_code,
-            "timed_out": self.timed_out,
-            "network": self.network,
-            "details_error": self.details_error,
-        }
+    def summary(self) -> VerifierSummary:
+        """The result.json `verifier` object."""
+        return VerifierSummary(
+            exit_code=self.exit_code,
+            timed_out=self.timed_out,
+            network=self.network,
+            details_error=self.details_error,
+        )
 
 
 def conclude_verifier_run(
@@ -45,7 +47,7 @@ def conclude_verifier_run(
     exit_code: int | None,
     timed_out: bool,
     timeout_seconds: float,
-    network: str,
+    network: VerifierNetwork,
 ) -> VerifierRun:
     """Read the rewards the script left in `verifier_dir` (a host directory).
 

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from orchestra.documents.trial import VerifierSummary
 from orchestra.errors import TrialFailure
 
 
@@ -18,7 +19,7 @@ class VerifierFailure(TrialFailure):
         message: str,
         *,
         rewards: dict[str, float] | None = None,
-        verifier: dict[str, object] | None = None,
+        verifier: VerifierSummary | None = None,
     ) -> None:
         super().__init__(message)
         self.rewards = rewards

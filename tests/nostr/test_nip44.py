@@ -8,8 +8,15 @@ from orchestra.nostr.keys import Keys
 
 from .vectors import VECTORS_DIR
 
-V2 = json.loads((VECTORS_DIR / "nip44.vectors.json").read_text())["v2"]
+VECTORS_FILE = VECTORS_DIR / "nip44.vectors.json"
+V2 = json.loads(VECTORS_FILE.read_text())["v2"]
 VALID, INVALID = V2["valid"], V2["invalid"]
+
+
+def test_the_vectors_are_the_ones_the_nip44_spec_names() -> None:
+    """NIP-44 (nostr-protocol/nips, 44.md) publishes the sha256 of its vectors file."""
+    digest = hashlib.sha256(VECTORS_FILE.read_bytes()).hexdigest()
+    assert digest == "269ed0f69e4c192512cc779e78c555090cebc7c785b609e338a62afc3ce25040"
 
 
 @pytest.mark.parametrize("case", VALID["get_conversation_key"])

@@ -1,5 +1,5 @@
-"""Locations of the shared test vectors (../shared/vectors beside the checkout)."""
+"""Location of the BIP-340 and NIP-44 test vectors kept in the repository (see its README)."""
 
 from pathlib import Path
 
-VECTORS_DIR = Path(__file__).resolve().parents[3] / "shared" / "vectors"
+VECTORS_DIR = Path(__file__).resolve().parent / "vectors"

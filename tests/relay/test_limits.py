@@ -1,4 +1,4 @@
-"""Limits against hostile load (protocol.md §13 as amended, docs/spec-changes.md): rates answer
+"""Limits against hostile load (protocol.md §13): rates answer
 `rate-limited:`, queues stop reading the socket, caps refuse connections, an unauthenticated
 connection is closed at its deadline, each limit is logged once per connection per minute, and
 a busy connection does not hold up the others."""

@@ -4,8 +4,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from documents_support import log_record
 
+from orchestra.documents.trial import SecretScan
 from orchestra.nostr.keys import Keys
 from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.eventlog import AgentLogState, EventLogFollower
@@ -18,6 +20,7 @@ class Price:
     cached_input_per_million_usd: float = 0.1
     output_per_million_usd: float = 10.0
     cache_read_rate: float = 0.0
+    cache_write_per_million_usd: float | None = None
 
 
 def fold(*records: dict) -> AgentLogState:
@@ -108,18 +111,38 @@ def test_accounting_modes_and_cost() -> None:
     result = trial_accounting({"a-1": used}, {"a-1": Price()})
     assert result.accounting == "event_log"
     assert result.cost_usd == 1.0 + 1.0
-    assert result.tokens["per_agent"]["a-1"]["input"] == 1_000_000
+    assert result.tokens is not None and result.tokens.per_agent["a-1"].input == 1_000_000
     mixed = trial_accounting({"a-1": used, "b-1": silent}, {"a-1": Price(), "b-1": Price()})
     assert mixed.accounting == "unreconciled"
     none = trial_accounting({"b-1": silent}, {"b-1": Price()})
     assert (none.accounting, none.tokens, none.cost_usd) == ("unavailable", None, None)
 
 
+def test_cache_writes_are_priced_apart_from_plain_input() -> None:
+    """Anthropic's counts: 1 M input of which 0.2 M read from and 0.4 M written to the cache."""
+    state = fold(
+        {
+            "event": "usage",
+            "session_id": "s",
+            "input_tokens": 1_000_000,
+            "output_tokens": 0,
+            "cached_input_tokens": 200_000,
+            "cache_write_input_tokens": 400_000,
+        }
+    )
+    default = trial_accounting({"a": state}, {"a": Price()})
+    assert default.cost_usd == pytest.approx(0.4 * 1.0 + 0.2 * 0.1 + 0.4 * 1.25)
+    assert default.tokens is not None and default.tokens.cache_write_input == 400_000
+    assert default.tokens.per_agent["a"].cache_write_input == 400_000
+    priced = trial_accounting({"a": state}, {"a": Price(cache_write_per_million_usd=2.0)})
+    assert priced.cost_usd == pytest.approx(0.4 * 1.0 + 0.2 * 0.1 + 0.4 * 2.0)
+
+
 def test_cache_read_rate_estimate() -> None:
     state = fold({"event": "usage", "session_id": "s", "input_tokens": 1000, "output_tokens": 0})
     result = trial_accounting({"a": state}, {"a": Price(cache_read_rate=0.5)})
     assert result.cached_estimated is True
-    assert result.tokens["cached_input"] == 500
+    assert result.tokens is not None and result.tokens.cached_input == 500
 
 
 def test_follower_waits_for_complete_lines(tmp_path: Path) -> None:
@@ -145,5 +168,5 @@ def test_redaction_of_hex_nsec_and_api_keys(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text('{"api": "sk-live-123"}')
     (tmp_path / "clean.txt").write_text("nothing")
     scan = redact_tree(tmp_path, secret_strings([keys], ["sk-live-123", ""]))
-    assert scan == {"redactions": 3, "files": ["b.json", "sub/a.log"]}
+    assert scan == SecretScan(redactions=3, files=["b.json", "sub/a.log"])
     assert (tmp_path / "sub" / "a.log").read_text() == "key=[REDACTED] nsec=[REDACTED] x"

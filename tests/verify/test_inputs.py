@@ -29,7 +29,7 @@ def sha(data: bytes) -> str:
 
 
 def test_the_record_names_every_input_with_its_source_and_hash() -> None:
-    record = inputs().record()
+    record = inputs().record().model_dump()
     assert record["evidence_sha256"] == sha(b'{"messages": []}\n')
     assert record["files"] == [
         {"path": SKILL, "source": "fixture", "sha256": sha(b"CHECK_ID: chc-1\n"), "size": 16},
@@ -57,7 +57,7 @@ def test_the_record_names_every_input_with_its_source_and_hash() -> None:
 
 def test_no_evidence_means_no_evidence_file() -> None:
     bare = VerifierInputs.assemble(evidence=None, tests=[], fixture_files=[])
-    assert bare.files == () and bare.record() == {"evidence_sha256": None, "files": []}
+    assert bare.files == () and bare.record().model_dump() == {"evidence_sha256": None, "files": []}
 
 
 def test_the_host_tree_is_fresh_and_changes_are_found(tmp_path: Path) -> None:

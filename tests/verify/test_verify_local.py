@@ -161,7 +161,7 @@ async def test_the_verifier_reads_only_the_inputs_written_for_it(tmp_path: Path)
     run, notes = await _run(trial, _inputs(SCORES_FROM_INPUTS))
 
     assert run.rewards == {"reward": 1.0}
-    assert run.summary() == {
+    assert run.summary().model_dump() == {
         "exit_code": 0,
         "timed_out": False,
         "network": "not-isolated",
@@ -298,14 +298,14 @@ async def test_details_error_is_a_verifier_reported_error(tmp_path: Path) -> Non
     with pytest.raises(VerifierReportedError) as caught:
         await _run(trial, inputs)
     assert caught.value.rewards == {"reward": 0.0}
-    assert caught.value.verifier["details_error"] == "evidence root is not an object"
+    assert caught.value.verifier.details_error == "evidence root is not an object"
 
 
 async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     trial = TrialPaths(tmp_path / "t")
     with pytest.raises(VerifierTimeout) as caught:
         await _run(trial, _inputs("time.sleep(60)\n"), verifier_seconds=0.5)
-    assert caught.value.verifier["timed_out"] is True
+    assert caught.value.verifier.timed_out is True
 
 
 async def test_a_crashed_verifier_is_explained_by_its_own_output(tmp_path: Path) -> None:
@@ -325,4 +325,4 @@ async def test_a_crashed_verifier_is_explained_by_its_own_output(tmp_path: Path)
     assert first.startswith("no reward.json or reward.txt in ")
     assert first.endswith("; the verifier exited 7; the end of verifier/test-stdout.txt:")
     assert rest == ["  checking the evidence", "  solver exploded: missing key 'messages'"]
-    assert caught.value.verifier["exit_code"] == 7
+    assert caught.value.verifier.exit_code == 7

@@ -26,7 +26,7 @@ class ParsedContext(BaseModel):
     requester_pubkey: str | None = None
     requester_name: str | None = None
     #: the author pubkey of every event block of the turn, in order (the team protocol's
-    #: "who woke me", orchestrator.md §4.5 as docs/spec-changes.md extends it)
+    #: "who woke me", orchestrator.md §4.5 "Teams")
     senders: tuple[str, ...] = ()
 
 

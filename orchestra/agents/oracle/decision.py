@@ -4,7 +4,7 @@ Pure: given the request and what the registration knows, decide the answer. I/O
 (waiting for the task event, checking the `done` marker) happens in the server.
 
 Solo rosters follow §4.5: run the solution (`solve_step`), then answer. Team rosters follow
-the team protocol (docs/spec-changes.md): the lead delegates the task to its first worker by
+the team protocol (orchestrator.md §4.5 "Teams"): the lead delegates the task to its first worker by
 an explicit mention, the worker runs the solution and calls the lead back, and the lead,
 woken by that callback, posts `DONE: …`. Every post is a `buzz messages send` through the
 shell tool, in the task's thread.

@@ -19,7 +19,7 @@ from pathlib import Path, PurePath, PurePosixPath
 
 from orchestra.config.manifest import EnvironmentOverrides
 from orchestra.config.task import Task
-from orchestra.documents.enums import SandboxKind
+from orchestra.documents.enums import EnvKind, ErrorType, SandboxKind
 from orchestra.paths import (
     CONTAINER_BUZZ_BIN_DIR,
     CONTAINER_SOLUTION,
@@ -147,7 +147,7 @@ class DockerEnvironment:
         environment = self.task.toml.environment
         if environment.network_mode != SUPPORTED_NETWORK_MODE:
             raise TrialError(
-                "UnsupportedNetworkMode",
+                ErrorType.UNSUPPORTED_NETWORK_MODE,
                 f"task {self.task.name}: network_mode {environment.network_mode!r} is not "
                 f"supported by the docker env (agents must reach the relay: use "
                 f"{SUPPORTED_NETWORK_MODE!r})",
@@ -332,7 +332,7 @@ class DockerKind:
     """The docker env of a job: one container per trial from each task's agent layer, built
     before any trial (`images`: task name → agent-layer image); the verifier in the container."""
 
-    name = "docker"
+    name = EnvKind.DOCKER
 
     def __init__(
         self,

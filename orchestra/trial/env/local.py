@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 
 from orchestra.config.task import Task
-from orchestra.documents.enums import SandboxKind
+from orchestra.documents.enums import EnvKind, ErrorType, SandboxKind
 from orchestra.files import make_parents, read_regular_file
 from orchestra.paths import CONTAINER_SOLUTION, LOGS, LOGS_AGENT, TrialPaths
 from orchestra.processes import kill_group, kill_processes_in, last_allocated_pid
@@ -138,7 +138,7 @@ class LocalEnvironment:
         the task's (issue 20.2). Needs the bubblewrap sandbox: only it can show them there."""
         if self.launcher.kind is not SandboxKind.BWRAP:
             raise TrialError(
-                "EnvironmentStartError",
+                ErrorType.ENVIRONMENT_START_ERROR,
                 f"task {self.task.name} is a Harbor task: the local env runs it only in the "
                 "bubblewrap sandbox, which shows its files at their container paths "
                 "(install bubblewrap, or use --env docker)",
@@ -146,7 +146,7 @@ class LocalEnvironment:
         try:
             image = read_local_image(self.task.paths.environment_dir)
         except LocalImageError as error:
-            raise TrialError("EnvironmentStartError", str(error)) from None
+            raise TrialError(ErrorType.ENVIRONMENT_START_ERROR, str(error)) from None
         sandbox = self.trial.sandbox
         image.materialize(sandbox)
         (host(sandbox, LOGS_AGENT)).mkdir(parents=True, exist_ok=True)
@@ -298,7 +298,7 @@ class LocalKind:
     """The local env of a job: agents from this package's console scripts (or
     `--buzz-bin-dir`) started by `launcher`, the verifier on the host (§9.3)."""
 
-    name = "local"
+    name = EnvKind.LOCAL
 
     def __init__(self, buzz_bin_dir: Path | None, launcher: Launcher) -> None:
         self.buzz_bin_dir = buzz_bin_dir

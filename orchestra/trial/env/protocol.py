@@ -19,7 +19,7 @@ from pathlib import Path, PurePath
 from typing import Protocol
 
 from orchestra.config.task import Task
-from orchestra.documents.enums import SandboxKind
+from orchestra.documents.enums import EnvKind, SandboxKind
 from orchestra.errors import OrchestraError
 from orchestra.paths import EnvPaths, TrialPaths
 from orchestra.verify.inputs import VerifierInputs
@@ -158,7 +158,7 @@ class EnvironmentKind(Protocol):
     """What a job knows about its environment kind: how to make each trial's environment and
     verifier. The one place the kinds differ in code (orchestra.jobs.runner picks one)."""
 
-    name: str  # "local" | "docker"
+    name: EnvKind
 
     async def host_listen_address(self) -> str:
         """The host address servers for agents (the oracle, §4.5) must listen on."""

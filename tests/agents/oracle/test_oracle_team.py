@@ -1,5 +1,5 @@
 """The oracle's team protocol, decided purely from the registration and the request
-(orchestrator.md §4.5 as docs/spec-changes.md extends it): the lead delegates by an explicit
+(orchestrator.md §4.5 "Teams"): the lead delegates by an explicit
 mention, the worker runs the solution and calls the lead back, the lead posts `DONE:`."""
 
 from __future__ import annotations

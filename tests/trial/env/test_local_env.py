@@ -21,6 +21,7 @@ from orchestra.trial.env.protocol import EnvCommandError
 from orchestra.trial.env.sandbox import AgentFiles, HostLauncher
 from orchestra.trial.filewatch import watch_file
 from orchestra.trial.setup_phase import prepare_environment
+from orchestra.trial.state import SetupState
 
 
 def fixture() -> Fixture:
@@ -44,7 +45,7 @@ def local_trial(tmp_path: Path, fixture: Fixture) -> SimpleNamespace:
     task = Task(dir=task_dir, toml=TaskToml(), fixture=fixture)
     trial = TrialPaths(tmp_path / "trial")
     env = LocalEnvironment(trial, task, tmp_path / "bin", None, HostLauncher())
-    return SimpleNamespace(task=task, paths=trial, env=env)
+    return SimpleNamespace(task=task, paths=trial, env=env, setup=SetupState())
 
 
 def test_fixture_files_share_one_random_value_and_are_recorded(tmp_path: Path) -> None:
