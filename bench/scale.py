@@ -10,8 +10,8 @@ Run from the repository root (a clean clone needs only `just setup` first):
 
 Simulation (the default): each size is one `orchestra benchmark` (the oracle condition on
 tasks/buzz-native, all ten tasks in one job with `--attempts size/10`, embedded stack, local
-env, `-n` 32 by default) run in a child process through the real command code
-(`run_benchmark_command`): preflight, the run and job directories, the jobs runner, the job
+env, `-n` 32 by default) run in a child process through the real run driver
+(`orchestra.run`, as the command runs it): preflight, the run and job directories, the jobs runner, the job
 `result.json`, the progress lines (to a log file) and the summary. Only the trial is a stub
 (bench/scale_stub.py: the trial's documents written through the trial's own record code, a
 short sleep per phase, a realistic final result). `--executor ray` runs the same command with
