@@ -63,6 +63,7 @@ class Progress:
         self._live: Live | None = None
         self._job = ""
         self._planned = 0
+        self._attempts: int | None = None  # the job's k: attempts beyond it confirm a regression
         # by slot (task, attempt): a retried trial's new attempt replaces the superseded one
         self._status: dict[tuple[str, int], TrialStatus] = {}
         self._counts_by: dict[TrialStatus, int] = dict.fromkeys(TrialStatus, 0)  # of `_status`
@@ -70,8 +71,10 @@ class Progress:
         self._finished_here = 0  # trials that ended in this command (not kept by a resume)
         self._started = time.monotonic()
 
-    def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None:
-        self._job, self._planned = name, planned
+    def start_job(
+        self, name: str, planned: int, kept: list[TrialResult], *, attempts: int | None = None
+    ) -> None:
+        self._job, self._planned, self._attempts = name, planned, attempts
         self._status = {}
         self._counts_by = dict.fromkeys(TrialStatus, 0)
         for kept_result in kept:
@@ -94,6 +97,8 @@ class Progress:
         name, status = result.trial_name, result.status
         before = self._set_status(result.slot, status)
         label = f"{result.task_name} #{result.attempt}"
+        if self._attempts is not None and result.attempt > self._attempts:
+            label += " (confirmation)"
         if status is TrialStatus.RUNNING:
             running = self._running.setdefault(name, Running(label, "", time.monotonic()))
             running.phase = str(result.phase)
