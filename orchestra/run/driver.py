@@ -218,10 +218,16 @@ class Run:
         interrupted: bool,
         confirmation: BaselineConfirmation | None = None,
     ) -> RunOutcome:
+        planned = {job.name: job for job in self.scope.jobs}
         results = [result for outcome in outcomes for result in outcome.results]
         stopped = any(outcome.stop is not None for outcome in outcomes)
-        unfinished = len(results) < self.scope.n_planned
-        planned = {job.name: job for job in self.scope.jobs}
+        in_plan = [  # confirmation attempts (beyond k) never make up for a planned trial
+            result
+            for outcome in outcomes
+            for result in outcome.results
+            if result.attempt <= planned[outcome.name].attempts
+        ]
+        unfinished = len(in_plan) < self.scope.n_planned
         confirmations = [
             found
             for outcome in outcomes

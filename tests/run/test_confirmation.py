@@ -13,6 +13,7 @@ from documents_support import trial_result
 from orchestra.config.task import load_task
 from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
+from orchestra.jobs.layout import ExistingTrial, plan_inventory
 from orchestra.jobs.plan import PlannedJob
 from orchestra.paths import PROJECT_ROOT
 from orchestra.report.compare import CompareInputError
@@ -100,3 +101,15 @@ def test_every_confirmation_slot_is_kept_by_a_resume(tmp_path: Path, job: Planne
 def test_an_unreadable_baseline_names_its_path(tmp_path: Path) -> None:
     with pytest.raises(CompareInputError, match="nowhere"):
         BaselineConfirmation(RunConfig(), tmp_path / "nowhere")
+
+
+def test_a_resume_keeps_confirmation_trials_but_never_owes_them() -> None:
+    kept = [
+        ExistingTrial(f"t{attempt}", Path(f"t{attempt}"), scored(FLIPPED, attempt, 0.0))
+        for attempt in (1, 2)
+    ]
+    inventory = plan_inventory(
+        kept, [(1, FLIPPED)], keep_errors=False, optional=[(2, FLIPPED), (3, FLIPPED)]
+    )
+    assert sorted(inventory.kept) == [(FLIPPED, 1), (FLIPPED, 2)]
+    assert (inventory.owed, inventory.superseded) == ([], [])
