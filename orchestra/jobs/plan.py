@@ -18,11 +18,12 @@ from orchestra.config.task import (
     LAYERS,
     Layer,
     Task,
+    lacking_task_toml,
     load_task,
 )
 from orchestra.documents.job import PlanLayer, PlanRecord
 from orchestra.documents.trial import TaskRecord
-from orchestra.paths import DEFAULT_DATASET
+from orchestra.paths import DEFAULT_DATASET, TaskPaths
 from orchestra.plural import plural
 
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -158,8 +159,24 @@ def select_tasks(tasks: Sequence[Task], selection: Selection) -> tuple[list[Task
         selected = [t for t in selected if any(matches_glob(t, p) for p in selection.include)]
     selected = [t for t in selected if not any(matches_glob(t, p) for p in selection.exclude)]
     if not selected:
-        raise PlanError(f"no tasks selected ({selection.describe()})")
+        raise PlanError(f"no tasks selected ({selection.describe()}){_why_none(tasks, selection)}")
     return selected, warnings
+
+
+def _why_none(tasks: Sequence[Task], selection: Selection) -> str:
+    """The `task.toml` a directory that looks like a task lacks, when that explains an empty
+    selection (discovery ignores such directories, §2.3 item 1)."""
+    lacking = lacking_task_toml(selection.path)
+    if tasks:  # the filters removed every task: did a glob name a directory without task.toml?
+        lacking = [d for d in lacking if any(fnmatchcase(d.name, p) for p in selection.include)]
+    elif not lacking:
+        where = display_path(selection.path)
+        return f": no task.toml in {where} or in any directory directly under it"
+    if not lacking:
+        return ""
+    return ": " + "; ".join(
+        f"{display_path(TaskPaths(d).task_toml)}: file not found" for d in lacking
+    )
 
 
 # --- jobs ------------------------------------------------------------------------------------

@@ -1,0 +1,48 @@
+"""Issue 31 item 4: every validation error of a manifest or endpoint config exits 1 in a real
+run as in a dry run (orchestrator.md §2.4), also those found only by cross-checking them: a
+prompt file that is missing, an endpoint the config lacks."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from orchestra.cli.main import app
+from orchestra.paths import PROJECT_ROOT
+
+
+@pytest.fixture(autouse=True)
+def repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(PROJECT_ROOT)
+
+
+def copied_manifest(tmp_path: Path) -> str:
+    copy = tmp_path / "copy" / "m.yaml"
+    copy.parent.mkdir()
+    shutil.copy(PROJECT_ROOT / "manifests/buzz-native-solo-oracle.yaml", copy)
+    return str(copy)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "message"),
+    [
+        ("manifests/buzz-native-solo-luna.yaml", 'endpoint "gpt-5.6-luna" is not in'),
+        (None, "roster[0].prompt.path: file not found"),
+    ],
+)
+def test_a_condition_that_does_not_validate_exits_1_before_anything_runs(
+    tmp_path: Path, manifest: str | None, message: str
+) -> None:
+    jobs = tmp_path / "jobs"
+    result = CliRunner().invoke(
+        app,
+        ["benchmark", "-p", "tasks/buzz-native/user-mention", "--stack", "embedded",
+         "--env", "local", "--jobs-dir", str(jobs), "--state-dir", str(tmp_path / "state"),
+         "--manifest", manifest or copied_manifest(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stderr
+    assert message in result.stderr
+    assert not jobs.exists()
