@@ -30,13 +30,27 @@ class Phase(StrEnum):
 
 
 class StopReason(StrEnum):
-    """How the agent phase ended normally (§7.11); null in result.json when it did not."""
+    """How the agent phase ended (§7.11); null in result.json when it never ended by a rule.
+
+    The one list of stop reasons: the trial documents, the solo rule (which reports the
+    orchestrator's last turn by the member of its ACP stop reason's name, when there is one)
+    and the reports all read it from here."""
 
     DONE_MESSAGE = "done_message"
     TURN_END = "turn_end"
+    #: the solo rule held, but the orchestrator's last turn failed and was given up
+    TURN_FAILED = "turn_failed"
     TIMEOUT = "timeout"
     AGENT_BUDGET = "agent_budget"
     TRIAL_BUDGET = "trial_budget"
+
+    @classmethod
+    def of_turn(cls, acp_stop_reason: str | None) -> StopReason:
+        """A completed turn's ACP stop reason as the trial's: its own member when this list
+        has one (a refusal, say), else `turn_end` (`end_turn`, and reasons this list lacks)."""
+        if acp_stop_reason in cls._value2member_map_:
+            return cls(acp_stop_reason)
+        return cls.TURN_END
 
 
 class ErrorType(StrEnum):

@@ -161,10 +161,11 @@ class CompletionWatch:
                 quiet = self._solo_quiet()
                 unaccounted = self._unaccounted() if quiet else ()
                 solo.observe(now, state.ends, quiet, unaccounted, self._activity_signature())
+                stop = state.last_turn or StopReason.TURN_END
                 if solo.settled(now):
-                    return Completion(StopReason.TURN_END, self._last_authored())
+                    return Completion(stop, self._last_authored())
                 if solo.given_up(now):
-                    return Completion(StopReason.TURN_END, self._last_authored(), None, unaccounted)
+                    return Completion(stop, self._last_authored(), None, unaccounted)
             if now >= deadline:
                 return Completion(StopReason.TIMEOUT, None)
             wake_at = min(deadline, solo.next_deadline())
