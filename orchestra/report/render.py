@@ -28,6 +28,11 @@ ORACLE_NOTE = (
 )
 
 
+def shown(value: object) -> str:
+    """A value for a reader: `—` for a missing one (null in the documents), never `None`."""
+    return "—" if value is None else str(value)
+
+
 def rate_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
