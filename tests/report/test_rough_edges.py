@@ -3,9 +3,13 @@ report of several jobs or conditions that tells their rows apart."""
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 from pathlib import Path
 
+import pytest
+from browser import CHROMIUM, MISSING_REASON, chromium
 from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
@@ -66,3 +70,55 @@ def test_a_combined_report_names_each_rows_job(tmp_path: Path) -> None:
 def test_a_report_of_one_job_has_no_job_column(tmp_path: Path) -> None:
     html = report_html(build_report([error_job(tmp_path / "jobs")]), tmp_path)
     assert "<th>Job</th>" not in html
+
+
+#: Marks every word (hyphens and slashes may break) of the agents tables that the browser broke
+#: over two lines (a word laid out in more than one box), into the DOM that `--dump-dom` prints.
+MEASURE_WORDS = """
+<script>
+const broken = [];
+for (const cell of document.querySelectorAll("table.agents th, table.agents td")) {
+  const text = cell.firstChild;
+  if (!text || text.nodeType !== Node.TEXT_NODE) continue;
+  for (const match of text.data.matchAll(/[^\\s\\/-]+/g)) {
+    const range = document.createRange();
+    range.setStart(text, match.index);
+    range.setEnd(text, match.index + match[0].length);
+    const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+    if (lines.size > 1) broken.push(match[0]);
+  }
+}
+document.body.setAttribute("data-broken", JSON.stringify(broken));
+</script>
+"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=MISSING_REASON)
+def test_agents_table_headers_fit_at_1400_px(tmp_path: Path) -> None:
+    """A team's agents table in a trial's side panel, in a 1,400 px window: no header or cell
+    broken mid-word (it showed `messag|es`, `shar|e`, `work|er`, `$1.23|45`)."""
+    job = build_job(tmp_path / "jobs", "team", [TrialSpec("user-mention", rewards={"reward": 1.0})])
+    report = build_report([job])
+    (solo,) = report["trials"][0]["agents"].values()
+    agents = {}
+    for agent_id, endpoint in (
+        ("lead-1", "claude-sonnet-4-6"),
+        ("worker-backend-1", "claude-sonnet-4-6"),
+        ("worker-frontend-2", "gpt-5.6-luna"),
+    ):
+        agent = copy.deepcopy(solo)
+        agent.update(role="worker", endpoint=endpoint, messages=12, transcript_share=0.4,
+                     cost_usd=1.2345, tokens={"input": 1234567, "cached_input": 234567,
+                                               "output": 34567})  # fmt: skip
+        agents[agent_id] = agent
+    report["trials"][0]["agents"] = report["conditions"][0]["agents"] = agents
+    html = report_html(report, tmp_path)
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    page = tmp_path / "page.html"
+    page.write_text(html.replace("</body>", MEASURE_WORDS + "</body>"), encoding="utf-8")
+    dom = chromium(
+        page.as_uri(), tmp_path / "profile", "--window-size=1400,2000", "--dump-dom"
+    ).stdout
+    found = re.search(r'data-broken="([^"]*)"', dom)
+    assert found is not None, "the measuring script did not run"
+    assert json.loads(found.group(1).replace("&quot;", '"')) == []
