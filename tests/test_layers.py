@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("trial",),  # one trial, step by step
     ("jobs",),  # a job: plan, resume, scheduling, its result and aggregation
     ("executors",),  # trials on a Ray cluster (the only place that imports ray)
+    ("results",),  # the results database and the trend over runs (report draws the trend)
     ("report",),  # summary table, report.json, junit.xml, report.html, compare
     ("export",),  # runs and jobs in Harbor's jobs-directory format
     ("cli",),  # the `orchestra` command

@@ -11,6 +11,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer >
 
 from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command
 from orchestra.cli.cleanup import run_cleanup
+from orchestra.cli.db_commands import register as register_db_commands
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.execution import (
     ExecutorChoice,
@@ -623,6 +624,7 @@ def cleanup(
 
 register_report_commands(app)
 register_export_commands(app)
+register_db_commands(app)
 app.add_typer(
     stack_app, name="stack", short_help="Bring the relay and its database up or down; status."
 )

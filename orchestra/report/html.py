@@ -26,6 +26,7 @@ from orchestra.report.html_filter import (
 )
 from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
 from orchestra.report.html_trajectory import TRAJECTORY_STYLE
+from orchestra.report.html_trend import report_trend_section
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
 from orchestra.report.render import ORACLE_NOTE, pass_at_k_text, rate_text, shown
 
@@ -223,6 +224,7 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
     jobs = ", ".join(job["name"] for job in report["jobs"])
     trials = report["trials"]
     body = [_condition_block(condition) for condition in report["conditions"]]
+    body.append(report_trend_section(report))  # several runs of a condition: html_trend.py
     pending = [
         {**slot, "job_name": job["name"], "condition": job["condition"]}
         for job in report["jobs"]

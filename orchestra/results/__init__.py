@@ -1,0 +1,1 @@
+"""The results database (`orchestra db`) and the trend over runs (`orchestra trend`)."""
