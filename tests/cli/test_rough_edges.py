@@ -1,10 +1,10 @@
-"""Issue 31 item 4: every validation error of a manifest or endpoint config exits 1 in a real
-run as in a dry run (orchestrator.md §2.4), also those found only by cross-checking them: a
-prompt file that is missing, an endpoint the config lacks."""
+"""Issue 31 item 4, the command line's rough edges: every validation error of a manifest or
+endpoint config exits 1 (orchestrator.md §2.4), and a busy relay port leaves no run behind."""
 
 from __future__ import annotations
 
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -45,4 +45,23 @@ def test_a_condition_that_does_not_validate_exits_1_before_anything_runs(
     )  # fmt: skip
     assert result.exit_code == 1, result.stderr
     assert message in result.stderr
+    assert not jobs.exists()
+
+
+def test_a_busy_relay_port_creates_no_run_and_prints_no_resume_line(
+    tmp_path: Path, free_port: int, pg_dir: Path
+) -> None:
+    jobs = tmp_path / "jobs"
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", free_port))
+        holder.listen()
+        result = CliRunner().invoke(
+            app,
+            ["benchmark", "-p", "tasks/buzz-native/user-mention", "--stack", "embedded",
+             "--env", "local", "--relay-port", str(free_port), "--jobs-dir", str(jobs),
+             "--state-dir", str(pg_dir / "state")],
+        )  # fmt: skip
+    assert result.exit_code == 2, result.stderr
+    assert f"error: 127.0.0.1:{free_port} is in use by " in result.stderr
+    assert "resume" not in result.stdout + result.stderr
     assert not jobs.exists()
