@@ -48,9 +48,7 @@ class StopReason(StrEnum):
     def of_turn(cls, acp_stop_reason: str | None) -> StopReason:
         """A completed turn's ACP stop reason as the trial's: its own member when this list
         has one (a refusal, say), else `turn_end` (`end_turn`, and reasons this list lacks)."""
-        if acp_stop_reason in cls._value2member_map_:
-            return cls(acp_stop_reason)
-        return cls.TURN_END
+        return next((member for member in cls if member.value == acp_stop_reason), cls.TURN_END)
 
 
 class ErrorType(StrEnum):

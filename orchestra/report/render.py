@@ -151,8 +151,12 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
     return rows
 
 
-def render_summary(document: Summary, console: Console, width: int | None = None) -> None:
-    """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes)."""
+def render_summary(
+    document: Summary, console: Console, width: int | None = None, *, every_column: str = "--json"
+) -> None:
+    """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes);
+    `every_column` is what shows the columns a narrow table leaves out, as the command that
+    printed it can say it (`summarize`'s own `--json`; a whole command after a run)."""
     for condition in document.conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
@@ -170,7 +174,11 @@ def render_summary(document: Summary, console: Console, width: int | None = None
             if totals:
                 console.print(f"all tasks: {', '.join(totals)}", highlight=False)
             hidden = ", ".join(c.header for c in table.dropped)
-            console.print(f"not shown at this width: {hidden} (--json has every column)")
+            console.print(
+                f"not shown at this width: {hidden} ({every_column} has every column)",
+                highlight=False,
+                soft_wrap=True,
+            )
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
         for agent_line in agent_lines(condition):
             console.print(agent_line, markup=False, highlight=False)
