@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shlex
 import signal
 import sys
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from orchestra.cli.runs import (
 from orchestra.cli.terminal import output_console, print_summary
 from orchestra.config.condition import Condition, condition_problems, load_condition
 from orchestra.config.endpoints import resolve_api_key
-from orchestra.config.errors import ConfigError
+from orchestra.config.errors import ConfigError, display_path
 from orchestra.config.task import Layer
 from orchestra.documents.enums import SandboxKind, StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
@@ -66,6 +67,7 @@ from orchestra.jobs.runner import Interrupt, JobOutcome, run_job
 from orchestra.jobs.services import Settings
 from orchestra.paths import JobPaths
 from orchestra.report.progress import Progress
+from orchestra.stack.embedded import EmbeddedStack
 from orchestra.stack.info import scripts_dir
 from orchestra.stack.readiness import StackError
 from orchestra.stack.select import ModeError, Modes, check_docker, choose_modes
@@ -428,6 +430,14 @@ def _preflight(
     return api_keys
 
 
+def _check_relay_port(modes: Modes, state: BenchmarkState, invocation: Invocation) -> None:
+    """The embedded relay's port is free (or this state dir's own relay holds it): checked with
+    the rest of preflight, before the run is written, so a busy port leaves no run behind
+    (`StackError`, exit 2, §5.4)."""
+    if invocation.execution.ray is None and modes.stack == "embedded":
+        asyncio.run(EmbeddedStack(state, invocation.relay_port).preflight())
+
+
 # --- running ----------------------------------------------------------------------------------
 
 
@@ -440,6 +450,7 @@ def run_plan(
         if invocation.execution.ray is None:  # under Ray, Docker is the nodes' business
             check_docker(modes)
         state = load_state(invocation.state_dir)
+        _check_relay_port(modes, state, invocation)
         executor = start_executor(invocation.execution)
     except Refused as error:
         error_lines(str(error))
@@ -593,7 +604,9 @@ def _note_output_gone(results_dir: Path, interrupt: Interrupt) -> None:
 
 def _print_summary(console: Console, unit: Unit) -> None:
     console.print()
-    print_summary(aggregate(unit.records()), console)
+    # `--json` is `summarize`'s option: after a run the hint is the whole command
+    summarize = shlex.join(["orchestra", "summarize", "--json", display_path(unit.path)])
+    print_summary(aggregate(unit.records()), console, every_column=summarize)
 
 
 def _write_reports(console: Console, unit: Unit, requested: bool) -> None:

@@ -1,13 +1,18 @@
 """Issue 31 item 4, the command line's rough edges: every validation error of a manifest or
-endpoint config exits 1 (orchestrator.md §2.4), and a busy relay port leaves no run behind."""
+endpoint config exits 1 (orchestrator.md §2.4), a busy relay port leaves no run behind, and the
+summary after a run points at a command that exists."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
+from benchmark_runs import benchmark_args, orchestra
 from typer.testing import CliRunner
 
 from orchestra.cli.main import app
@@ -65,3 +70,26 @@ def test_a_busy_relay_port_creates_no_run_and_prints_no_resume_line(
     assert f"error: 127.0.0.1:{free_port} is in use by " in result.stderr
     assert "resume" not in result.stdout + result.stderr
     assert not jobs.exists()
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.mark.e2e
+def test_the_summary_after_a_run_names_the_command_that_shows_every_column(
+    relay_url: str, embedded_pg, tmp_path: Path
+) -> None:
+    """`--json` is an option of `summarize`, not of `benchmark`: after a run the footer of a
+    summary too narrow for every column names the whole command."""
+    narrow = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "70"}  # a 70-column terminal
+    args = benchmark_args(relay_url, embedded_pg.new_database_url(), tmp_path, "narrow")
+    run = subprocess.run(orchestra(*args), capture_output=True, text=True, timeout=240, env=narrow)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = ANSI.sub("", run.stdout)
+    run_dir = tmp_path / "jobs" / "narrow"
+    assert f"(orchestra summarize --json {run_dir} has every column)" in out, out
+    assert "(--json has every column)" not in out
+    summarized = subprocess.run(
+        orchestra("summarize", str(run_dir)), capture_output=True, text=True, env=narrow
+    )
+    assert "(--json has every column)" in ANSI.sub("", summarized.stdout), summarized.stdout
