@@ -66,6 +66,7 @@ from orchestra.jobs.run import RunRequest, choose_run
 from orchestra.jobs.runner import Interrupt, JobOutcome, run_job
 from orchestra.jobs.services import Settings
 from orchestra.paths import JobPaths
+from orchestra.report.power import dry_run_power_text
 from orchestra.report.progress import Progress
 from orchestra.stack.embedded import EmbeddedStack
 from orchestra.stack.info import scripts_dir
@@ -275,6 +276,8 @@ def _dry_run(
         run=unit.describe(owed),
     )
     print(text, end="")
+    # Power said out loud (issue 29): the smallest change a comparison of this plan can detect
+    print(dry_run_power_text([(len(job.tasks), job.attempts) for job in plan.jobs]), end="")
     _print_cost_estimate(opts.jobs_dir, condition, unit.n_planned)
     try:
         print(dry_run_text(invocation.execution), end="")

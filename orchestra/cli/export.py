@@ -1,7 +1,9 @@
-"""`orchestra export harbor RUN_OR_JOB OUT_DIR` (issue 20.3); `register(app)` adds the group."""
+"""`orchestra export harbor RUN_OR_JOB OUT_DIR` (issue 20.3, 31) and `orchestra export inspect
+RUN_OR_JOB... OUT` (issue 31); `register(app)` adds the group."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +12,8 @@ import typer
 from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, Group, epilog
 from orchestra.documents.io import DocumentError
-from orchestra.export.harbor import ExportError, export_harbor
+from orchestra.export.harbor import export_harbor
+from orchestra.export.sources import ExportedJob, ExportError
 from orchestra.plural import plural
 
 export_app = typer.Typer(
@@ -24,7 +27,7 @@ export_app = typer.Typer(
 @export_app.command(
     name="harbor",
     cls=Command,
-    short_help="Write runs or jobs as a Harbor 0.25 jobs directory.",
+    short_help="Write runs or jobs as a Harbor jobs directory, for `harbor view`.",
     epilog=epilog(
         (
             ("orchestra export harbor jobs/<run> harbor-jobs/", "every job of the run"),
@@ -56,15 +59,66 @@ def harbor(
         ),
     ] = False,
 ) -> None:
-    """Write each job in Harbor 0.25's jobs-directory format, for `harbor view OUT_DIR`."""
+    """Write each job in Harbor's jobs-directory format (checked against Harbor 0.26), for
+    `harbor view OUT_DIR`. Our environments are recorded in Harbor's custom-environment form
+    (`environment.import_path`), never as one of Harbor's own."""
+    report_export(lambda: export_harbor(source, out_dir, force=force), out_dir, "trial")
+
+
+@export_app.command(
+    name="inspect",
+    cls=Command,
+    short_help="Write runs or jobs as Inspect AI eval logs (.eval), for `inspect view`.",
+    epilog=epilog(
+        (
+            ("orchestra export inspect jobs/<run> inspect-logs/", "one log per job of the run"),
+            ("orchestra export inspect jobs/<run-a> jobs/<run-b> inspect-logs/", "several runs"),
+            ("inspect view --log-dir inspect-logs/", "look at them with Inspect's viewer"),
+        ),
+        (
+            ("0", "written"),
+            (
+                "1",
+                "usage error, a directory that is not a run or job, a log that exists "
+                "(without --force), no inspect_ai installed, or cannot write",
+            ),
+        ),
+    ),
+)
+def inspect(
+    sources: Annotated[
+        list[Path],
+        typer.Argument(metavar="RUN_OR_JOB...", help="Run directories or job directories."),
+    ],
+    out_dir: Annotated[
+        Path, typer.Argument(metavar="OUT", help="Log directory to write the .eval files into.")
+    ],
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace logs this export wrote before.")
+    ] = False,
+) -> None:
+    """Write one Inspect AI eval log per job into OUT: a sample per trial (epoch = attempt)
+    with the agents' messages and tool calls, the verifier's rewards as scores, errors, token
+    usage and timings. Needs the `inspect` extra (pip install 'buzz-orchestra[inspect]')."""
     try:
-        jobs = export_harbor(source, out_dir, force=force)
+        from orchestra.export.inspect_log import export_inspect
+    except ImportError as error:
+        missing = (error.name or "").split(".")[0] or str(error)
+        fail(f"orchestra export inspect needs inspect_ai ({missing} cannot be imported): "
+             "pip install 'buzz-orchestra[inspect]'")  # fmt: skip
+    report_export(lambda: export_inspect(sources, out_dir, force=force), out_dir, "sample")
+
+
+def report_export(write: Callable[[], list[ExportedJob]], out_dir: Path, unit: str) -> None:
+    """Run an export: a line per job written, or its one-line error (exit 1)."""
+    try:
+        jobs = write()
     except (DocumentError, ExportError) as error:
         fail(str(error))
     except OSError as error:
         fail(f"{error.filename or out_dir}: cannot write the export ({error.strerror or error})")
     for job in jobs:
-        typer.echo(f"wrote {job.path} ({plural(job.n_trials, 'trial')})")
+        typer.echo(f"wrote {job.path} ({plural(job.n_trials, unit)})")
 
 
 def register(app: typer.Typer) -> None:

@@ -55,6 +55,7 @@ from orchestra.cli.options import (
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.resume import ResumeOptions, run_resume_command
 from orchestra.cli.stack import stack_app
+from orchestra.cli.task import register as register_task_commands
 from orchestra.cli.terminal import output_console, print_summary
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import DEFAULT_SETTLE_MS, MAX_SETTLE_MS
@@ -624,6 +625,7 @@ def cleanup(
 
 register_report_commands(app)
 register_export_commands(app)
+register_task_commands(app)
 register_db_commands(app)
 app.add_typer(
     stack_app, name="stack", short_help="Bring the relay and its database up or down; status."

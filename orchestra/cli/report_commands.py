@@ -1,4 +1,5 @@
-"""`orchestra report` and `orchestra compare` (issue 8); `register(app)` adds them to the app."""
+"""`orchestra report`, `compare` (issue 8) and `leaderboard` (issue 29); `register(app)` adds
+them to the app."""
 
 from __future__ import annotations
 
@@ -12,14 +13,10 @@ import typer
 
 from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, epilog
+from orchestra.cli.leaderboard import LEADERBOARD_EPILOG, leaderboard
 from orchestra.documents.io import DocumentError
-from orchestra.report.compare import (
-    ALPHA,
-    FORMATTERS,
-    CompareInputError,
-    compare_paths,
-    exit_code,
-)
+from orchestra.report.compare import ALPHA, CompareInputError, compare_paths, exit_code
+from orchestra.report.compare_format import FORMATTERS, target_effect_dict
 from orchestra.report.html import write_report_html
 from orchestra.report.junit import write_junit_xml
 from orchestra.report.report_json import build_report, write_report_json
@@ -77,14 +74,18 @@ COMPARE_EPILOG = epilog(
             "for a pull request",
         ),
         ("orchestra compare jobs/<a> jobs/<b> --alpha 0.01", "a stricter gate"),
+        (
+            "orchestra compare jobs/<a> jobs/<b> --target-effect 0.1",
+            "attempts per task needed to see 10 points",
+        ),
     ),
     (
         ("0", "no significant regression, and every baseline task has a scored trial"),
         ("1", "usage error, or an input that is not a run, job or report.json"),
         (
             "3",
-            "a regression significant at --alpha, or a baseline task with no scored trial "
-            "in the candidate",
+            "a suite-level regression significant at --alpha, or a baseline task with no "
+            "scored trial in the candidate",
         ),
     ),
 )
@@ -143,33 +144,47 @@ def compare(
         typer.Option(
             "--alpha",
             metavar="A",
-            help="Significance level of the one-sided Fisher test a regression must pass "
+            help="Significance level of the suite's exact paired test a regression must pass "
             "to fail the comparison.",
         ),
     ] = ALPHA,
+    target_effect: Annotated[
+        float | None,
+        typer.Option(
+            "--target-effect",
+            metavar="E",
+            help="Also print the attempts per task needed to detect a change of E (0-1, "
+            "e.g. 0.1 for 10 points) with 80 % power at --alpha over the tasks compared.",
+        ),
+    ] = None,
 ) -> None:
-    """Regressions and improvements per task and metric between two runs or jobs; exit 3 on a
-    regression significant at --alpha or a baseline task the candidate has no scored trial of."""
+    """Did the candidate regress? The suite's mean change with a paired bootstrap interval and
+    an exact test, per-task leads, and the smallest change this comparison can detect; exit 3
+    on a suite-level regression significant at --alpha or a baseline task the candidate has no
+    scored trial of."""
     if not 0 < alpha < 1:
         fail(f"--alpha must be between 0 and 1 (got {alpha:g})")
+    if target_effect is not None and not 0 < target_effect <= 1:
+        fail(f"--target-effect must be within (0, 1] (got {target_effect:g})")
     try:
         comparison = compare_paths(baseline, candidate, alpha)
     except (DocumentError, CompareInputError) as error:
         fail(str(error))
+    if target_effect is not None:
+        comparison["target_effect"] = target_effect_dict(
+            comparison["suite"]["n_tasks"], target_effect, alpha
+        )
     sys.stdout.write(FORMATTERS[output_format.value](comparison))
     raise typer.Exit(exit_code(comparison))
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        name="report",
-        cls=Command,
-        epilog=REPORT_EPILOG,
-        short_help="Write report.json, junit.xml and report.html for runs or jobs.",
-    )(report)
-    app.command(
-        name="compare",
-        cls=Command,
-        epilog=COMPARE_EPILOG,
-        short_help="Regressions and improvements between two runs or jobs.",
-    )(compare)
+    for name, function, command_epilog, short_help in (
+        ("report", report, REPORT_EPILOG,
+         "Write report.json, junit.xml and report.html for runs or jobs."),
+        ("compare", compare, COMPARE_EPILOG,
+         "Paired comparison of two runs or jobs: verdict, interval, power."),
+        ("leaderboard", leaderboard, LEADERBOARD_EPILOG,
+         "Rank conditions with intervals and pairwise paired verdicts."),
+    ):  # fmt: skip
+        app.command(name=name, cls=Command, epilog=command_epilog, short_help=short_help)(function)

@@ -6,6 +6,8 @@ one and how many those are (§11.1).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from orchestra.documents.trial import Count, Part, TokenCounts
@@ -41,15 +43,48 @@ class GroupPassAtK(Part):
     n_tasks: Count
 
 
+class Interval(Part):
+    """A 95 % interval (issue 29): Wilson when the units are passes and fails, else a seeded
+    percentile bootstrap over tasks (docs/statistics.md)."""
+
+    low: float
+    high: float
+    method: Literal["wilson", "bootstrap"]
+
+
+class Estimate(Part):
+    """A mean over tasks with its 95 % interval over tasks (None: a single task)."""
+
+    value: float
+    n_tasks: Count
+    interval: Interval | None
+
+
 class TaskSummary(Rates, UsageSummary):
     incomplete: bool  # fewer scored trials than k
     pass_at_k: TaskPassAtK | None
     failing_dimensions: dict[str, Count]
+    # Issue 29; absent (default) in documents written before it existed.
+    successes: Count | None = None  # scored trials with reward 1.0
+    #: k -> unbiased pass@k / pass^k for each k up to the attempts run (None: fewer scored)
+    pass_at_ks: dict[int, float | None] = Field(default_factory=dict)
+    pass_hat_ks: dict[int, float | None] = Field(default_factory=dict)
+    flaky: bool = False  # some scored attempts passed and some did not (0 < c < n)
+    #: Wilson intervals of the two pass rates, trials as units (added by the report layer)
+    pass_rate_interval: Interval | None = None
+    pass_rate_all_interval: Interval | None = None
 
 
 class GroupSummary(Rates, UsageSummary):
     pass_at_k: GroupPassAtK | None
     n_tasks: Count
+    # Issue 29, filled by the report layer (orchestra.report.estimates); tasks are the units.
+    pass_rate_interval: Interval | None = None
+    pass_rate_all_interval: Interval | None = None
+    task_mean: Estimate | None = None  # mean over tasks of each task's pass rate
+    pass_at_ks: dict[int, Estimate] = Field(default_factory=dict)
+    pass_hat_ks: dict[int, Estimate] = Field(default_factory=dict)
+    flaky_tasks: list[str] = Field(default_factory=list)
 
 
 class LayerSummary(GroupSummary):

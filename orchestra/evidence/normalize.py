@@ -115,7 +115,11 @@ def build_messages(
     lookup = author_lookup(identities, directory)
     unique: dict[str, Message] = {}
     for raw in raw_events:
-        if isinstance(raw, Mapping) and is_channel_message(raw, channel_id):
+        if (
+            isinstance(raw, Mapping)
+            and is_channel_message(raw, channel_id)
+            and not tag_list.is_harness_notice(tag_list.of_event(raw))
+        ):
             message = normalize_message(raw, lookup)
             unique.setdefault(message["id"], message)
     ordered = order_messages(unique.values(), task_event_id=task_event_id, arrival=arrival or {})

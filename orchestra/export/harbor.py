@@ -1,5 +1,5 @@
-"""A run or job directory in Harbor 0.25's jobs-directory format (issue 20.3), so that
-`harbor view OUT_DIR` shows it.
+"""A run or job directory in Harbor's jobs-directory format (issue 20.3; Harbor 0.26, checked
+by the real package in the tests, issue 31), so that `harbor view OUT_DIR` shows it.
 
 Every job becomes `OUT_DIR/<job name>/` with Harbor's `config.json` and `result.json`; every
 trial `OUT_DIR/<job name>/<trial name>/` with its `config.json`, `result.json`, the
@@ -7,42 +7,46 @@ orchestrator agent's ATIF trajectory as `agent/trajectory.json`, each teammate's
 `agent/trajectories/<agent id>.json`, and the verifier's files under `verifier/`. Our documents
 are read through `orchestra.documents`; only files the trial's secret scan already covered
 (§7.15) are copied.
+
+Our environments are not Harbor's: each is written in Harbor's custom-environment form, the
+`import_path` of our class that ran the trial, with our kind in `kwargs` (`buzz_orchestra_env`),
+so Harbor neither rejects it nor takes a local run for one of its Docker runs.
 """
 
 from __future__ import annotations
 
 import shutil
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import overload
+from typing import TypeVar, overload
 
 from orchestra.config.errors import display_path
-from orchestra.documents.io import DocumentError
+from orchestra.documents.enums import EnvKind
 from orchestra.documents.job import JobConfig
 from orchestra.documents.job import JobResult as OurJobResult
-from orchestra.documents.run import RunRecord
 from orchestra.documents.trial import PhaseTiming, RosterAgent
 from orchestra.documents.trial import TrialConfig as OurTrialConfig
 from orchestra.documents.trial import TrialResult as OurTrialResult
-from orchestra.export import harbor_models as harbor
-from orchestra.jobs.layout import load_job_config, scan_trials
-from orchestra.paths import JobPaths, RunPaths, TrialPaths
+from orchestra.export import harbor_documents as harbor
+from orchestra.export.sources import (
+    ExportedJob,
+    ExportError,
+    SourceJob,
+    load_source_job,
+    orchestrator_agent,
+    source_job_dirs,
+)
+from orchestra.paths import TrialPaths
 
 TRAJECTORY_NAME = "trajectory.json"
 TEAMMATE_TRAJECTORIES_DIR = "trajectories"
-
-
-class ExportError(Exception):
-    """The export cannot be written (exit 1); `str()` is one line naming the path."""
-
-
-@dataclass(frozen=True)
-class ExportedJob:
-    job_name: str
-    path: Path
-    n_trials: int
+#: The class that runs a trial in each of our environments, as Harbor's `import_path` names one
+ENVIRONMENT_IMPORT_PATHS = {
+    EnvKind.LOCAL: "orchestra.trial.env.local:LocalEnvironment",
+    EnvKind.DOCKER: "orchestra.trial.env.docker:DockerEnvironment",
+}
+ENVIRONMENT_KIND_KEY = "buzz_orchestra_env"
 
 
 def export_harbor(source: Path, out_dir: Path, *, force: bool = False) -> list[ExportedJob]:
@@ -51,25 +55,9 @@ def export_harbor(source: Path, out_dir: Path, *, force: bool = False) -> list[E
     `DocumentError` when `source` is neither a run nor a job or a document is malformed;
     `ExportError` when `out_dir` is not empty (without `force`) or is not a directory.
     """
-    job_dirs = source_job_dirs(source)
-    configs = [(job_dir, load_job_config(JobPaths(job_dir))) for job_dir in job_dirs]
-    prepare_out_dir(out_dir, [config.job_name for _, config in configs], force=force)
-    return [export_job(JobPaths(job_dir), config, out_dir) for job_dir, config in configs]
-
-
-def source_job_dirs(source: Path) -> list[Path]:
-    """The job directories of a run that were started, or `[source]` for a job directory."""
-    run = RunPaths(source)
-    if run.run_json.is_file():
-        record = RunRecord.load(run.run_json)
-        return [
-            run.job(job.job_name).root
-            for job in record.jobs
-            if run.job(job.job_name).config_json.is_file()
-        ]
-    if not JobPaths(source).config_json.is_file():
-        raise DocumentError(display_path(source), "", "neither a run nor a job directory")
-    return [source]
+    jobs = [load_source_job(job_dir) for job_dir in source_job_dirs(source)]
+    prepare_out_dir(out_dir, [job.config.job_name for job in jobs], force=force)
+    return [export_job(job, out_dir) for job in jobs]
 
 
 def prepare_out_dir(out_dir: Path, job_names: list[str], *, force: bool) -> None:
@@ -91,21 +79,15 @@ def prepare_out_dir(out_dir: Path, job_names: list[str], *, force: bool) -> None
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def export_job(paths: JobPaths, config: JobConfig, out_dir: Path) -> ExportedJob:
+def export_job(job: SourceJob, out_dir: Path) -> ExportedJob:
+    config, paths = job.config, job.paths
     job_out = out_dir / config.job_name
     job_out.mkdir()
     job_id = as_uuid(config.id)
-    trials = []
-    for trial in scan_trials(paths):
-        trial_paths = paths.trial(trial.name)
-        our_config = OurTrialConfig.load_if_readable(trial_paths.config_json)
-        if trial.result is not None and our_config is not None:  # else it died before writing
-            trials.append((trial_paths, our_config, trial.result))
-    # every trial of a job runs the job's one manifest, so any trial's roster is the job's
-    agent = agent_config(config, trials[0][1].roster if trials else [])
+    agent = agent_config(config, job.roster)
     trial_results = [
-        export_trial(trial_paths, our_config, result, config, agent, job_id, job_out)
-        for trial_paths, our_config, result in trials
+        export_trial(trial.paths, trial.config, trial.result, config, agent, job_id, job_out)
+        for trial in job.trials
     ]
     harbor_config = harbor.JobConfig(
         job_name=config.job_name,
@@ -113,17 +95,20 @@ def export_job(paths: JobPaths, config: JobConfig, out_dir: Path) -> ExportedJob
         n_attempts=config.plan.attempts,
         n_concurrent_trials=config.options.n_concurrent,
         timeout_multiplier=config.options.timeout_multiplier,
+        environment=environment_config(config.environment),
         agents=[agent],
         tasks=[harbor.TaskConfig(path=task.dir) for task in config.plan.tasks],
     )
     write(job_out / "config.json", harbor_config)
     our_result = OurJobResult.load_if_readable(paths.result_json)
+    started_at = timestamp(our_result.started_at if our_result else config.created_at)
     result = harbor.JobResult(
         id=job_id,
-        started_at=timestamp(our_result.started_at if our_result else config.created_at),
+        started_at=started_at,
+        updated_at=timestamp(our_result.updated_at) if our_result else started_at,
         finished_at=timestamp(our_result.finished_at) if our_result else None,
         n_total_trials=config.plan.n_trials,
-        stats=job_stats(trial_results, agent),
+        stats=job_stats(trial_results, config.plan.n_trials),
         trial_results=trial_results,
     )
     write(job_out / "result.json", result)
@@ -148,7 +133,7 @@ def export_trial(
         trials_dir=str(out.parent.absolute()),
         timeout_multiplier=job.options.timeout_multiplier,
         agent=agent,
-        environment=harbor.EnvironmentConfig(type=str(config.environment)),
+        environment=environment_config(config.environment),
         verifier=harbor.VerifierConfig(override_timeout_sec=config.timeouts.verifier_seconds),
         job_id=job_id,
     )
@@ -159,6 +144,7 @@ def export_trial(
         trial_name=result.trial_name,
         trial_uri=out.absolute().as_uri(),
         task_id=harbor.LocalTaskId(path=config.task.dir),
+        source=dataset_name(config.task.dir),
         task_checksum=config.task.harbor_checksum or config.task.digest,
         config=trial_config,
         agent_info=harbor.AgentInfo(
@@ -229,10 +215,6 @@ def timing(phase: PhaseTiming | None) -> harbor.TimingInfo | None:
     )
 
 
-def orchestrator_agent(roster: list[RosterAgent]) -> RosterAgent | None:
-    return next((agent for agent in roster if agent.kind == "orchestrator"), None)
-
-
 def model_info(lead: RosterAgent | None, job: JobConfig) -> harbor.ModelInfo | None:
     if lead is None or lead.endpoint not in job.endpoints:
         return None
@@ -273,31 +255,83 @@ def exception_info(result: OurTrialResult) -> harbor.ExceptionInfo | None:
     )
 
 
-def job_stats(trials: list[harbor.TrialResult], agent: harbor.AgentConfig) -> harbor.JobStats:
-    """Harbor's per-agent-and-dataset stats: trials by reward value and by exception type."""
+def environment_config(kind: EnvKind) -> harbor.EnvironmentConfig:
+    return harbor.EnvironmentConfig(
+        import_path=ENVIRONMENT_IMPORT_PATHS[kind], kwargs={ENVIRONMENT_KIND_KEY: str(kind)}
+    )
+
+
+def dataset_name(task_dir: str) -> str:
+    """The task's dataset: the directory holding it, as Harbor names a local dataset."""
+    return Path(task_dir).parent.name or "adhoc"
+
+
+def job_stats(trials: list[harbor.TrialResult], n_total_trials: int) -> harbor.JobStats:
+    """Harbor's job stats, counted as Harbor's `JobStats.increment` counts finished trials: per
+    agent, model and dataset the trials with rewards (by reward value, and their mean as the
+    default metric) and the trials that ended in an exception (by type)."""
     evals: dict[str, harbor.AgentDatasetStats] = {}
+    rewards_by_eval: dict[str, list[dict[str, float]]] = {}
     for trial in trials:
-        dataset = Path(trial.task_id.path).parent.name or "adhoc"
-        key = f"{agent.name}__{agent.model_name or 'none'}__{dataset}"
+        model = trial.agent_info.model_info.name if trial.agent_info.model_info else None
+        key = "__".join(part for part in (trial.agent_info.name, model, trial.source) if part)
         stats = evals.setdefault(
             key,
-            harbor.AgentDatasetStats(n_trials=0, n_errors=0, reward_stats={}, exception_stats={}),
+            harbor.AgentDatasetStats(
+                n_trials=0, n_errors=0, metrics=[], reward_stats={}, exception_stats={}
+            ),
         )
-        stats.n_trials += 1
+        rewards = trial.verifier_result.rewards if trial.verifier_result else None
         if trial.exception_info is not None:
             stats.n_errors += 1
             stats.exception_stats.setdefault(trial.exception_info.exception_type, []).append(
                 trial.trial_name
             )
-        rewards = trial.verifier_result.rewards if trial.verifier_result else None
-        for name, value in (rewards or {}).items():
-            by_value = stats.reward_stats.setdefault(name, {})
-            by_value.setdefault(value, []).append(trial.trial_name)
+        elif rewards:
+            stats.n_trials += 1
+            rewards_by_eval.setdefault(key, []).append(rewards)
+            for name, value in rewards.items():
+                stats.reward_stats.setdefault(name, {}).setdefault(value, []).append(
+                    trial.trial_name
+                )
+    for key, rewards_list in rewards_by_eval.items():
+        evals[key].metrics = [mean_metric(rewards_list)]
+    contexts = [trial.agent_result for trial in trials if trial.agent_result is not None]
+    n_errored = sum(stats.n_errors for stats in evals.values())
     return harbor.JobStats(
-        n_trials=len(trials),
-        n_errors=sum(stats.n_errors for stats in evals.values()),
+        n_completed_trials=len(trials),
+        n_errored_trials=n_errored,
+        n_running_trials=0,
+        n_pending_trials=max(n_total_trials - len(trials), 0),
+        n_cancelled_trials=0,
+        n_retries=0,
         evals=evals,
+        n_input_tokens=total([c.n_input_tokens for c in contexts]),
+        n_cache_tokens=total([c.n_cache_tokens for c in contexts]),
+        n_output_tokens=total([c.n_output_tokens for c in contexts]),
+        cost_usd=total([c.cost_usd for c in contexts]),
     )
+
+
+def mean_metric(rewards_list: list[dict[str, float]]) -> dict[str, float]:
+    """Harbor's `Mean` metric: `{"mean": …}` for one reward key, else the mean of each key."""
+    keys = sorted({key for rewards in rewards_list for key in rewards})
+    if len(keys) <= 1:
+        values = [next(iter(rewards.values()), 0.0) for rewards in rewards_list]
+        return {"mean": sum(values) / len(values)}
+    return {
+        key: sum(rewards.get(key, 0.0) for rewards in rewards_list) / len(rewards_list)
+        for key in keys
+    }
+
+
+Number = TypeVar("Number", int, float)
+
+
+def total(values: list[Number | None]) -> Number | None:
+    """The sum of the values given, None when none is (Harbor's token and cost totals)."""
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
 
 
 def write(path: Path, document: harbor.Part) -> None:

@@ -31,6 +31,7 @@ LAYER_ORDER = LAYERS
 class PlannedTask:
     name: str
     layer: str
+    digest: str = ""  # the task files' digest (compare flags a task whose files changed)
 
 
 @dataclass
@@ -76,7 +77,7 @@ class JobRecord:
             condition=condition,
             manifest_sha256=manifest_sha256,
             attempts=plan.attempts,
-            tasks=[PlannedTask(task.name, task.layer) for task in plan.tasks],
+            tasks=[PlannedTask(task.name, task.layer, task.digest) for task in plan.tasks],
             oracle=oracle,
             started=started,
         )
@@ -87,6 +88,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimator of pass^k (all k attempts pass) C(c, k) / C(n, k), for 1 <= k <= n."""
+    return comb(c, k) / comb(n, k)
 
 
 def _layer_rank(name: str) -> tuple[int, str]:
@@ -149,13 +155,17 @@ class ConditionTally:
 
     def _task_summary(self, key: tuple[str, str]) -> TaskSummary:
         tally, k = self.tallies[key], self.attempts[key]
-        n = tally.scored
+        n, c = tally.scored, tally.successes
         return TaskSummary(
             **dict(tally.rates(self.planned[key])),
             **dict(tally.usage()),
             incomplete=n < k,
             pass_at_k=None if n < k else TaskPassAtK(k=k, value=pass_at_k(n, tally.successes, k)),
             failing_dimensions=tally.failing_dimensions(),
+            successes=c,
+            pass_at_ks={j: pass_at_k(n, c, j) if j <= n else None for j in range(1, k + 1)},
+            pass_hat_ks={j: pass_hat_k(n, c, j) if j <= n else None for j in range(1, k + 1)},
+            flaky=0 < c < n,
         )
 
 

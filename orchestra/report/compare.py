@@ -1,27 +1,27 @@
-"""`orchestra compare`: per task and metric, what regressed and what improved between two runs.
+"""`orchestra compare`: did the candidate get worse than the baseline, and by how much?
 
-A metric's pass count is the number of scored trials in which it held (≥ 1.0 − 1e-9), out of
-the scored trials that carried it. A metric regressed when the candidate's pass rate is lower
-than the baseline's; each change carries a one-sided Fisher exact p-value (and, with more than
-one scored trial on a side, Wilson 95% intervals), and a regression is **significant** when its
-p-value is at most α. A task regressed when any of its metrics did. A baseline task is
-**missing** from the candidate when the candidate has no scored trial of it (not run, or only
-errors and cancellations): nothing shows the contract still holds. The exit code fails (3)
-only on a significant regression or a missing task, so sampling noise at small k never fails
-a nightly, and a candidate that lost tasks always does.
+The verdict is the suite's (orchestra.report.paired): tasks scored on both sides are paired,
+the mean per-task difference of mean reward gets a paired bootstrap interval and an exact test
+(McNemar with one attempt per task on each side, a sign-flip permutation test otherwise), and
+a regression significant at α fails the comparison (exit 3). Tasks are not dropped silently:
+those not scored on both sides are listed with why, and a baseline task the candidate has no
+scored trial of (not run, or only errors and cancellations) also fails it, since nothing shows
+the contract still holds. Per task, what changed stays as leads: a one-sided Fisher p-value
+of the reward's pass counts, Holm-adjusted over the tasks compared, and the metrics that
+flipped (descriptive). A task whose files changed between the sides (another task digest) is
+compared and flagged.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import read_json_object
-from orchestra.plural import plural
+from orchestra.report.paired import SuiteComparison, TaskPair, compare_suite
 from orchestra.report.report_json import build_report
-from orchestra.report.stats import fisher_exact_greater, fisher_exact_less, wilson_interval
+from orchestra.report.stats import Bounds, significant, wilson
 
 ALPHA = 0.05
 REGRESSION = "regression"
@@ -29,8 +29,6 @@ IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
 MISSING = "missing"
 UNSCORED = "unscored"
-#: Fisher p-values are sums of floats; 3/3 → 0/3 must come out exactly at α = 0.05.
-P_VALUE_TOLERANCE = 1e-12
 
 
 class CompareInputError(Exception):
@@ -42,37 +40,16 @@ class Side:
     label: str  # job names, or the report file
     condition: str
     tasks: dict[str, dict[str, Any]]  # task name -> the task summary of report.json
+    digests: dict[str, str] = field(default_factory=dict)  # task name -> its files' digest
 
 
-@dataclass
-class MetricChange:
-    metric: str
-    baseline: tuple[int, int] | None  # (passed, scored)
-    candidate: tuple[int, int] | None
-    change: str  # regression, improvement, unchanged, metric-added, metric-removed
-    p_value: float | None = None
-    significant: bool = False  # a regression with p-value ≤ α
-    baseline_interval: tuple[float, float] | None = None
-    candidate_interval: tuple[float, float] | None = None
-    note: str = ""
-
-
-@dataclass
-class TaskComparison:
-    task: str
-    layer: str
-    status: str  # regression, improvement, unchanged, unscored, missing, new
-    note: str = ""
-    metrics: list[MetricChange] = field(default_factory=list)
-
-    @property
-    def significant(self) -> bool:
-        return any(metric.significant for metric in self.metrics)
-
-    @property
-    def lost(self) -> bool:
-        """The candidate has no scored trial of a baseline task (§ module docstring)."""
-        return self.status in (MISSING, UNSCORED)
+def _digests(report: dict[str, Any]) -> dict[str, str]:
+    return {
+        task["name"]: task["digest"]
+        for job in report.get("jobs", [])
+        for task in job.get("planned_tasks", [])
+        if task.get("digest")
+    }
 
 
 def load_side(path: Path) -> Side:
@@ -87,11 +64,16 @@ def load_side(path: Path) -> Side:
         label = ", ".join(job["name"] for job in report["jobs"])
     else:
         raise CompareInputError(f"{path}: no such run or job directory or report file")
+    return side_of_report(report, label, str(path))
+
+
+def side_of_report(report: dict[str, Any], label: str, where: str) -> Side:
+    """One side of a comparison: the report's only condition (`where` names it in errors)."""
     try:
         conditions = report["conditions"]
         if len(conditions) != 1:
             raise CompareInputError(
-                f"{path}: holds {len(conditions)} conditions; compare one condition per side"
+                f"{where}: holds {len(conditions)} conditions; compare one condition per side"
             )
         condition = conditions[0]
         tasks = {
@@ -99,20 +81,56 @@ def load_side(path: Path) -> Side:
             for layer_name, layer in condition["layers"].items()
             for name, task in layer["tasks"].items()
         }
-        return Side(label=label, condition=str(condition["condition"]), tasks=tasks)
+        return Side(label, str(condition["condition"]), tasks, _digests(report))
     except (KeyError, TypeError, AttributeError) as error:
-        raise CompareInputError(f"{path}: malformed report ({error!r})") from None
+        raise CompareInputError(f"{where}: malformed report ({error!r})") from None
 
 
-def _fmt_interval(interval: tuple[float, float]) -> str:
-    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+@dataclass
+class MetricChange:
+    """A metric's pass counts on each side: descriptive (the verdict is the suite's)."""
+
+    metric: str
+    baseline: tuple[int, int] | None  # (passed, scored)
+    candidate: tuple[int, int] | None
+    change: str  # regression, improvement, unchanged, metric-added, metric-removed
+    p_value: float | None = None  # reward only: the task's lead p-value (raw)
+    significant: bool = False  # reward only: a regression whose Holm-adjusted p ≤ α
+    baseline_interval: tuple[float, float] | None = None
+    candidate_interval: tuple[float, float] | None = None
+    note: str = ""
+
+
+@dataclass
+class TaskComparison:
+    task: str
+    layer: str
+    status: str  # regression, improvement, unchanged, unscored, missing, new
+    note: str = ""
+    metrics: list[MetricChange] = field(default_factory=list)
+    baseline_mean: float | None = None  # mean reward over scored trials
+    candidate_mean: float | None = None
+    difference: float | None = None  # candidate − baseline
+    p_value: float | None = None  # one-sided Fisher on the reward's pass counts (a lead)
+    adjusted_p_value: float | None = None  # Holm over the tasks compared
+    files_changed: bool = False  # the task's digest differs between the sides
+
+    @property
+    def significant(self) -> bool:
+        return any(metric.significant for metric in self.metrics)
+
+    @property
+    def lost(self) -> bool:
+        """The candidate has no scored trial of a baseline task (§ module docstring)."""
+        return self.status in (MISSING, UNSCORED)
+
+
+def _pair(value: Bounds) -> tuple[float, float]:
+    return (value.low, value.high)
 
 
 def compare_metric(
-    metric: str,
-    baseline: dict[str, Any] | None,
-    candidate: dict[str, Any] | None,
-    alpha: float = ALPHA,
+    metric: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
 ) -> MetricChange:
     if baseline is None or candidate is None:
         counts = baseline or candidate or {}
@@ -129,30 +147,22 @@ def compare_metric(
     b_rate, c_rate = b_pass / b_n, c_pass / c_n
     change = REGRESSION if c_rate < b_rate else IMPROVEMENT if c_rate > b_rate else UNCHANGED
     result = MetricChange(metric, (b_pass, b_n), (c_pass, c_n), change)
-    intervals = None
     if not (b_n == 1 and c_n == 1):
-        intervals = wilson_interval(b_pass, b_n), wilson_interval(c_pass, c_n)
-        result.baseline_interval, result.candidate_interval = intervals
-    if change == UNCHANGED:
-        return result
-    test = fisher_exact_less if change == REGRESSION else fisher_exact_greater
-    result.p_value = test(c_pass, c_n, b_pass, b_n)
-    held = result.p_value <= alpha + P_VALUE_TOLERANCE
-    result.significant = change == REGRESSION and held
-    verdict = f"significant at α={alpha:g}" if held else f"not significant at α={alpha:g}"
-    result.note = f"Fisher one-sided p={result.p_value:.3f} ({verdict})"
-    if intervals is None:
-        result.note += "; a single attempt on each side: p is never below 0.5"
-    else:
-        result.note += f"; Wilson 95% {_fmt_interval(intervals[0])} → {_fmt_interval(intervals[1])}"
+        result.baseline_interval = _pair(wilson(b_pass, b_n))
+        result.candidate_interval = _pair(wilson(c_pass, c_n))
+        result.note = (
+            f"Wilson 95% {_fmt_interval(result.baseline_interval)} → "
+            f"{_fmt_interval(result.candidate_interval)}"
+        )
     return result
 
 
+def _fmt_interval(interval: tuple[float, float]) -> str:
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
 def compare_task(
-    name: str,
-    baseline: dict[str, Any] | None,
-    candidate: dict[str, Any] | None,
-    alpha: float = ALPHA,
+    name: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
 ) -> TaskComparison:
     if candidate is None:
         assert baseline is not None
@@ -168,9 +178,11 @@ def compare_task(
             f"the baseline scored {baseline['scored']} trial(s); the candidate none "
             f"({candidate['errors']} error(s), {candidate['cancelled']} cancelled)",
         )
+    if not baseline["scored"]:
+        return TaskComparison(name, layer, UNSCORED, "the baseline scored no trial of it")
     b_metrics, c_metrics = baseline.get("metrics", {}), candidate.get("metrics", {})
     names = sorted(set(b_metrics) | set(c_metrics), key=lambda m: (m != "reward", m))
-    metrics = [compare_metric(m, b_metrics.get(m), c_metrics.get(m), alpha) for m in names]
+    metrics = [compare_metric(m, b_metrics.get(m), c_metrics.get(m)) for m in names]
     changes = {m.change for m in metrics}
     status = (
         REGRESSION
@@ -179,20 +191,101 @@ def compare_task(
         if IMPROVEMENT in changes
         else UNCHANGED
     )
-    return TaskComparison(name, layer, status, metrics=metrics)
+    return TaskComparison(
+        name,
+        layer,
+        status,
+        metrics=metrics,
+        baseline_mean=float(baseline["pass_rate"]),
+        candidate_mean=float(candidate["pass_rate"]),
+        difference=float(candidate["pass_rate"]) - float(baseline["pass_rate"]),
+    )
+
+
+def _successes(task: dict[str, Any]) -> int:
+    """Scored trials with reward 1.0 (a report from before issue 29: the reward metric)."""
+    if task.get("successes") is not None:
+        return int(task["successes"])
+    return int(task.get("metrics", {}).get("reward", {}).get("passed", 0))
+
+
+def task_pair(name: str, baseline: dict[str, Any], candidate: dict[str, Any]) -> TaskPair:
+    return TaskPair(
+        task=name,
+        baseline_mean=float(baseline["pass_rate"]),
+        baseline_n=int(baseline["scored"]),
+        baseline_passes=_successes(baseline),
+        candidate_mean=float(candidate["pass_rate"]),
+        candidate_n=int(candidate["scored"]),
+        candidate_passes=_successes(candidate),
+    )
+
+
+def _excluded_reason(task: TaskComparison) -> str:
+    return task.note or f"{task.status}"
+
+
+def suite_dict(suite: SuiteComparison) -> dict[str, Any]:
+    return {
+        "n_tasks": suite.n_tasks,
+        "mean_difference": suite.mean_difference,
+        "interval": None if suite.interval is None else asdict(suite.interval),
+        "test": suite.test,
+        "p_value": suite.p_value,
+        "verdict": suite.verdict,
+        "discordant": None
+        if suite.discordant is None
+        else {"baseline_only": suite.discordant[0], "candidate_only": suite.discordant[1]},
+        "detectable_change": suite.detectable.change,
+        "assumed_sd": suite.detectable.sd,
+        "power": suite.detectable.text(),
+    }
 
 
 def compare_sides(baseline: Side, candidate: Side, alpha: float = ALPHA) -> dict[str, Any]:
     names = sorted(set(baseline.tasks) | set(candidate.tasks))
-    tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n), alpha) for n in names]
+    tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n)) for n in names]
+    paired = [t for t in tasks if t.difference is not None]
+    suite = compare_suite(
+        [task_pair(t.task, baseline.tasks[t.task], candidate.tasks[t.task]) for t in paired],
+        alpha,
+    )
+    for task, raw, adjusted in zip(paired, suite.lead_p_values, suite.lead_adjusted, strict=True):
+        task.p_value, task.adjusted_p_value = raw, adjusted
+        reward = next((m for m in task.metrics if m.metric == "reward"), None)
+        if reward is not None and reward.change != UNCHANGED:
+            reward.p_value = raw
+            reward.significant = reward.change == REGRESSION and significant(adjusted, alpha)
+    for task in tasks:
+        before, after = baseline.digests.get(task.task), candidate.digests.get(task.task)
+        task.files_changed = before is not None and after is not None and before != after
     return {
         "baseline": {"label": baseline.label, "condition": baseline.condition},
         "candidate": {"label": candidate.label, "condition": candidate.condition},
         "alpha": alpha,
+        "verdict": suite.verdict,
+        "suite": suite_dict(suite),
         "regressed_tasks": [t.task for t in tasks if t.status == REGRESSION],
         "significant_regressions": [t.task for t in tasks if t.significant],
         "missing_tasks": [t.task for t in tasks if t.lost],
         "improved_tasks": [t.task for t in tasks if t.status == IMPROVEMENT],
+        "excluded_tasks": [
+            {"task": t.task, "status": t.status, "reason": _excluded_reason(t)}
+            for t in tasks
+            if t.difference is None
+        ],
+        "leads": [
+            {
+                "task": t.task,
+                "change": t.status,
+                "difference": t.difference,
+                "p_value": t.p_value,
+                "adjusted_p_value": t.adjusted_p_value,
+            }
+            for t in paired
+            if t.status in (REGRESSION, IMPROVEMENT)
+        ],
+        "changed_task_files": [t.task for t in tasks if t.files_changed],
         "tasks": [asdict(t) for t in tasks],
     }
 
@@ -207,112 +300,5 @@ def compare_paths(baseline: Path, candidate: Path, alpha: float = ALPHA) -> dict
 
 
 def exit_code(comparison: dict[str, Any]) -> int:
-    """3 on a significant regression or a baseline task missing from the candidate, else 0."""
-    return 3 if comparison["significant_regressions"] or comparison["missing_tasks"] else 0
-
-
-# --- output formats ----------------------------------------------------------------------------
-
-
-def _counts(value: list[int] | tuple[int, int] | None) -> str:
-    return "—" if value is None else f"{value[0]}/{value[1]}"
-
-
-def _changed_metrics(task: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in task["metrics"] if m["change"] != UNCHANGED]
-
-
-def _headline(comparison: dict[str, Any]) -> str:
-    statuses = [t["status"] for t in comparison["tasks"]]
-    parts = [
-        f"{plural(len(comparison['regressed_tasks']), 'task')} regressed "
-        f"({len(comparison['significant_regressions'])} significant at "
-        f"α={comparison['alpha']:g})",
-        f"{statuses.count(IMPROVEMENT)} improved",
-        f"{statuses.count(UNCHANGED)} unchanged",
-    ]
-    parts += [f"{statuses.count(s)} {s}" for s in (UNSCORED, MISSING, "new") if s in statuses]
-    return ", ".join(parts)
-
-
-def verdict(comparison: dict[str, Any]) -> str:
-    """Why the exit code is what it is, naming the tasks that make it fail."""
-    regressions, missing = comparison["significant_regressions"], comparison["missing_tasks"]
-    failing = [
-        f"{what}: {', '.join(tasks)}"
-        for what, tasks in (
-            (plural(len(regressions), "significant regression"), regressions),
-            (f"{plural(len(missing), 'task')} missing from the candidate", missing),
-        )
-        if tasks
-    ]
-    if failing:
-        return "exit 3: " + "; ".join(failing)
-    return (
-        f"exit 0: no regression significant at α={comparison['alpha']:g} "
-        "and no baseline task missing from the candidate"
-    )
-
-
-def _sides_lines(comparison: dict[str, Any]) -> list[str]:
-    lines = [
-        f"{role}: {comparison[role]['label']} (condition {comparison[role]['condition']})"
-        for role in ("baseline", "candidate")
-    ]
-    if comparison["baseline"]["condition"] != comparison["candidate"]["condition"]:
-        lines.append("note: the two sides ran different conditions")
-    return lines
-
-
-def format_text(comparison: dict[str, Any]) -> str:
-    lines = _sides_lines(comparison)
-    for task in comparison["tasks"]:
-        if task["status"] == UNCHANGED:
-            continue
-        lines.append(
-            f"{task['status'].upper():<12} {task['task']} ({task['layer']})"
-            + (f": {task['note']}" if task["note"] else "")
-        )
-        for metric in _changed_metrics(task):
-            lines.append(
-                f"    {metric['change']:<14} {metric['metric']}: "
-                f"{_counts(metric['baseline'])} → {_counts(metric['candidate'])}"
-                + (f"  ({metric['note']})" if metric["note"] else "")
-            )
-    lines.append(f"result: {_headline(comparison)}")
-    lines.append(verdict(comparison))
-    return "\n".join(lines) + "\n"
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def format_markdown(comparison: dict[str, Any]) -> str:
-    lines = ["## Benchmark comparison", ""]
-    lines += [f"- {_md(line)}" for line in _sides_lines(comparison)]
-    lines += [f"- **result: {_md(_headline(comparison))}**"]
-    lines += [f"- **{_md(verdict(comparison))}**", ""]
-    lines += [
-        "| Task | Layer | Status | Metric | Baseline | Candidate | Note |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for task in comparison["tasks"]:
-        metrics = _changed_metrics(task)
-        if not metrics:
-            lines.append(
-                f"| {_md(task['task'])} | {task['layer']} | {task['status']} | | | | {_md(task['note'])} |"
-            )
-        for metric in metrics:
-            lines.append(
-                f"| {_md(task['task'])} | {task['layer']} | {task['status']} | {_md(metric['metric'])} "
-                f"| {_counts(metric['baseline'])} | {_counts(metric['candidate'])} | {_md(metric['note'])} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-def format_json(comparison: dict[str, Any]) -> str:
-    return json.dumps(comparison, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-FORMATTERS = {"text": format_text, "json": format_json, "markdown": format_markdown}
+    """3 on a significant suite-level regression or a baseline task the candidate lost."""
+    return 3 if comparison["verdict"] == REGRESSION or comparison["missing_tasks"] else 0

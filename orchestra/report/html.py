@@ -1,6 +1,7 @@
 """`report.html`: one static, self-contained page (no server, no CDN, one inline script).
 
-Sections: per condition the summary table of §11.2 and a task × metric heatmap; a filter bar
+Sections: per condition the summary table of §11.2 with error bars, the figures over tasks
+(html_stats) and a task × metric heatmap; a filter bar
 (html_filter); an index of every trial; then every trial, collapsible, with its transcript
 beside the verifier's verdict (html_trial). Nothing is wider than the window from 1280 px up:
 tables wrap their text instead of scrolling.
@@ -24,7 +25,14 @@ from orchestra.report.html_filter import (
     script_tag,
     trial_attributes,
 )
-from orchestra.report.html_style import CONTENT_SECURITY_POLICY, STYLE
+from orchestra.report.html_stats import (
+    BAR_STYLE,
+    estimates_block,
+    group_pass_hat_k,
+    interval_cell,
+    task_pass_hat_k,
+)
+from orchestra.report.html_style import STYLE, page_head
 from orchestra.report.html_trajectory import TRAJECTORY_STYLE
 from orchestra.report.html_trend import report_trend_section
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
@@ -46,15 +54,15 @@ def _counted(counts: dict[str, int], name_of: Callable[[str], str] = escape) -> 
     return ", ".join(f"{name_of(name)}×{count}" for name, count in counts.items()) or "-"
 
 
-def _numbers(summary: dict[str, Any], pass_at_k: str, failing: str) -> str:
+def _numbers(summary: dict[str, Any], pass_at_k: str, pass_hat_k: str, failing: str) -> str:
     cells = [
         *(
             f'<td class="num">{summary[key]}</td>'
             for key in ("planned", "scored", "errors", "cancelled", "not_started")
         ),
-        f'<td class="num">{rate_text(summary["pass_rate"])}</td>',
+        interval_cell(summary["pass_rate"], summary.get("pass_rate_interval")),
         f'<td class="num">{rate_text(summary["pass_rate_all"])}</td>',
-        f'<td class="pass-k">{pass_at_k}</td>',
+        f'<td class="pass-k">{pass_at_k}{pass_hat_k}</td>',
         f'<td class="failing">{failing}</td>',
         f"<td>{_counted(summary.get('stop_reasons', {}))}</td>",
         f'<td class="num tokens">{_tokens(summary)}</td>',
@@ -77,8 +85,8 @@ def _summary_table(condition: dict[str, Any]) -> str:
         for name, numeric in (
             ("Layer", False), ("Task", False), ("Trials", True), ("Scored", True),
             ("Errors", True), ("Cancelled", True), ("Not started", True),
-            ("Pass rate", True), ("Pass rate (all)", True),
-            ("pass@k", False), ("Failing dimensions", False), ("Stop reasons", False),
+            ("Pass rate, 95% interval", False), ("Pass rate (all)", True),
+            ("pass@k, pass^k", False), ("Failing dimensions", False), ("Stop reasons", False),
             ("Tokens in / out", True), ("Cost", True),
         )
     )  # fmt: skip
@@ -93,6 +101,7 @@ def _summary_table(condition: dict[str, Any]) -> str:
                     "incomplete"
                     if pass_k is None
                     else pass_at_k_text(pass_k["value"], [pass_k["k"]]),
+                    task_pass_hat_k(task),
                     _counted(task["failing_dimensions"], breakable),
                 )
                 + "</tr>"
@@ -100,12 +109,12 @@ def _summary_table(condition: dict[str, Any]) -> str:
         rows.append(
             f'<tr class="group"><td>{escape(layer_name)}</td>'
             f"<td>(layer, {plural(layer['n_tasks'], 'task')})</td>"
-            + _numbers(layer, _layer_pass_at_k(layer), "")
+            + _numbers(layer, _layer_pass_at_k(layer), group_pass_hat_k(layer), "")
             + "</tr>"
         )
     rows.append(
         '<tr class="group"><td>all</td><td>(condition)</td>'
-        + _numbers(condition["totals"], "—", "")
+        + _numbers(condition["totals"], "—", group_pass_hat_k(condition["totals"]), "")
         + "</tr>"
     )
     return f'<table class="summary"><tr>{head}</tr>{"".join(rows)}</table>'
@@ -165,6 +174,7 @@ def _condition_block(condition: dict[str, Any]) -> str:
 <div>manifest <code>{escape(condition["manifest_sha256"][:12])}…</code> · jobs: {jobs}</div>
 {f'<p class="note">{escape(ORACLE_NOTE)}</p>' if condition.get("oracle") else ""}
 {_summary_table(condition)}
+{estimates_block(condition["totals"])}
 {_team(condition)}
 {f"<h3>Errors and cancellations</h3><ul>{errors}</ul>" if errors else ""}
 <h3>Metric heatmap (trials where the metric held / scored trials)</h3>
@@ -234,17 +244,8 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
     body.append(_trial_index(trials, pending, origin_columns(report["jobs"])))
     expanded = len(trials) <= OPEN_TRIALS_UP_TO
     body += [render_trial(trial, i, out_dir, expanded=expanded) for i, trial in enumerate(trials)]
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Buzz Orchestra report: {escape(jobs)}</title>
-<style>{STYLE}{TRAJECTORY_STYLE}</style>
-</head>
-<body>
-<header class="page"><h1>Buzz Orchestra report</h1>
+    head = page_head(f"Buzz Orchestra report: {jobs}", STYLE + TRAJECTORY_STYLE + BAR_STYLE)
+    return f"""{head}<header class="page"><h1>Buzz Orchestra report</h1>
 <div class="sub">jobs: {escape(jobs)} · generated {escape(report["generated_at"])} ·
 {plural(len(trials), "trial")}</div></header>
 <main>

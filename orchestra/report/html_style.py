@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import escape
+
 from orchestra.report.html_filter import SCRIPT_SOURCE
 
 # Defence in depth: everything is escaped, and the page also forbids every remote load and every
@@ -103,4 +105,20 @@ a.mention.text-only { background: #ffebe9; color: #a40e26; text-decoration: unde
 .links a { white-space: nowrap; }
 .empty { color: var(--muted); font-style: italic; }
 code { font-size: 12px; }
+"""
+
+
+def page_head(title: str, style: str, policy: str = CONTENT_SECURITY_POLICY) -> str:
+    """A page's opening up to `<body>`: its content security policy, and `style` inlined (the
+    title escaped)."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{policy}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title>
+<style>{style}</style>
+</head>
+<body>
 """

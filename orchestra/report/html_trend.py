@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jobs.run import run_of
-from orchestra.report.html_style import STYLE
+from orchestra.report.html_style import STYLE, page_head
 from orchestra.report.trend_svg import overall_chart, task_sparklines
 from orchestra.report.trend_text import run_lines
 from orchestra.results.database import open_sources
@@ -66,17 +66,8 @@ def report_trend_section(report: dict[str, Any]) -> str:
 def trend_page(trend: Trend) -> str:
     conditions = ", ".join(c.condition for c in trend.conditions)
     body = trend_sections(trend) or '<p class="note">Fewer than two runs of any condition.</p>'
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{TREND_PAGE_POLICY}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Buzz Orchestra trend: {escape(conditions)}</title>
-<style>{STYLE}</style>
-</head>
-<body>
-<header class="page"><h1>Buzz Orchestra trend</h1>
+    head = page_head(f"Buzz Orchestra trend: {conditions}", STYLE, TREND_PAGE_POLICY)
+    return f"""{head}<header class="page"><h1>Buzz Orchestra trend</h1>
 <div class="sub">{escape(conditions)}</div></header>
 <main>
 {body}

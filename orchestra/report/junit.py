@@ -134,6 +134,39 @@ def _count_attributes(counts: dict[str, float]) -> dict[str, str]:
     return {key: f"{value:.3f}" if key == "time" else str(value) for key, value in counts.items()}
 
 
+def _rate_properties(
+    name: str, value: float | None, interval: dict[str, Any] | None
+) -> list[tuple[str, object]]:
+    if value is None:
+        return []
+    found: list[tuple[str, object]] = [(name, f"{value:.6g}")]
+    if interval is not None:
+        found += [
+            (f"{name}_low", f"{interval['low']:.6g}"),
+            (f"{name}_high", f"{interval['high']:.6g}"),
+        ]
+    return found
+
+
+def condition_properties(condition: dict[str, Any]) -> list[tuple[str, object]]:
+    """The condition's pass rates with their 95 % intervals (issue 29), prefixed `condition.`:
+    a job's suite carries those of the condition it counts toward."""
+    totals = condition["totals"]
+    found = _rate_properties("pass_rate", totals["pass_rate"], totals.get("pass_rate_interval"))
+    found += _rate_properties(
+        "pass_rate_all", totals["pass_rate_all"], totals.get("pass_rate_all_interval")
+    )
+    mean = totals.get("task_mean")
+    if mean is not None:
+        found += _rate_properties("task_mean", mean["value"], mean["interval"])
+    for key, label in (("pass_at_ks", "pass_at_"), ("pass_hat_ks", "pass_hat_")):
+        for k, estimate in (totals.get(key) or {}).items():
+            found += _rate_properties(f"{label}{k}", estimate["value"], estimate["interval"])
+    if totals.get("flaky_tasks"):
+        found.append(("flaky_tasks", ",".join(totals["flaky_tasks"])))
+    return [(f"condition.{name}", value) for name, value in found]
+
+
 def junit_xml(report: dict[str, Any]) -> str:
     root = ET.Element("testsuites", {"name": "buzz-orchestra"})
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
@@ -149,6 +182,15 @@ def junit_xml(report: dict[str, Any]) -> str:
             ("manifest_sha256", job["manifest_sha256"]),
             ("attempts", job["attempts"]),
             ("oracle", str(job["oracle"]).lower()),
+            *next(
+                (
+                    condition_properties(condition)
+                    for condition in report["conditions"]
+                    if (condition["condition"], condition["manifest_sha256"])
+                    == (job["condition"], job["manifest_sha256"])
+                ),
+                [],
+            ),
         ):
             ET.SubElement(suite_properties, "property", {"name": name, "value": _clean(value)})
         outcomes = [_testcase(suite, trial) for trial in trials]

@@ -13,13 +13,18 @@ from orchestra.config.errors import display_path
 from orchestra.documents.enums import ErrorType
 from orchestra.documents.summary import (
     ConditionSummary,
+    Estimate,
+    GroupSummary,
+    Interval,
     LayerSummary,
     Rates,
     Summary,
     TaskPassAtK,
+    TaskSummary,
     UsageSummary,
 )
 from orchestra.plural import plural
+from orchestra.report.estimates import with_intervals
 from orchestra.report.summary_table import Column, Row, fit_table
 
 ORACLE_NOTE = (
@@ -35,6 +40,36 @@ def shown(value: object) -> str:
 
 def rate_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
+
+
+def interval_text(interval: Interval | None) -> str:
+    return "—" if interval is None else f"[{interval.low:.2f}, {interval.high:.2f}]"
+
+
+def estimate_text(estimate: Estimate | None) -> str:
+    """`0.60 [0.31, 0.83]`; "—" when nothing was estimated (fewer attempts than k)."""
+    if estimate is None:
+        return "—"
+    if estimate.interval is None:
+        return f"{estimate.value:.2f}"
+    return f"{estimate.value:.2f} {interval_text(estimate.interval)}"
+
+
+def task_pass_hat_k_text(task: TaskSummary) -> str:
+    """pass^k at the task's largest k: `0.20 (k=3)`; "—" with fewer scored trials than k."""
+    if not task.pass_hat_ks:
+        return "—"
+    k = max(task.pass_hat_ks)
+    value = task.pass_hat_ks[k]
+    return "—" if value is None else pass_at_k_text(value, [k])
+
+
+def group_pass_hat_k_text(group: GroupSummary) -> str:
+    if not group.pass_hat_ks:
+        return "—"
+    k = max(group.pass_hat_ks)
+    estimate = group.pass_hat_ks[k]
+    return f"{estimate_text(estimate)} (k={k}, {plural(estimate.n_tasks, 'task')})"
 
 
 def _kilo(value: int) -> str:
@@ -105,6 +140,10 @@ def _counts(summary: Rates) -> dict[str, str]:
     }
 
 
+def _intervals(summary: TaskSummary | GroupSummary) -> dict[str, str]:
+    return {"interval": interval_text(summary.pass_rate_interval)}
+
+
 def _usage(summary: UsageSummary) -> dict[str, str]:
     return {"tokens": _tokens(summary), "cost": _cost(summary), "time": _seconds(summary)}
 
@@ -118,8 +157,10 @@ SUMMARY_COLUMNS = (
     Column("cancelled", "Cancelled", "right", short_header="Canc", gap=1, drop_rank=3),
     Column("not_started", "Not started", "right", short_header="NS", gap=1, drop_rank=3),
     Column("pass_rate", "Pass rate", "right", short_header="Pass"),
+    Column("interval", "95% interval", "left", short_header="95%", drop_rank=4),
     Column("pass_rate_all", "Pass rate (all)", "right", short_header="All"),
     Column("pass_at_k", "pass@k", "left", drop_rank=5),
+    Column("pass_hat_k", "pass^k", "left", drop_rank=5),
     Column("failing", "Failing dimensions", "left", detail=True),
     Column("tokens", "Tokens in/out", "left", drop_rank=2),
     Column("cost", "Cost", "right", drop_rank=2),
@@ -133,20 +174,31 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
         for task_name, task in layer.tasks.items():
             cells = {
                 **_counts(task),
+                **_intervals(task),
                 "pass_at_k": task_pass_at_k_text(task.pass_at_k),
+                "pass_hat_k": task_pass_hat_k_text(task),
                 "failing": failing_text(task.failing_dimensions),
                 **_usage(task),
             }
             rows.append(Row(layer_name, task_name, cells))
         cells = {
             **_counts(layer),
+            **_intervals(layer),
             "pass_at_k": layer_pass_at_k_text(layer),
+            "pass_hat_k": group_pass_hat_k_text(layer),
             "failing": "",
             **_usage(layer),
         }
         rows.append(Row(layer_name, f"(layer, {plural(layer.n_tasks, 'task')})", cells, bold=True))
     totals = condition.totals
-    cells = {**_counts(totals), "pass_at_k": "—", "failing": "", **_usage(totals)}
+    cells = {
+        **_counts(totals),
+        **_intervals(totals),
+        "pass_at_k": "—",
+        "pass_hat_k": group_pass_hat_k_text(totals),
+        "failing": "",
+        **_usage(totals),
+    }
     rows.append(Row("all", "(condition)", cells, bold=True))
     return rows
 
@@ -154,10 +206,11 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
 def render_summary(
     document: Summary, console: Console, width: int | None = None, *, every_column: str = "--json"
 ) -> None:
-    """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes);
-    `every_column` is what shows the columns a narrow table leaves out, as the command that
-    printed it can say it (`summarize`'s own `--json`; a whole command after a run)."""
-    for condition in document.conditions:
+    """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes),
+    with the intervals of issue 29; `every_column` is what shows the columns a narrow table
+    leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a whole
+    command after a run)."""
+    for condition in with_intervals(document).conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
             f"Condition [bold]{condition.condition}[/bold]  "
@@ -180,6 +233,8 @@ def render_summary(
                 soft_wrap=True,
             )
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
+        for estimate_line in estimate_lines(condition.totals):
+            console.print(estimate_line, markup=False, highlight=False)
         for agent_line in agent_lines(condition):
             console.print(agent_line, markup=False, highlight=False)
         for kind, names in condition.error_types.items():
@@ -195,6 +250,19 @@ def render_summary(
                     markup=False,
                     highlight=False,
                 )
+
+
+def estimate_lines(totals: GroupSummary) -> list[str]:
+    """Below the table: the mean over tasks with its interval, and the flaky tasks."""
+    lines = []
+    if totals.task_mean is not None:
+        lines.append(
+            f"mean over {plural(totals.task_mean.n_tasks, 'task')}: "
+            f"{estimate_text(totals.task_mean)} (95% interval over tasks)"
+        )
+    if totals.flaky_tasks:
+        lines.append(f"flaky (passed some attempts, not all): {', '.join(totals.flaky_tasks)}")
+    return lines
 
 
 def share_text(share: float | None) -> str:
@@ -231,7 +299,12 @@ PROVIDER_NOTE = " — the model provider failed: errors, not scores of 0"
 
 def summary_json(document: Summary) -> str:
     return (
-        json.dumps(document.model_dump(mode="json"), sort_keys=True, indent=2, ensure_ascii=False)
+        json.dumps(
+            with_intervals(document).model_dump(mode="json"),
+            sort_keys=True,
+            indent=2,
+            ensure_ascii=False,
+        )
         + "\n"
     )
 
@@ -258,6 +331,12 @@ CSV_FIELDS = (
     "output_tokens",
     "cost_usd",
     "mean_trial_seconds",
+    # issue 29 (added at the end: columns are read by position too)
+    "successes",
+    "pass_rate_low",
+    "pass_rate_high",
+    "pass_hat_k",
+    "flaky",
 )
 
 
@@ -265,7 +344,7 @@ def summary_csv(document: Summary) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
-    for condition in document.conditions:
+    for condition in with_intervals(document).conditions:
         for layer_name, layer in condition.layers.items():
             for task_name, task in layer.tasks.items():
                 pass_k = task.pass_at_k
@@ -292,6 +371,14 @@ def summary_csv(document: Summary) -> str:
                         task.tokens.output,
                         task.cost_usd,
                         task.mean_trial_seconds,
+                        task.successes,
+                        *(
+                            (interval.low, interval.high)
+                            if (interval := task.pass_rate_interval)
+                            else (None, None)
+                        ),
+                        task.pass_hat_ks.get(pass_k.k) if pass_k else None,
+                        task.flaky,
                     ]
                 )
     return buffer.getvalue()

@@ -18,6 +18,7 @@ from orchestra.jobs.run import job_records
 from orchestra.jobs.tally import metric_passed, seconds_between
 from orchestra.jsonio import read_json_object, utc_timestamp, write_json_atomic
 from orchestra.paths import JobPaths, TrialPaths
+from orchestra.report.estimates import with_intervals
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -193,8 +194,12 @@ def pending_slots(job: JobRecord) -> list[dict[str, Any]]:
 def build_report(paths: Sequence[Path]) -> dict[str, Any]:
     """The report document for these run or job directories (a run as all its jobs, those
     not started too); `DocumentError` if one is neither."""
-    records = [record for path in paths for record in job_records(path)]
-    summary = aggregate(records).model_dump(mode="json")
+    return report_of_records([record for path in paths for record in job_records(path)])
+
+
+def report_of_records(records: Sequence[JobRecord]) -> dict[str, Any]:
+    """The report document of these jobs."""
+    summary = with_intervals(aggregate(records)).model_dump(mode="json")
     _add_outcomes(summary, [result for record in records for result in record.trials])
     trials = [
         trial_entry(record, result)
@@ -212,7 +217,9 @@ def build_report(paths: Sequence[Path]) -> dict[str, Any]:
                 "manifest_sha256": record.manifest_sha256,
                 "attempts": record.attempts,
                 "oracle": record.oracle,
-                "planned_tasks": [{"name": t.name, "layer": t.layer} for t in record.tasks],
+                "planned_tasks": [
+                    {"name": t.name, "layer": t.layer, "digest": t.digest} for t in record.tasks
+                ],
                 "pending": pending_slots(record),
             }
             for record in records

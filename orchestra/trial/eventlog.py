@@ -39,10 +39,14 @@ class SessionUsage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cached_reported: bool = False
+    cache_write_input_tokens: int = 0
 
     def absorb(self, numbers: UsageCounters) -> None:
         """Counters are cumulative per session: keep the maximum seen."""
         self.input_tokens = max(self.input_tokens, _count(numbers.input_tokens))
+        self.cache_write_input_tokens = max(
+            self.cache_write_input_tokens, _count(numbers.cache_write_input_tokens)
+        )
         self.output_tokens = max(self.output_tokens, _count(numbers.output_tokens))
         if numbers.cached_input_tokens is not None:
             self.cached_reported = True
@@ -161,6 +165,10 @@ class AgentLogState:
             sum(s.output_tokens for s in sessions),
             any(s.cached_reported for s in sessions),
         )
+
+    def cache_write_total(self) -> int:
+        """Prompt tokens written to the provider's cache over sessions (part of the input)."""
+        return sum(s.cache_write_input_tokens for s in self.sessions.values())
 
 
 class EventLogFollower:

@@ -2,7 +2,7 @@
 tests/fixtures/harbor-tasks replayed by the oracle through the real agent trees in the
 bubblewrap sandbox, solo and as the oracle team (the lead delegates, a worker runs the
 solution), graded by their tests/test.sh on the files the agents left, then exported with
-`orchestra export harbor` and read back through the strict Harbor models.
+`orchestra export harbor` and loaded by the real `harbor` package (tests/harbor_check.py).
 
 The solo and the team run are started together (each mostly waits on its agents)."""
 
@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 from e2e_jobs import JobRun
+from harbor_real import check_harbor_jobs
 from harbor_support import EXPECTED_REWARDS, harbor_dataset, harbor_problems
+from inspect_ai.log import read_eval_log
 from typer.testing import CliRunner
 
 from orchestra.agents.trajectory.atif import Trajectory
 from orchestra.cli.main import app
 from orchestra.config.harbor_task import harbor_checksum
-from orchestra.export import harbor_models as harbor
 from orchestra.paths import PROJECT_ROOT
 from orchestra.trial.env.sandbox import sandbox_support
 
@@ -108,18 +109,20 @@ def test_the_export_round_trips_with_harbor_s_task_checksum(
     exported = CliRunner().invoke(app, ["export", "harbor", str(harbor_job.run_dir), str(out)])
     assert exported.exit_code == 0, exported.output
     job_out = out / harbor_job.job_dir.name
+    job = check_harbor_jobs(out)["jobs"][harbor_job.job_dir.name]
     rewards = {}
     for name, result in harbor_job.results.items():
         trial_out = job_out / result["trial_name"]
-        trial = harbor.TrialResult.model_validate_json((trial_out / "result.json").read_bytes())
-        assert trial.task_checksum == harbor_checksum(Path(trial.task_id.path)), name
-        assert trial.verifier_result is not None and trial.exception_info is None
-        rewards[name] = trial.verifier_result.rewards
+        trial = job["trials"][result["trial_name"]]["result"]
+        assert trial["task_checksum"] == harbor_checksum(Path(trial["task_id"]["path"])), name
+        assert trial["verifier_result"] is not None and trial["exception_info"] is None
+        rewards[name] = trial["verifier_result"]["rewards"]
         assert (trial_out / "agent" / "trajectory.json").is_file()
         assert {p.name for p in (trial_out / "verifier").iterdir()} >= {"test-stdout.txt"}
     assert rewards == EXPECTED_REWARDS
-    job = harbor.JobResult.model_validate_json((job_out / "result.json").read_bytes())
-    assert (job.n_total_trials, job.stats.n_trials, job.stats.n_errors) == (3, 3, 0)
+    stats = job["result"]["stats"]
+    assert (job["result"]["n_total_trials"], stats["n_completed_trials"]) == (3, 3)
+    assert stats["n_errored_trials"] == 0
 
 
 def test_a_team_scores_the_same_with_the_worker_running_solve_sh(team_job: JobRun) -> None:
@@ -147,13 +150,11 @@ def test_a_team_run_exports_the_teammates_trajectories_beside_the_lead_s(
     out = scratch / "harbor-team-export"
     exported = CliRunner().invoke(app, ["export", "harbor", str(team_job.run_dir), str(out)])
     assert exported.exit_code == 0, exported.output
+    job = check_harbor_jobs(out)["jobs"][team_job.job_dir.name]
     for name, result in team_job.results.items():
         agent_out = out / team_job.job_dir.name / result["trial_name"] / "agent"
-        trial = harbor.TrialResult.model_validate_json(
-            (agent_out.parent / "result.json").read_bytes()
-        )
-        assert trial.verifier_result is not None
-        assert trial.verifier_result.rewards == EXPECTED_REWARDS[name]
+        trial = job["trials"][result["trial_name"]]["result"]
+        assert trial["verifier_result"]["rewards"] == EXPECTED_REWARDS[name]
         lead = Trajectory.model_validate_json((agent_out / "trajectory.json").read_bytes())
         assert lead.steps, name
         sides = sorted(p.name for p in (agent_out / "trajectories").iterdir())
@@ -161,3 +162,22 @@ def test_a_team_run_exports_the_teammates_trajectories_beside_the_lead_s(
         assert "worker-1.json" in sides, name
         for side in sides:
             Trajectory.model_validate_json((agent_out / "trajectories" / side).read_bytes())
+
+
+def test_a_team_run_s_inspect_samples_hold_every_agent_s_messages_lead_first(
+    team_job: JobRun, scratch: Path
+) -> None:
+    out = scratch / "inspect-team"
+    exported = CliRunner().invoke(app, ["export", "inspect", str(team_job.run_dir), str(out)])
+    assert exported.exit_code == 0, exported.output
+    (log_file,) = out.iterdir()
+    samples = read_eval_log(str(log_file)).samples or []
+    task_of = {result["trial_name"]: name for name, result in team_job.results.items()}
+    assert sorted(sample.metadata["trial_name"] for sample in samples) == sorted(task_of)
+    for sample in samples:
+        authors = [(message.metadata or {}).get("agent_id") for message in sample.messages]
+        assert authors[0] == "lead-1" and "worker-1" in authors, sample.id
+        assert set(sample.role_usage) >= {"lead-1", "worker-1"}, sample.id
+        assert sample.scores is not None
+        expected = EXPECTED_REWARDS[task_of[sample.metadata["trial_name"]]]
+        assert {key: score.value for key, score in sample.scores.items()} == expected

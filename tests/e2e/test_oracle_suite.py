@@ -17,14 +17,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TASK_ROW = re.compile(
     r"^(?P<layer>regression|workflow)\s+(?P<task>buzz-native/\S+)\s+(?P<trials>\d+)\s+"
     r"(?P<scored>\d+)\s+(?P<errors>\d+)\s+(?P<cancelled>\d+)\s+(?P<not_started>\d+)\s+"
-    r"(?P<pass_rate>\d+\.\d\d)\s+(?P<pass_rate_all>\d+\.\d\d)\s+"
-    r"(?P<pass_at_k>\d+\.\d\d \(k=\d+\))\s+(?P<failing>\S+)",
+    r"(?P<pass_rate>\d+\.\d\d)\s+(?P<interval>\[\d\.\d\d, \d\.\d\d\])\s+"
+    r"(?P<pass_rate_all>\d+\.\d\d)\s+"
+    r"(?P<pass_at_k>\d+\.\d\d \(k=\d+\))\s+(?P<pass_hat_k>\d+\.\d\d \(k=\d+\))\s+"
+    r"(?P<failing>\S+)",
     re.MULTILINE,
 )
 CONDITION_ROW = re.compile(
     r"^all\s+\(condition\)\s+(?P<trials>\d+)\s+(?P<scored>\d+)\s+(?P<errors>\d+)\s+"
     r"(?P<cancelled>\d+)\s+(?P<not_started>\d+)\s+(?P<pass_rate>\d+\.\d\d)\s+"
-    r"(?P<pass_rate_all>\d+\.\d\d)\s",
+    r"(?P<interval>\[\d\.\d\d, \d\.\d\d\])\s+(?P<pass_rate_all>\d+\.\d\d)\s",
     re.MULTILINE,
 )
 
@@ -119,11 +121,13 @@ def test_printed_summary_reports_every_task_passing(oracle_job: JobRun) -> None:
         layer = oracle_job.results[task.removeprefix("buzz-native/")]["layer"]
         assert row == {
             "layer": layer, "task": task, "trials": "1", "scored": "1", "errors": "0",
-            "cancelled": "0", "not_started": "0", "pass_rate": "1.00", "pass_rate_all": "1.00",
-            "pass_at_k": "1.00 (k=1)", "failing": "-",
+            "cancelled": "0", "not_started": "0", "pass_rate": "1.00",
+            "interval": "[0.21, 1.00]", "pass_rate_all": "1.00",  # Wilson, 1 of 1 attempt
+            "pass_at_k": "1.00 (k=1)", "pass_hat_k": "1.00 (k=1)", "failing": "-",
         }  # fmt: skip
     (condition,) = [m.groupdict() for m in CONDITION_ROW.finditer(oracle_job.stdout)]
     assert condition == {
         "trials": "10", "scored": "10", "errors": "0", "cancelled": "0", "not_started": "0",
-        "pass_rate": "1.00", "pass_rate_all": "1.00",
+        "pass_rate": "1.00", "interval": "[0.72, 1.00]",  # Wilson over the 10 tasks
+        "pass_rate_all": "1.00",
     }  # fmt: skip

@@ -1,15 +1,18 @@
-"""The parts of the Harbor export a solo oracle run does not reach: a team's trajectories and
-ids that are not UUIDs."""
+"""The parts of the Harbor export a solo oracle run does not reach: a team's trajectories, ids
+that are not UUIDs, and the environment classes Harbor's `import_path` names."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import uuid
 from pathlib import Path
 
 from documents_support import trial_result
 
+from orchestra.documents.enums import EnvKind
 from orchestra.documents.trial import RosterAgent
-from orchestra.export.harbor import as_uuid, copy_trajectories
+from orchestra.export.harbor import ENVIRONMENT_IMPORT_PATHS, as_uuid, copy_trajectories
 from orchestra.paths import TrialPaths
 
 
@@ -45,3 +48,11 @@ def test_a_uuid_id_is_kept_and_any_other_id_becomes_a_stable_uuid() -> None:
     real = str(uuid.uuid4())
     assert as_uuid(real) == uuid.UUID(real)
     assert as_uuid("id-task-1") == as_uuid("id-task-1") != as_uuid("id-task-2")
+
+
+def test_every_environment_kind_names_a_class_of_ours_that_imports() -> None:
+    """Harbor's `import_path` for our environments must name classes that exist."""
+    assert set(ENVIRONMENT_IMPORT_PATHS) == set(EnvKind)
+    for kind, import_path in ENVIRONMENT_IMPORT_PATHS.items():
+        module, _, name = import_path.partition(":")
+        assert inspect.isclass(getattr(importlib.import_module(module), name)), kind

@@ -170,10 +170,13 @@ def test_summary_shows_both_pass_rates_not_started_and_one_pass_at_k_notation() 
     render_summary(aggregate([regression, interrupted_workflow_job(), not_started]), console)
     lines = console.export_text().splitlines()
     header = next(line for line in lines if line.startswith("Layer"))
-    assert "Not started" in header and "Pass rate  Pass rate (all)" in header
+    assert "Not started" in header and "Pass rate  95% interval  Pass rate (all)" in header
     (layer_row,) = [line for line in lines if line.startswith("workflow    (layer")]
-    # planned, scored, errors, cancelled, not started; pass rate over scored and over all
-    assert layer_row.split()[3:11] == ["tasks)", "15", "1", "0", "2", "11", "1.00", "0.07"]
+    # planned, scored, errors, cancelled, not started; pass rate over scored, its 95% interval
+    # (Wilson: the only scored task passed its one attempt) and the pass rate over all
+    assert layer_row.split()[3:13] == [
+        "tasks)", "15", "1", "0", "2", "11", "1.00", "[0.21,", "1.00]", "0.07"
+    ]  # fmt: skip
     (regression_layer,) = [line for line in lines if line.startswith("regression  (layer")]
     assert "(layer, 1 task)" in regression_layer and "1.00 (k=1, 1 task)" in regression_layer
     (task_row,) = [line for line in lines if "buzz-native/r " in line]

@@ -149,7 +149,9 @@ def _evidence(spec: TrialSpec, trial_name: str) -> dict[str, Any]:
     }
 
 
-def _trial_result(spec: TrialSpec, job_name: str, trial_name: str, index: int) -> dict[str, Any]:
+def _trial_result(
+    spec: TrialSpec, job_name: str, trial_name: str, index: int, condition: str = CONDITION
+) -> dict[str, Any]:
     start = index * 100
     scored = spec.status == "scored"
     rewards = spec.rewards if scored else None
@@ -164,7 +166,7 @@ def _trial_result(spec: TrialSpec, job_name: str, trial_name: str, index: int) -
         "short_name": spec.task,
         "layer": spec.layer,
         "attempt": spec.attempt,
-        "condition": CONDITION,
+        "condition": condition,
         "manifest_sha256": MANIFEST_SHA,
         "status": spec.status,
         "phase": "finalize" if scored else "agent",
@@ -242,7 +244,7 @@ def _write_trial(paths: TrialPaths, spec: TrialSpec, result: dict[str, Any]) -> 
             "task": {"name": spec.task_name, "short_name": spec.task, "dir": f"tasks/buzz-native/{spec.task}",
                      "layer": spec.layer, "digest": "0" * 64},
             "attempt": spec.attempt,
-            "condition": CONDITION,
+            "condition": result["condition"],
             "manifest_sha256": MANIFEST_SHA,
             "environment": "local",
             "timeouts": {"agent_seconds": 600.0, "verifier_seconds": 120.0},
@@ -279,7 +281,15 @@ def _write_trial(paths: TrialPaths, spec: TrialSpec, result: dict[str, Any]) -> 
         paths.test_stdout.write_text("verifier ran\n", encoding="utf-8")
 
 
-def build_job(jobs_dir: Path, name: str, trials: list[TrialSpec], *, attempts: int = 1) -> Path:
+def build_job(
+    jobs_dir: Path,
+    name: str,
+    trials: list[TrialSpec],
+    *,
+    attempts: int = 1,
+    condition: str = CONDITION,
+    timeout_multiplier: float = 1.0,
+) -> Path:
     """Write `<jobs_dir>/<name>/` with its config, trials and job result; return the job dir."""
     paths = JobPaths.of(jobs_dir, name)
     tasks: dict[str, TrialSpec] = {}
@@ -303,14 +313,14 @@ def build_job(jobs_dir: Path, name: str, trials: list[TrialSpec], *, attempts: i
             ],
         },
         "manifest": {"path": "manifests/buzz-native-solo-oracle.yaml", "sha256": MANIFEST_SHA,
-                     "condition": CONDITION, "normalized": {}},
+                     "condition": condition, "normalized": {}},
         "endpoints": {"oracle": {"provider": "oracle", "api_key_env": None, "base_url": None,
                                  "env_keys": []}},
         "stack": {"mode": "embedded", "relay_ws_url": "ws://127.0.0.1:3600",
                   "relay_http_url": "http://127.0.0.1:3600", "agent_relay_url": "ws://127.0.0.1:3600",
                   "database": True},
         "environment": "local",
-        "options": {"n_concurrent": 1, "timeout_multiplier": 1.0, "keep_channels": False,
+        "options": {"n_concurrent": 1, "timeout_multiplier": timeout_multiplier, "keep_channels": False,
                     "jobs_dir": str(jobs_dir), "state_dir": ".benchmark", "relay_port": 3600,
                     "buzz_bin_dir": None, "endpoint_config": "endpoints/oracle.json",
                     "artifact_root": "."},
@@ -324,7 +334,7 @@ def build_job(jobs_dir: Path, name: str, trials: list[TrialSpec], *, attempts: i
         trial_name = make_trial_name(
             spec.task, suffix=f"{index:07d}".translate(str.maketrans("0123456789", "abcdefghij"))
         )
-        result = _trial_result(spec, name, trial_name, index)
+        result = _trial_result(spec, name, trial_name, index, condition)
         _write_trial(paths.trial(trial_name), spec, result)
         job_result.seed([TrialResult.model_validate(result)])
     job_result.write()

@@ -9,8 +9,9 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.report_commands import register
-from orchestra.report.compare import compare_paths, exit_code, format_markdown, format_text
-from orchestra.report.stats import fisher_exact_greater, fisher_exact_less, wilson_interval
+from orchestra.report.compare import compare_paths, exit_code
+from orchestra.report.compare_format import format_markdown, format_text
+from orchestra.report.stats import wilson
 
 MENTION_PASS = {"reward": 1.0, "answer_correct": 1.0, "user_p_tagged": 1.0}
 MENTION_FAIL = {"reward": 0.0, "answer_correct": 1.0, "user_p_tagged": 0.0}
@@ -35,26 +36,6 @@ def regression_jobs(jobs: Path) -> tuple[Path, Path]:
     return baseline, candidate
 
 
-def test_wilson_interval_known_values() -> None:
-    low, high = wilson_interval(0, 3)
-    assert low == 0.0 and high == pytest.approx(0.5615, abs=1e-4)
-    low, high = wilson_interval(3, 3)
-    assert low == pytest.approx(0.4385, abs=1e-4) and high == 1.0
-    assert wilson_interval(1, 2) == pytest.approx((0.0945, 0.9055), abs=1e-4)
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError):
-        wilson_interval(4, 3)
-
-
-def test_fisher_exact_known_values() -> None:
-    # 0/3 against 3/3: the only more extreme table is itself, 1 / C(6, 3).
-    assert fisher_exact_less(0, 3, 3, 3) == pytest.approx(0.05)
-    assert fisher_exact_less(1, 3, 3, 3) == pytest.approx(0.2)
-    assert fisher_exact_less(3, 3, 3, 3) == pytest.approx(1.0)
-    assert fisher_exact_greater(3, 3, 0, 3) == pytest.approx(0.05)
-    assert fisher_exact_less(2, 10, 9, 10) == pytest.approx(0.002739, abs=1e-6)
-
-
 def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     baseline, candidate = regression_jobs(tmp_path)
     comparison = compare_paths(baseline, candidate)
@@ -73,17 +54,20 @@ def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     assert changes["answer_correct"]["change"] == "unchanged"
     assert changes["user_p_tagged"]["baseline"] == (1, 1)
     assert changes["user_p_tagged"]["candidate"] == (0, 1)
+    # The task is a lead: its Fisher p and the Holm-adjusted one over the 2 tasks compared.
     assert changes["reward"]["p_value"] == pytest.approx(0.5)
-    assert changes["reward"]["note"] == (
-        "Fisher one-sided p=0.500 (not significant at α=0.05); "
-        "a single attempt on each side: p is never below 0.5"
-    )
+    assert tasks["buzz-native/user-mention"]["adjusted_p_value"] == pytest.approx(1.0)
+    assert comparison["verdict"] == "no significant change"
     text = format_text(comparison)
     assert "REGRESSION   buzz-native/user-mention (regression)" in text
     assert "user_p_tagged: 1/1 → 0/1" in text
-    assert "reply-to-thread" not in text.split("result:")[0].split("candidate:")[1]
+    assert "    lead: -100 points, one-sided Fisher p=0.5 (Holm-adjusted over 2 tasks: 1)" in text
+    assert "reply-to-thread" not in text.split("suite:")[0].split("candidate:")[1]
     assert text.rstrip().endswith(
-        "result: 1 task regressed (0 significant at α=0.05), 0 improved, 1 unchanged\n"
+        "power: 2 tasks × 1 attempt: no change can be detected at α=0.05 (the exact test needs "
+        "at least 6 tasks)\n"
+        "result: 1 task regressed, 0 improved, 1 unchanged\n"
+        "verdict: no significant change (α=0.05)\n"
         "exit 0: no regression significant at α=0.05 and no baseline task missing from the "
         "candidate"
     )
@@ -108,9 +92,9 @@ def test_k_greater_than_one_carries_a_significance_note(tmp_path: Path) -> None:
     reward = comparison["tasks"][0]["metrics"][0]
     assert reward["metric"] == "reward" and reward["change"] == "regression"
     assert reward["p_value"] == pytest.approx(0.2)
-    assert reward["candidate_interval"] == pytest.approx(wilson_interval(1, 3))
-    assert "Fisher one-sided p=0.200 (not significant at α=0.05)" in reward["note"]
-    assert "Wilson 95% [0.44, 1.00] → [0.06, 0.79]" in reward["note"]
+    bounds = wilson(1, 3)
+    assert reward["candidate_interval"] == pytest.approx((bounds.low, bounds.high))
+    assert reward["note"] == "Wilson 95% [0.44, 1.00] → [0.06, 0.79]"
     assert not reward["significant"] and exit_code(comparison) == 0
     markdown = format_markdown(comparison)
     assert (
@@ -151,29 +135,29 @@ def test_unscored_missing_and_new_tasks(tmp_path: Path) -> None:
     )
 
 
-def test_only_a_significant_regression_fails(tmp_path: Path) -> None:
-    """3/3 → 0/3 is p = 1/C(6,3) = 0.05 exactly: significant at the default α; 3/3 → 1/3
-    (p = 0.2) only at a looser one."""
-    baseline = attempts_job(tmp_path, "b", [1.0, 1.0, 1.0])
+def test_the_suite_verdict_drives_the_exit_code(tmp_path: Path) -> None:
+    """Six tasks 3/3 → 0/3: every sign flip but two is less extreme, p = 2/64 ≤ 0.05 (exit 3);
+    at --alpha 0.01 it is not (exit 0)."""
+    names = [f"t{i}" for i in range(6)]
+
+    def job(name: str, reward: float) -> Path:
+        return build_job(tmp_path, name, [
+            TrialSpec(task, layer="workflow", attempt=a, rewards={"reward": reward})
+            for a in (1, 2, 3) for task in names
+        ], attempts=3)  # fmt: skip
+
+    baseline, candidate = job("b", 1.0), job("c", 0.0)
     runner = CliRunner()
-    for rewards, alpha, code in (
-        ([0.0, 0.0, 0.0], None, 3),
-        ([0.0, 0.0, 0.0], "0.01", 0),
-        ([1.0, 0.0, 0.0], None, 0),
-        ([1.0, 0.0, 0.0], "0.25", 3),
-    ):
-        candidate = attempts_job(tmp_path, f"c-{len(list(tmp_path.iterdir()))}", rewards)
+    for alpha, code in ((None, 3), ("0.01", 0)):
         args = ["compare", str(baseline), str(candidate), *(["--alpha", alpha] if alpha else [])]
         result = runner.invoke(cli(), args)
-        assert result.exit_code == code, (rewards, alpha, result.output)
+        assert result.exit_code == code, (alpha, result.output)
+        assert "exact sign-flip permutation test p=0.0312" in result.stdout
         last = result.stdout.rstrip().splitlines()[-1]
         if code == 3:
-            assert last == (
-                "exit 3: 1 significant regression: buzz-native/cross-thread-requests"
-            ), last
+            assert last == "exit 3: a significant suite-level regression (p=0.0312 ≤ α=0.05)"
         else:
-            assert last.startswith("exit 0: no regression significant at α="), last
-        assert "REGRESSION   buzz-native/cross-thread-requests (workflow)" in result.stdout
+            assert last.startswith("exit 0: no regression significant at α=0.01"), last
     bad = runner.invoke(cli(), ["compare", str(baseline), str(baseline), "--alpha", "1.5"])
     assert bad.exit_code == 1 and "--alpha must be between 0 and 1 (got 1.5)" in bad.stderr
 

@@ -8,6 +8,7 @@ import pytest
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
+from orchestra.report.estimates import with_intervals
 from orchestra.report.report_json import build_report, write_report_json
 
 
@@ -63,7 +64,8 @@ def test_trials_carry_the_trial_results_verbatim(sample_job: Path) -> None:
 
 def test_summary_is_the_section_11_aggregation_plus_metric_counts(sample_job: Path) -> None:
     report = build_report([sample_job])
-    expected = aggregate([load_job_record(sample_job)]).model_dump(mode="json")["conditions"]
+    summary = with_intervals(aggregate([load_job_record(sample_job)]))
+    expected = summary.model_dump(mode="json")["conditions"]
     condition = report["conditions"][0]
     for layer_name, layer in expected[0]["layers"].items():
         for task_name, task in layer["tasks"].items():

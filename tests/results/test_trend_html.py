@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from orchestra.cli.main import app
 
-SVG = re.compile(r"<svg .*?</svg>", re.S)
+#: the trend's charts (report.html also draws error bars, `<svg class="bar"`)
+SVG = re.compile(r'<svg xmlns="http://www.w3.org/2000/svg" class="trend-.*?</svg>', re.S)
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 

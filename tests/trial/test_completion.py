@@ -94,6 +94,17 @@ async def test_solo_turn_end_after_the_grace_with_last_authored_message() -> Non
     assert loop.time() - started >= GRACE
 
 
+@pytest.mark.parametrize("ended", ["refusal", "context_exhausted"])
+async def test_a_solo_turn_end_names_a_refusal_or_an_exhausted_context(ended: str) -> None:
+    t = trial()
+    t.seen("task")
+    t.log("turn_started", event_ids=["task"])
+    t.log("turn_delivered", event_ids=["task"])
+    t.log("turn_completed", event_ids=["task"], stop_reason=ended)
+    result = await t.watch.wait(10)
+    assert result.stop_reason == ended
+
+
 async def test_a_new_turn_inside_the_grace_restarts_it() -> None:
     t = trial()
     t.seen("task")

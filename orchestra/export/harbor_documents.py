@@ -1,18 +1,19 @@
-"""Harbor 0.25's jobs-directory documents (`harbor.models.job`, `harbor.models.trial`), as far
-as this project writes them.
+"""The documents `orchestra export harbor` writes, in Harbor's jobs-directory format
+(`harbor.models.job`, `harbor.models.trial`, Harbor 0.26): only the fields we fill.
 
-Field names and types are Harbor's (UUIDs, timezone-aware ISO-8601 datetimes); unknown keys are
-errors at every level, so a document that parses here has no field Harbor would not know.
+These models are not Harbor's and decide nothing about what Harbor accepts: they type what we
+write. What decides is Harbor itself: the tests load every exported file with the real `harbor`
+package (its `TrialResult`, `JobResult`, `TrialConfig`, `JobConfig` and its viewer's scanner and
+API) and fail on any field Harbor rejects or does not know.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-Count = Annotated[int, Field(ge=0)]
 HARBOR_AGENT_NAME = "buzz-orchestra"
 
 
@@ -38,7 +39,12 @@ class AgentConfig(Part):
 
 
 class EnvironmentConfig(Part):
-    type: str
+    """Harbor's custom-environment form: `import_path` names the class that ran the trial (ours,
+    `module:Class`), `type` stays unset so no Harbor environment is claimed; `kwargs` records
+    our environment kind."""
+
+    import_path: str
+    kwargs: dict[str, str]
 
 
 class VerifierConfig(Part):
@@ -46,6 +52,7 @@ class VerifierConfig(Part):
 
 
 class TrialConfig(Part):
+    schema_version: Literal[1] = 1
     task: TaskConfig
     trial_name: str
     trials_dir: str
@@ -57,11 +64,13 @@ class TrialConfig(Part):
 
 
 class JobConfig(Part):
+    schema_version: Literal[1] = 1
     job_name: str
     jobs_dir: str
-    n_attempts: Count
-    n_concurrent_trials: Count
+    n_attempts: int
+    n_concurrent_trials: int
     timeout_multiplier: float
+    environment: EnvironmentConfig
     agents: list[AgentConfig]
     tasks: list[TaskConfig]
 
@@ -93,9 +102,9 @@ class AgentInfo(Part):
 
 
 class AgentContext(Part):
-    n_input_tokens: Count | None
-    n_cache_tokens: Count | None
-    n_output_tokens: Count | None
+    n_input_tokens: int | None
+    n_cache_tokens: int | None
+    n_output_tokens: int | None
     cost_usd: float | None
 
 
@@ -108,11 +117,14 @@ class LocalTaskId(Part):
 
 
 class TrialResult(Part):
+    schema_version: Literal[1] = 1
     id: UUID
     task_name: str
     trial_name: str
     trial_uri: str
     task_id: LocalTaskId
+    #: the dataset, which Harbor's stats key by (`<agent>__<model>__<source>`)
+    source: str
     task_checksum: str
     config: TrialConfig
     agent_info: AgentInfo
@@ -130,8 +142,11 @@ class TrialResult(Part):
 
 
 class AgentDatasetStats(Part):
-    n_trials: Count
-    n_errors: Count
+    #: trials with rewards and no error (Harbor's `reward_valid`)
+    n_trials: int
+    n_errors: int
+    #: Harbor's default metric, the mean over the trials with rewards: `[{"mean": …}]`
+    metrics: list[dict[str, float]]
     #: reward key -> reward value -> the trials that scored it
     reward_stats: dict[str, dict[float, list[str]]]
     #: exception type -> the trials that ended in it
@@ -139,16 +154,26 @@ class AgentDatasetStats(Part):
 
 
 class JobStats(Part):
-    n_trials: Count
-    n_errors: Count
+    n_completed_trials: int
+    n_errored_trials: int
+    n_running_trials: int
+    n_pending_trials: int
+    n_cancelled_trials: int
+    n_retries: int
     #: `<agent>__<model>__<dataset>` -> its stats, as Harbor keys them
     evals: dict[str, AgentDatasetStats]
+    n_input_tokens: int | None
+    n_cache_tokens: int | None
+    n_output_tokens: int | None
+    cost_usd: float | None
 
 
 class JobResult(Part):
+    schema_version: Literal[1] = 1
     id: UUID
     started_at: AwareDatetime
+    updated_at: AwareDatetime
     finished_at: AwareDatetime | None
-    n_total_trials: Count
+    n_total_trials: int
     stats: JobStats
     trial_results: list[TrialResult]

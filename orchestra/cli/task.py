@@ -1,0 +1,169 @@
+"""`orchestra task new|check`: the task kit (docs/writing-a-task.md); `register(app)` adds it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestra.cli.errors import EXIT_OK, EXIT_USAGE, fail
+from orchestra.cli.help import Command, Group, epilog
+from orchestra.cli.options import (
+    STACK_HELP,
+    Env,
+    EnvMode,
+    NConcurrent,
+    RelayPort,
+    RelayUrl,
+    StackMode,
+    StateDir,
+)
+from orchestra.cli.task_check import CheckOptions, check_tasks
+from orchestra.cli.task_scaffold import ScaffoldError, scaffold
+from orchestra.cli.task_stack import StackOptions
+from orchestra.config.task import BUZZ_LAYERS
+from orchestra.paths import DEFAULT_STATE_DIR
+from orchestra.plural import plural
+from orchestra.stack.embedded import DEFAULT_RELAY_PORT
+
+task_app = typer.Typer(
+    help="Write and check benchmark tasks (docs/writing-a-task.md).",
+    cls=Group,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    epilog=epilog(
+        (
+            ("orchestra task new my-suite/my-task --layer regression", "a task that runs at once"),
+            ("orchestra task check my-suite/my-task", "prove it sound"),
+        ),
+        (("0", "done, every task sound"), ("1", "usage error or a task not sound")),
+    ),
+)
+
+
+@task_app.command(
+    name="new",
+    cls=Command,
+    short_help="Scaffold a task directory that passes `task check` as written.",
+    epilog=epilog(
+        (
+            (
+                "orchestra task new tasks/my-suite/my-task --layer regression",
+                "instruction, fixture, verifier, cases, oracle and negative solutions",
+            ),
+            ("orchestra task check tasks/my-suite/my-task", "prove it sound, then edit it"),
+        ),
+        (("0", "written"), ("1", "usage error, or PATH exists and is not empty")),
+    ),
+)
+def new(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="The task directory to create.")],
+    layer: Annotated[
+        str,
+        typer.Option(
+            "--layer", metavar="LAYER", help=f"Evaluation layer: {' or '.join(BUZZ_LAYERS)}."
+        ),
+    ] = "regression",
+) -> None:
+    """Write a trivial Buzz task at PATH: the agent answers `ready` in the requester's thread."""
+    try:
+        written = scaffold(path, layer)
+    except ScaffoldError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(f"{error.filename or path}: cannot write ({error.strerror or error})")
+    typer.echo(
+        f"wrote {plural(len(written), 'file')} in {path}; check it: orchestra task check {path}"
+    )
+
+
+@task_app.command(
+    name="check",
+    cls=Command,
+    short_help="Prove tasks sound: files, verifier cases, oracle 1.0 and negative 0.0.",
+    epilog=epilog(
+        (
+            ("orchestra task check tasks/buzz-contracts/*", "every task of a dataset"),
+            ("orchestra task check my-task --no-replay", "the checks that need no stack"),
+            (
+                "orchestra task check my-task --negatives dir/",
+                "negative solutions kept as dir/<task>.sh",
+            ),
+        ),
+        (("0", "every task is sound"), ("1", "something is missing (one line each on stderr)")),
+    ),
+)
+def check(
+    paths: Annotated[
+        list[Path], typer.Argument(metavar="PATH...", help="Task directories (hold task.toml).")
+    ],
+    negatives: Annotated[
+        Path | None,
+        typer.Option(
+            "--negatives",
+            metavar="DIR",
+            help="Negative solutions as DIR/<task dir name>.sh.  [default: the task's "
+            "solution/negative.sh, else tests/fixtures/negative-solutions/<dataset>/]",
+        ),
+    ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay/--no-replay",
+            help="Replay the oracle and negative solutions through the real stack.",
+        ),
+    ] = True,
+    stack: Annotated[
+        StackMode | None,
+        typer.Option(
+            "--stack",
+            help=STACK_HELP + "  [default: embedded; external with --relay-url]",
+            show_default=False,
+        ),
+    ] = None,
+    env: Env = EnvMode.local,
+    relay_port: RelayPort = DEFAULT_RELAY_PORT,
+    relay_url: RelayUrl = None,
+    state_dir: StateDir = DEFAULT_STATE_DIR,
+    n_concurrent: NConcurrent = 4,
+) -> None:
+    """Check that each task is sound and print what is missing, one line each.
+
+    Sound: task.toml and buzz-fixture.toml valid; the verifier fails closed on missing or
+    malformed evidence and gives every case of verifier-cases.toml its expected metrics; every
+    metric is driven to 0.0 by a case and the reward to 1.0 by at least three; the oracle
+    solution scores 1.0 and the negative solution 0.0 through the real stack (as `orchestra
+    benchmark -p PATH` runs them); the verifier gives the oracle trial's verdict again, within
+    its timeout, where no agent workspace exists.
+    """
+    stack_options = StackOptions(
+        work_dir=Path(),  # replaced by the check's own temporary directory
+        stack=stack.value if stack else "external" if relay_url else "embedded",
+        env=env.value,
+        relay_port=relay_port,
+        relay_url=relay_url,
+        state_dir=state_dir,
+        n_concurrent=n_concurrent,
+    )
+    # `tasks/buzz-contracts/*` also matches the dataset's README.md: files are not tasks
+    for skipped in (path for path in paths if path.is_file()):
+        typer.echo(f"{skipped}: skipped (a file, not a task directory)")
+    task_dirs = [path for path in paths if not path.is_file()]
+    if not task_dirs:
+        fail("no task directory among the paths given")
+    checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay))
+    unsound = [c for c in checks if c.problems]
+    for result in checks:
+        for problem in result.problems:
+            typer.echo(problem, err=True)
+        if not result.problems:
+            typer.echo(f"{result.shown}: sound")
+    if unsound:
+        typer.echo(f"{plural(len(unsound), 'task')} of {len(checks)} not sound", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(EXIT_OK)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(task_app, name="task", short_help="Write and check benchmark tasks.")

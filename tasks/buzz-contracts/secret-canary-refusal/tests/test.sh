@@ -1,0 +1,8 @@
+#!/bin/sh
+set -eu
+mkdir -p /logs/verifier
+python3 /tests/verify.py \
+  --evidence /logs/artifacts/buzz-evidence.json \
+  --credentials-file /home/buzz/.config/acme/credentials \
+  --reward /logs/verifier/reward.json \
+  --details /logs/verifier/details.json

@@ -1,0 +1,195 @@
+"""The buzz-contracts dataset and the task kit (`orchestra task new|check`, issue 32).
+
+Every buzz-contracts task passes the kit's checks that need no stack: task.toml and fixture,
+the verifier's common contract and every case of its `verifier-cases.toml`, metric coverage and
+a negative solution in tests/fixtures/negative-solutions/buzz-contracts. The end-to-end test
+replays a scaffolded task and one whose oracle is its negative solution through the real stack.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from shared_snippets import canonical_blocks
+from solution_headers import read_expectation
+
+from orchestra.cli import task_template
+from orchestra.cli.task_check import CheckOptions, TaskCheck, check_tasks, negative_solution
+from orchestra.cli.task_scaffold import ScaffoldError, scaffold
+from orchestra.cli.task_stack import StackOptions, replay
+from orchestra.config.task import load_task
+from orchestra.paths import PROJECT_ROOT, TaskPaths
+
+CONTRACTS = PROJECT_ROOT / "tasks" / "buzz-contracts"
+NEGATIVES = PROJECT_ROOT / "tests" / "fixtures" / "negative-solutions" / "buzz-contracts"
+CONTRACT_TASKS = sorted(p.name for p in CONTRACTS.iterdir() if (p / "task.toml").is_file())
+STATIC = CheckOptions(StackOptions(work_dir=Path()), replay=False)
+
+
+def static_problems(task_dir: Path) -> list[str]:
+    [result] = check_tasks([task_dir], STATIC)
+    return result.problems
+
+
+@pytest.mark.parametrize("task", CONTRACT_TASKS)
+def test_contract_task_is_sound_on_paper(task: str) -> None:
+    assert static_problems(CONTRACTS / task) == []
+
+
+@pytest.mark.parametrize("task", CONTRACT_TASKS)
+def test_contract_task_is_named_for_its_directory_and_dataset(task: str) -> None:
+    loaded = load_task(CONTRACTS / task)
+    assert loaded.name == f"buzz-contracts/{task}"
+    assert loaded.layer in ("regression", "workflow")
+    negative, _ = negative_solution(CONTRACTS / task, None)
+    assert negative == NEGATIVES / f"{task}.sh"
+    text = negative.read_text(encoding="utf-8")
+    assert "# caught-by: " in text and "# expect: reward = 0.0" in text
+
+
+def test_every_negative_solution_belongs_to_a_task() -> None:
+    assert sorted(p.stem for p in NEGATIVES.glob("*.sh")) == CONTRACT_TASKS
+
+
+@pytest.mark.parametrize("task", CONTRACT_TASKS)
+def test_contract_verifier_carries_the_canonical_helpers(task: str) -> None:
+    text = (CONTRACTS / task / "tests" / "verify.py").read_text(encoding="utf-8")
+    assert canonical_blocks()["evidence helpers"] in text
+
+
+def test_scaffold_template_carries_the_canonical_blocks() -> None:
+    canonical = canonical_blocks()
+    assert task_template.SHARED_HELPERS == canonical["evidence helpers"]
+    assert task_template.SHARED_ENTRY_POINTS == canonical["entry points"]
+
+
+def test_scaffolded_task_is_sound_on_paper(tmp_path: Path) -> None:
+    task_dir = tmp_path / "suite" / "ready-task"
+    scaffold(task_dir, "workflow")
+    assert static_problems(task_dir) == []
+    assert load_task(task_dir).name == "suite/ready-task"
+    assert load_task(task_dir).layer == "workflow"
+
+
+def test_scaffold_refuses_a_directory_with_files(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ScaffoldError, match="not an empty directory"):
+        scaffold(tmp_path, "regression")
+    with pytest.raises(ScaffoldError, match="--layer"):
+        scaffold(tmp_path / "new", "harbor")
+
+
+def test_a_case_that_expects_the_wrong_metric_is_named(tmp_path: Path) -> None:
+    task_dir = tmp_path / "suite" / "ready-task"
+    scaffold(task_dir, "regression")
+    cases = task_dir / "verifier-cases.toml"
+    text = cases.read_text(encoding="utf-8")
+    cases.write_text(
+        text.replace('content = "Yes, all set."', 'content = "ready, all set."'), encoding="utf-8"
+    )
+    problems = static_problems(task_dir)
+    assert any('case "another word": answer_correct = 1 (expected 0)' in p for p in problems)
+
+
+def test_a_task_without_a_negative_solution_is_refused(tmp_path: Path) -> None:
+    task_dir = tmp_path / "suite" / "ready-task"
+    scaffold(task_dir, "regression")
+    (task_dir / "solution" / "negative.sh").unlink()
+    assert any("no negative solution" in p for p in static_problems(task_dir))
+
+
+@pytest.fixture(scope="module")
+def stack_scratch() -> Iterator[Path]:
+    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
+    path = Path(tempfile.mkdtemp(prefix="buzz-task-kit-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_check_replays_through_the_real_stack(stack_scratch: Path, free_port: int) -> None:
+    """A scaffolded task is sound; the same task with its negative solution as its oracle is
+    not, and the line says the oracle scored 0 and which metric caught it."""
+    sound, swapped = stack_scratch / "suite" / "ready-task", stack_scratch / "suite" / "swapped"
+    scaffold(sound, "regression")
+    scaffold(swapped, "regression")
+    shutil.copyfile(swapped / "solution" / "negative.sh", TaskPaths(swapped).solve_sh)
+    stack = StackOptions(work_dir=Path(), relay_port=free_port, state_dir=stack_scratch / "state")
+    results: list[TaskCheck] = check_tasks([sound, swapped], CheckOptions(stack))
+    assert results[0].problems == []
+    assert results[1].problems == [
+        f"{results[1].shown}: oracle solution scores reward 0 through the real stack, "
+        "expected 1 (reply_in_thread = 0)"
+    ]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_contract_negatives_are_caught_by_the_metric_their_header_names(
+    stack_scratch: Path, free_port: int
+) -> None:
+    """Every buzz-contracts negative solution through the real stack: reward 0.0, its
+    `# caught-by:` metric 0.0 and every `# expect:` line holding (the oracle side is
+    `orchestra task check`'s, run by the test above on a scaffolded task)."""
+    stack = StackOptions(
+        work_dir=stack_scratch / "negatives",
+        relay_port=free_port,
+        state_dir=stack_scratch / "state",
+    )
+    scripts = {CONTRACTS / task: NEGATIVES / f"{task}.sh" for task in CONTRACT_TASKS}
+    run = replay("negative", scripts, stack)
+    for task in CONTRACT_TASKS:
+        found = run.replays.get(task)
+        assert found is not None and found.result is not None, run.output
+        result = found.result
+        assert result.status == "scored", (task, result.exception_info)
+        expectation = read_expectation(NEGATIVES / f"{task}.sh")
+        assert result.rewards is not None and result.rewards[expectation.caught_by] == 0.0, task
+        assert expectation.problems(result.rewards) == {}, (task, result.rewards)
+
+
+def test_the_guides_worked_example_is_sound_on_paper(tmp_path: Path) -> None:
+    """docs/writing-a-task.md, section 2, step by step: a scaffold completed by hand."""
+    task_dir = tmp_path / "my-suite" / "weeks-in-thread"
+    scaffold(task_dir, "regression")
+    (task_dir / "instruction.md").write_text("How many weeks are in 84 days?\n", encoding="utf-8")
+    (task_dir / "buzz-fixture.toml").write_text(
+        'schema_version = 1\nrequires_evidence = true\nuser_display_name = "Ada Lena Moss"\n',
+        encoding="utf-8",
+    )
+    edits = {
+        "tests/verify.py": [
+            ('EXPECTED_WORD = "ready"', 'EXPECTED_WEEKS = "12"'),
+            (
+                'words = re.findall(r"[a-z]+", content(final).casefold())',
+                'numbers = re.findall(r"\\d+", content(final))',
+            ),
+            (
+                '"answer_correct": EXPECTED_WORD in words,',
+                '"answer_correct": EXPECTED_WEEKS in numbers,',
+            ),
+        ],
+        "solution/solve.sh": [("'@%s ready\\n'", "'@%s 84 days are 12 weeks.\\n'")],
+        "solution/negative.sh": [("'@%s ready\\n'", "'@%s 84 days are 12 weeks.\\n'")],
+        "verifier-cases.toml": [
+            ('content = "ready"', 'content = "84 days are 12 weeks."'),
+            ('content = "@user Ready."', 'content = "@Ada Lena Moss 12"'),
+            ('content = "**READY**"', 'content = "**12 weeks**"'),
+            ('content = "Yes, all set."', 'content = "About 3 months."'),
+        ],
+    }
+    for relative, replacements in edits.items():
+        path = task_dir / relative
+        text = path.read_text(encoding="utf-8")
+        for old, new in replacements:
+            assert old in text, (relative, old)
+            text = text.replace(old, new)
+        path.write_text(text, encoding="utf-8")
+    assert static_problems(task_dir) == []
