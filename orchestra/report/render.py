@@ -230,7 +230,6 @@ def render_summary(
             console.print(
                 f"not shown at this width: {hidden} ({every_column} has every column)",
                 highlight=False,
-                soft_wrap=True,
             )
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
         for estimate_line in estimate_lines(condition.totals):
