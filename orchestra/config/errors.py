@@ -170,6 +170,10 @@ def _problem(error: ErrorDetails, known_keys: Sequence[str] = ()) -> str:
     return message
 
 
+#: the field of a problem with the whole document (a model validator's)
+TOP_LEVEL = "(top level)"
+
+
 def from_validation_error(
     file: str,
     exc: ValidationError,
@@ -186,7 +190,7 @@ def from_validation_error(
         own_loc = [part for part in error["loc"] if not _is_internal_loc(part)]
         known = keys_at(model, own_loc[:-1]) if model is not None else ()
         loc = [*prefix, *own_loc]
-        errors.append(ConfigError(file, render(loc) or "(top level)", _problem(error, known)))
+        errors.append(ConfigError(file, render(loc) or TOP_LEVEL, _problem(error, known)))
     return errors
 
 

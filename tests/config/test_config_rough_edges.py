@@ -16,14 +16,15 @@ from orchestra.config.errors import ConfigError
 from orchestra.config.fixture import load_fixture
 from orchestra.config.manifest import load_manifest
 from orchestra.config.task import load_task
-from orchestra.jobs.plan import PlanError, Selection, make_plan
+from orchestra.documents.run_config import TaskSelection
+from orchestra.jobs.plan import PlanError, make_plan
 
 from .conftest import LUNA_MANIFEST, REPO, make_task
 
 
 def plan_error(path: Path, *include: str) -> str:
     with pytest.raises(PlanError) as caught:
-        make_plan(Selection(path, include=include), None, "job")
+        make_plan(TaskSelection(path=path, include=list(include)), "job")
     return str(caught.value)
 
 
