@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,21 @@ def tasks_copy(where: Path, *, negate: bool) -> Path:
     return dataset
 
 
+@dataclass(frozen=True)
+class ConfirmedRun:
+    returncode: int
+    stdout: str
+    output: str  # both streams and the exit, for assertion messages
+    attempts: dict[str, list[int]]  # task directory name -> the attempts that ran
+
+    @property
+    def last_line(self) -> str:
+        return self.stdout.strip().splitlines()[-1]
+
+
 def confirmed_run(
     scratch: Path, name: str, relay_url: str, database_url: str, *, negate: bool
-) -> tuple[subprocess.CompletedProcess[str], dict[str, list[int]]]:
+) -> ConfirmedRun:
     """`orchestra benchmark --confirm-against` the baseline; the attempts run per task."""
     baseline = baseline_report(scratch / f"{name}-baseline.json")
     args = [
@@ -60,36 +73,29 @@ def confirmed_run(
     for path in sorted((scratch / "jobs" / name / name).glob("*/result.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
         attempts.setdefault(result["short_name"], []).append(result["attempt"])
-    return process, {task: sorted(numbers) for task, numbers in attempts.items()}
+    output = f"exit {process.returncode}\n{process.stdout}\n{process.stderr}"
+    ran = {task: sorted(numbers) for task, numbers in attempts.items()}
+    return ConfirmedRun(process.returncode, process.stdout, output, ran)
 
 
 def test_a_regression_is_confirmed_by_reruns_of_that_task_alone(
     scratch: Path, relay_url: str, embedded_pg
 ) -> None:
-    process, attempts = confirmed_run(
-        scratch, "negated", relay_url, embedded_pg.new_database_url(), negate=True
-    )
-    output = f"exit {process.returncode}\n{process.stdout}\n{process.stderr}"
-    assert process.returncode == 3, output
+    run = confirmed_run(scratch, "negated", relay_url, embedded_pg.new_database_url(), negate=True)
+    assert run.returncode == 3, run.output
     # 1/1 against 0 of 4 misses the 80 % target whatever a fifth does: 3 confirmation attempts
-    assert attempts == {FLIPPED: [1, 2, 3, 4], STEADY: [1]}, output
-    assert f"buzz-native/{FLIPPED} #2 (confirmation)" in process.stdout
-    last = process.stdout.strip().splitlines()[-1]
-    assert last == (
+    assert run.attempts == {FLIPPED: [1, 2, 3, 4], STEADY: [1]}, run.output
+    assert f"buzz-native/{FLIPPED} #2 (confirmation)" in run.stdout
+    assert run.last_line == (
         f"confirmed regression: buzz-native/{FLIPPED} (decided by the reliability target)"
-    ), output
+    ), run.output
 
 
 def test_nothing_changed_runs_no_confirmation_attempt(
     scratch: Path, relay_url: str, embedded_pg
 ) -> None:
-    process, attempts = confirmed_run(
-        scratch, "intact", relay_url, embedded_pg.new_database_url(), negate=False
-    )
-    output = f"exit {process.returncode}\n{process.stdout}\n{process.stderr}"
-    assert process.returncode == 0, output
-    assert attempts == {FLIPPED: [1], STEADY: [1]}, output
-    assert "(confirmation)" not in process.stdout
-    assert process.stdout.strip().splitlines()[-1] == (
-        "no task regressed against the baseline: no confirmation attempts"
-    )
+    run = confirmed_run(scratch, "intact", relay_url, embedded_pg.new_database_url(), negate=False)
+    assert run.returncode == 0, run.output
+    assert run.attempts == {FLIPPED: [1], STEADY: [1]}, run.output
+    assert "(confirmation)" not in run.stdout
+    assert run.last_line == "no task regressed against the baseline: no confirmation attempts"
