@@ -92,6 +92,7 @@ class Run:
                 allow_missing_keys=allow_missing_keys,
             )
             owed = scope.owed(self.config.keep_errors)
+            self._confirmation()  # the baseline is read as the real run reads it
         except Refused as error:
             return RunOutcome(RunEnd.USAGE, [str(error)], missing_keys=error.missing_keys)
         except DocumentError as error:
