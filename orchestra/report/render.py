@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable
 
 from rich.console import Console
+from rich.markup import escape
 
 from orchestra.config.errors import display_path
 from orchestra.documents.enums import ErrorType
@@ -198,6 +199,12 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
     return rows
 
 
+def served_models_text(models: dict[str, str]) -> str:
+    """The endpoints that send a model id other than their name (issue 30), or ""."""
+    named = [f"{name}={model}" for name, model in models.items() if model != name]
+    return f"  models: {', '.join(named)}" if named else ""
+
+
 def render_summary(document: Summary, console: Console, width: int | None = None) -> None:
     """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes),
     with the intervals of issue 29."""
@@ -206,6 +213,7 @@ def render_summary(document: Summary, console: Console, width: int | None = None
         console.print(
             f"Condition [bold]{condition.condition}[/bold]  "
             f"(manifest {condition.manifest_sha256[:8]}…)  jobs: {jobs}"
+            f"{escape(served_models_text(condition.models))}"
         )
         if condition.oracle:
             console.print(f"[yellow]{ORACLE_NOTE}[/yellow]")

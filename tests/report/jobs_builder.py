@@ -289,8 +289,13 @@ def build_job(
     attempts: int = 1,
     condition: str = CONDITION,
     timeout_multiplier: float = 1.0,
+    endpoints: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """Write `<jobs_dir>/<name>/` with its config, trials and job result; return the job dir."""
+    """Write `<jobs_dir>/<name>/` with its config, trials and job result; return the job dir.
+    `endpoints`: the config's endpoint records (default: the oracle), also in the identity."""
+    identity: dict[str, Any] = {"condition": MANIFEST_SHA}
+    if endpoints is not None:
+        identity["endpoints"] = endpoints
     paths = JobPaths.of(jobs_dir, name)
     tasks: dict[str, TrialSpec] = {}
     for spec in trials:
@@ -302,7 +307,7 @@ def build_job(
         "id": f"uuid-{name}",
         "created_at": _timestamp(0),
         "orchestrator_version": "0.0.0",
-        "replay_identity": replay_record({"condition": MANIFEST_SHA}).model_dump(),
+        "replay_identity": replay_record(identity).model_dump(),
         "plan": {
             "layer": layers.pop() if len(layers) == 1 else "mixed",
             "attempts": attempts,
@@ -314,8 +319,8 @@ def build_job(
         },
         "manifest": {"path": "manifests/buzz-native-solo-oracle.yaml", "sha256": MANIFEST_SHA,
                      "condition": condition, "normalized": {}},
-        "endpoints": {"oracle": {"provider": "oracle", "api_key_env": None, "base_url": None,
-                                 "env_keys": []}},
+        "endpoints": endpoints or {"oracle": {"provider": "oracle", "api_key_env": None,
+                                              "base_url": None, "env_keys": []}},
         "stack": {"mode": "embedded", "relay_ws_url": "ws://127.0.0.1:3600",
                   "relay_http_url": "http://127.0.0.1:3600", "agent_relay_url": "ws://127.0.0.1:3600",
                   "database": True},
