@@ -47,7 +47,10 @@ def test_two_served_models_are_two_conditions(tmp_path: Path) -> None:
         {"local": "Qwen/Qwen3-8B"},
         {"local": "meta-llama/Llama-3.1-8B"},
     ]
-    assert [[j["name"] for j in c["jobs"]] for c in conditions] == [["qwen", "qwen-again"], ["llama"]]
+    assert [[j["name"] for j in c["jobs"]] for c in conditions] == [
+        ["qwen", "qwen-again"],
+        ["llama"],
+    ]
     # Each condition counts only its own trials, in §11's numbers and in the outcome counts.
     assert [c["totals"]["scored"] for c in conditions] == [8, 4]
     assert [c["totals"]["pass_rate"] for c in conditions] == [0.75, 0.0]
