@@ -22,7 +22,7 @@ from orchestra.documents.summary import (
     TaskSummary,
 )
 from orchestra.documents.trial import AgentTokens, BuzzAgent, TokenCounts, TrialResult
-from orchestra.jobs.tally import Counted, Tally
+from orchestra.jobs.tally import TOKEN_FIELDS, Counted, Tally, token_tuple
 
 LAYER_ORDER = LAYERS
 
@@ -247,18 +247,14 @@ class _AgentTally:
     agent: BuzzAgent
     trials: int = 0
     messages: int = 0
-    input: int = 0
-    cached_input: int = 0
-    output: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0] * len(TOKEN_FIELDS))
     cost_usd: float = 0.0
 
     def add(self, agent: BuzzAgent, used: AgentTokens | None) -> None:
         self.trials += 1
         self.messages += agent.messages or 0
         if used is not None:
-            self.input += used.input
-            self.cached_input += used.cached_input
-            self.output += used.output
+            self.tokens = [sum(pair) for pair in zip(self.tokens, token_tuple(used), strict=True)]
             self.cost_usd += used.cost_usd
 
 
@@ -280,9 +276,7 @@ def agent_summaries(trials: Sequence[TrialResult]) -> dict[str, AgentSummary]:
             trials=tally.trials,
             messages=tally.messages,
             transcript_share=tally.messages / written if written else None,
-            tokens=TokenCounts(
-                input=tally.input, cached_input=tally.cached_input, output=tally.output
-            ),
+            tokens=TokenCounts(**dict(zip(TOKEN_FIELDS, tally.tokens, strict=True))),
             cost_usd=tally.cost_usd,
         )
         for agent_id, tally in tallies.items()

@@ -332,6 +332,7 @@ CSV_FIELDS = (
     "pass_rate_high",
     "pass_hat_k",
     "flaky",
+    "cache_write_input_tokens",  # issue 30
 )
 
 
@@ -374,6 +375,7 @@ def summary_csv(document: Summary) -> str:
                         ),
                         task.pass_hat_ks.get(pass_k.k) if pass_k else None,
                         task.flaky,
+                        task.tokens.cache_write_input,
                     ]
                 )
     return buffer.getvalue()

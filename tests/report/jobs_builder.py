@@ -75,6 +75,7 @@ class TrialSpec:
     stop_reason: str | None = "turn_end"
     exception_type: str | None = None
     tokens: tuple[int, int, int] = (5000, 100, 150)
+    cache_write_input: int = 0  # prompt tokens written to the provider's cache (part of input)
     cost_usd: float = 0.01
     seconds: int = 10
     evidence: bool = True
@@ -157,6 +158,7 @@ def _trial_result(
     rewards = spec.rewards if scored else None
     phases = ("setup", "agent", "teardown", "evidence", "verify", "finalize")
     step = spec.seconds / len(phases)
+    cache_write = {"cache_write_input": spec.cache_write_input} if spec.cache_write_input else {}
     return {
         "schema_version": 1,
         "trial_id": f"id-{trial_name}",
@@ -194,11 +196,13 @@ def _trial_result(
             "input": spec.tokens[0],
             "cached_input": spec.tokens[1],
             "output": spec.tokens[2],
+            **cache_write,
             "per_agent": {
                 AGENT: {
                     "input": spec.tokens[0],
                     "cached_input": spec.tokens[1],
                     "output": spec.tokens[2],
+                    **cache_write,
                     "turns": 1,
                     "cost_usd": spec.cost_usd,
                 }
