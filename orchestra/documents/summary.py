@@ -60,6 +60,15 @@ class Estimate(Part):
     interval: Interval | None
 
 
+class ConfirmationCount(Part):
+    """A task's attempts beyond its job's k (confirmation reruns, `--confirm-against`): counted
+    apart and out of every rate, since only regressed tasks get them (a selection bias)."""
+
+    attempts: Count  # confirmation trials, whatever their status
+    scored: Count
+    passes: Count  # scored with reward 1.0
+
+
 class TaskSummary(Rates, UsageSummary):
     incomplete: bool  # fewer scored trials than k
     pass_at_k: TaskPassAtK | None
@@ -73,6 +82,7 @@ class TaskSummary(Rates, UsageSummary):
     #: Wilson intervals of the two pass rates, trials as units (added by the report layer)
     pass_rate_interval: Interval | None = None
     pass_rate_all_interval: Interval | None = None
+    confirmation: ConfirmationCount | None = None  # None: no attempt beyond k
 
 
 class GroupSummary(Rates, UsageSummary):

@@ -13,6 +13,7 @@ from orchestra.documents.job import EndpointRecord, JobConfig, PlanRecord
 from orchestra.documents.summary import (
     AgentSummary,
     ConditionSummary,
+    ConfirmationCount,
     GroupPassAtK,
     GroupSummary,
     JobRef,
@@ -119,12 +120,18 @@ class ConditionTally:
     """One condition's trials as a `Tally` per (layer, task), with what the plans give each:
     the summary's layers and totals from sums, not from another pass over the trials.
 
+    Attempts beyond their job's k (confirmation reruns of a regressed task) are tallied apart:
+    they stay out of every rate and count of the task's row (only regressed tasks get them, so
+    counting them would bias the pass rates) and are reported as its `confirmation`; their
+    tokens, cost and time are in the usage, as they were spent.
+
     `aggregate` fills it from scratch; the job `result.json` adds and removes trials as their
     results change (orchestra.jobs.result)."""
 
     planned: dict[tuple[str, str], int] = field(default_factory=dict)  # 0: a task no plan names
     attempts: dict[tuple[str, str], int] = field(default_factory=dict)  # k of pass@k
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
+    confirming: dict[tuple[str, str], Tally] = field(default_factory=dict)  # attempts beyond k
 
     def plan(self, job: JobRecord) -> None:
         for task in job.tasks:
@@ -133,47 +140,66 @@ class ConditionTally:
             self.attempts[key] = max(self.attempts.get(key, 0), job.attempts)
             self.tallies.setdefault(key, Tally())
 
+    def _tally_of(self, trial: Counted, attempts: int) -> Tally:
+        key = (trial.layer, trial.task_name)
+        if trial.attempt > attempts:
+            return self.confirming.setdefault(key, Tally())
+        return self.tallies[key]
+
     def add(self, trial: Counted, attempts: int) -> None:
-        """Count a trial in; `attempts`: its job's k, for a task no plan names."""
+        """Count a trial in; `attempts`: its job's k (planned attempts)."""
         key = (trial.layer, trial.task_name)
         if key not in self.tallies:
             self.planned[key], self.attempts[key], self.tallies[key] = 0, attempts, Tally()
-        self.tallies[key].add(trial)
+        self._tally_of(trial, attempts).add(trial)
 
-    def remove(self, trial: Counted) -> None:
-        """Take a counted trial back out (its result changed, or it left the job)."""
+    def remove(self, trial: Counted, attempts: int) -> None:
+        """Take a counted trial back out (its result changed, or it left the job); `attempts`:
+        its job's k, as it was counted in."""
         key = (trial.layer, trial.task_name)
-        tally = self.tallies[key]
-        tally.remove(trial)
-        if tally.trials == 0 and self.planned[key] == 0:
+        self._tally_of(trial, attempts).remove(trial)
+        if key in self.confirming and self.confirming[key].trials == 0:
+            del self.confirming[key]
+        if self.tallies[key].trials == 0 and key not in self.confirming and not self.planned[key]:
             del self.planned[key], self.attempts[key], self.tallies[key]
 
     def total(self) -> Tally:
-        return Tally.of(list(self.tallies.values()))
+        """Every trial, confirmation attempts included (the job's counts and usage)."""
+        return Tally.of([*self.tallies.values(), *self.confirming.values()])
 
     def count(self, status: TrialStatus) -> int:
         """Trials with `status` (without summing the rest of the tallies)."""
-        return sum(tally.statuses[status] for tally in self.tallies.values())
+        tallies = [*self.tallies.values(), *self.confirming.values()]
+        return sum(tally.statuses[status] for tally in tallies)
+
+    def _used(self, keys: Iterable[tuple[str, str]]) -> Tally:
+        """What the trials of `keys` used, confirmation attempts included."""
+        return Tally.of(
+            [tally for key in keys for tally in (self.tallies[key], self.confirming.get(key))
+             if tally is not None]
+        )  # fmt: skip
 
     def layers(self) -> dict[str, LayerSummary]:
         layers: dict[str, LayerSummary] = {}
         for layer in sorted({layer for layer, _ in self.tallies}, key=_layer_rank):
             keys = sorted(key for key in self.tallies if key[0] == layer)
             tasks = {key[1]: self._task_summary(key) for key in keys}
-            tally = Tally.of([self.tallies[key] for key in keys])
-            layers[layer] = LayerSummary(**dict(_group_summary(tasks, tally)), tasks=tasks)
+            rated = Tally.of([self.tallies[key] for key in keys])
+            summary = _group_summary(tasks, rated, self._used(keys))
+            layers[layer] = LayerSummary(**dict(summary), tasks=tasks)
         return layers
 
     def totals(self, layers: dict[str, LayerSummary]) -> GroupSummary:
         tasks = {name: task for layer in layers.values() for name, task in layer.tasks.items()}
-        return _group_summary(tasks, self.total())
+        return _group_summary(tasks, Tally.of(list(self.tallies.values())), self.total())
 
     def _task_summary(self, key: tuple[str, str]) -> TaskSummary:
         tally, k = self.tallies[key], self.attempts[key]
         n, c = tally.scored, tally.successes
+        confirming = self.confirming.get(key)
         return TaskSummary(
             **dict(tally.rates(self.planned[key])),
-            **dict(tally.usage()),
+            **dict(self._used([key]).usage()),
             incomplete=n < k,
             pass_at_k=None if n < k else TaskPassAtK(k=k, value=pass_at_k(n, tally.successes, k)),
             failing_dimensions=tally.failing_dimensions(),
@@ -181,14 +207,22 @@ class ConditionTally:
             pass_at_ks={j: pass_at_k(n, c, j) if j <= n else None for j in range(1, k + 1)},
             pass_hat_ks={j: pass_hat_k(n, c, j) if j <= n else None for j in range(1, k + 1)},
             flaky=0 < c < n,
+            confirmation=None
+            if confirming is None
+            else ConfirmationCount(
+                attempts=confirming.trials,
+                scored=confirming.scored,
+                passes=confirming.successes,
+            ),
         )
 
 
-def _group_summary(tasks: dict[str, TaskSummary], tally: Tally) -> GroupSummary:
+def _group_summary(tasks: dict[str, TaskSummary], rated: Tally, used: Tally) -> GroupSummary:
+    """`rated`: the trials the rates count (attempts up to k); `used`: every trial."""
     with_pass_at_k = [task.pass_at_k.value for task in tasks.values() if task.pass_at_k]
     return GroupSummary(
-        **dict(tally.rates(sum(task.planned for task in tasks.values()))),
-        **dict(tally.usage()),
+        **dict(rated.rates(sum(task.planned for task in tasks.values()))),
+        **dict(used.usage()),
         pass_at_k=GroupPassAtK(
             value=sum(with_pass_at_k) / len(with_pass_at_k), n_tasks=len(with_pass_at_k)
         )

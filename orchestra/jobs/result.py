@@ -83,7 +83,7 @@ class JobResultRecorder:
     def _put(self, result: TrialResult) -> None:
         previous = self.trials.get(result.trial_name)
         if previous is not None:
-            self.tally.remove(previous)
+            self.tally.remove(previous, self.config.plan.attempts)
         counted = self.trials[result.trial_name] = Counted.of(result)
         self.tally.add(counted, self.config.plan.attempts)
 
@@ -100,7 +100,7 @@ class JobResultRecorder:
         """A trial moved to `.superseded/` (rerun in the job) is no longer the job's."""
         previous = self.trials.pop(trial_name, None)
         if previous is not None:
-            self.tally.remove(previous)
+            self.tally.remove(previous, self.config.plan.attempts)
         self._states.pop(trial_name, None)
 
     def _state_changed(self) -> None:

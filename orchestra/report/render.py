@@ -242,6 +242,8 @@ def render_summary(
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
         for estimate_line in estimate_lines(condition.totals):
             console.print(estimate_line, markup=False, highlight=False)
+        for confirmation_line in confirmation_lines(condition):
+            console.print(confirmation_line, markup=False, highlight=False)
         for agent_line in agent_lines(condition):
             console.print(agent_line, markup=False, highlight=False)
         for kind, names in condition.error_types.items():
@@ -270,6 +272,18 @@ def estimate_lines(totals: GroupSummary) -> list[str]:
     if totals.flaky_tasks:
         lines.append(f"flaky (passed some attempts, not all): {', '.join(totals.flaky_tasks)}")
     return lines
+
+
+def confirmation_lines(condition: ConditionSummary) -> list[str]:
+    """Attempts beyond k (confirmation reruns), which the rows and rates leave out."""
+    return [
+        f"confirmation attempts: {task_name} passed {confirmation.passes} of "
+        f"{confirmation.scored} scored ({plural(confirmation.attempts, 'attempt')} beyond k, "
+        "not in the pass rates)"
+        for layer in condition.layers.values()
+        for task_name, task in layer.tasks.items()
+        if (confirmation := task.confirmation) is not None
+    ]
 
 
 def share_text(share: float | None) -> str:

@@ -134,11 +134,13 @@ def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> N
 def interrupted_workflow_job() -> JobRecord:
     """Issue 18, defect 4: 12 planned, 1 scored, 2 cancelled, 1 still running, 8 not started."""
     trials = [trial("buzz-native/w1", "scored", 1.0)]
-    trials += [
-        trial_result(
-            "buzz-native/w1", attempt, trial_name=f"w1-{attempt}", layer="workflow", status=status
+    trials += [  # attempts up to k = 3 (one beyond would be a confirmation attempt)
+        trial_result(task, attempt, trial_name=f"{task}-{attempt}", layer="workflow", status=status)
+        for task, attempt, status in (
+            ("buzz-native/w1", 2, "cancelled"),
+            ("buzz-native/w1", 3, "cancelled"),
+            ("buzz-native/w3", 1, "running"),
         )
-        for attempt, status in ((2, "cancelled"), (3, "cancelled"), (4, "running"))
     ]
     return job_record(
         "j-workflow", 3, [PlannedTask(f"buzz-native/w{n}", "workflow") for n in range(1, 5)], trials
@@ -183,3 +185,54 @@ def test_summary_shows_both_pass_rates_not_started_and_one_pass_at_k_notation() 
     assert "1.00 (k=1)" in task_row
     assert "trials: 2/16 done (2 scored, 0 errors), 2 cancelled, 1 running, 11 not started" in lines
     assert "job directory: jobs/j/j-later (not started)" in lines
+
+
+def test_confirmation_attempts_are_counted_apart_from_the_pass_rates() -> None:
+    """Attempts beyond k (a confirmation rerun of a regressed task) would bias the rates: only
+    regressed tasks get them. Here they would make the layer's pass rate 1/5 instead of 1/2."""
+    usage = {"input": 10, "cached_input": 0, "output": 1, "per_agent": {}}
+
+    def attempt(task: str, number: int, reward: float) -> TrialResult:
+        return trial_result(
+            task, number, status="scored", reward=reward, rewards={"reward": reward},
+            finished_at="2026-11-29T10:00:10.000000Z", tokens=usage, cost_usd=0.5,
+        )  # fmt: skip
+
+    job = job_record(
+        "j-regression",
+        1,
+        [PlannedTask("buzz-native/a", "regression"), PlannedTask("buzz-native/b", "regression")],
+        [
+            attempt("buzz-native/a", 1, 1.0),
+            attempt("buzz-native/b", 1, 0.0),
+            *(attempt("buzz-native/b", n, reward) for n, reward in [(2, 0.0), (3, 1.0), (4, 0.0)]),
+        ],
+    )
+    summary = aggregate([job])
+    [condition] = summary.conditions
+    layer = condition.layers["regression"]
+    a, b = layer.tasks["buzz-native/a"], layer.tasks["buzz-native/b"]
+    assert (b.planned, b.scored, b.successes, b.not_started, b.pass_rate) == (1, 1, 0, 0, 0.0)
+    assert b.pass_at_k is not None and (b.pass_at_k.k, b.pass_at_k.value) == (1, 0.0)
+    assert (b.pass_at_ks, b.pass_hat_ks, b.flaky) == ({1: 0.0}, {1: 0.0}, False)
+    assert b.confirmation is not None
+    assert (b.confirmation.attempts, b.confirmation.scored, b.confirmation.passes) == (3, 3, 1)
+    assert a.confirmation is None
+    for group in (layer, condition.totals):
+        assert (group.planned, group.scored, group.pass_rate, group.pass_rate_all) == (
+            2, 2, 0.5, 0.5
+        )  # fmt: skip
+        assert group.pass_at_k is not None and group.pass_at_k.value == 0.5
+        assert group.cost_usd == 2.5  # what the confirmation attempts cost is still spent
+    assert b.cost_usd == 2.0 and b.tokens.input == 40
+    dumped = summary.model_dump(mode="json")["conditions"][0]["layers"]["regression"]["tasks"]
+    assert dumped["buzz-native/b"]["confirmation"] == {"attempts": 3, "scored": 3, "passes": 1}
+    console = Console(width=200, record=True)
+    render_summary(summary, console)
+    lines = console.export_text().splitlines()
+    assert (
+        "confirmation attempts: buzz-native/b passed 1 of 3 scored "
+        "(3 attempts beyond k, not in the pass rates)"
+    ) in lines
+    (task_row,) = [line for line in lines if line.startswith("regression  buzz-native/b ")]
+    assert task_row.split()[2:4] == ["1", "1"]  # Trials and Scored: the planned attempt only

@@ -84,12 +84,18 @@ def from_scratch(recorder: JobResultRecorder, latest: dict[str, TrialResult]) ->
     }
 
 
-def task_numbers(trials: list[TrialResult]) -> dict[str, tuple[int, float | None, int, float]]:
-    """Per task, straight from the trials: scored, pass rate, failing `x`, summed seconds."""
+TaskNumbers = tuple[int, float | None, int, float, tuple[int, int, int] | None]
+
+
+def task_numbers(trials: list[TrialResult]) -> dict[str, TaskNumbers]:
+    """Per task, straight from the trials: scored, pass rate, failing `x` (attempts up to k),
+    mean seconds (every attempt), and the confirmation attempts' (attempts, scored, passes)."""
     numbers = {}
     for task, _ in TASKS:
         mine = [t for t in trials if t.task_name == task]
-        scored = [t for t in mine if t.status is TrialStatus.SCORED]
+        scored = [t for t in mine if t.status is TrialStatus.SCORED and t.attempt <= ATTEMPTS]
+        beyond = [t for t in mine if t.attempt > ATTEMPTS]
+        beyond_scored = [t for t in beyond if t.status is TrialStatus.SCORED]
         rewards = [t.reward or 0.0 for t in scored]
         failing_x = sum((t.rewards or {}).get("x", 1.0) < 1.0 for t in scored)
         seconds = [seconds_between(t.started_at, t.finished_at) for t in mine if t.finished_at]
@@ -98,6 +104,9 @@ def task_numbers(trials: list[TrialResult]) -> dict[str, tuple[int, float | None
             math.fsum(rewards) / len(rewards) if rewards else None,
             failing_x,
             math.fsum(seconds) / len(seconds) if seconds else 0.0,
+            (len(beyond), len(beyond_scored), sum(t.reward == 1.0 for t in beyond_scored))
+            if beyond
+            else None,
         )
     return numbers
 
@@ -115,7 +124,8 @@ def kept(recorder: JobResultRecorder) -> dict[str, Any]:
         "cost_usd": stats.cost_usd,
         "tasks": {
             name: (task.scored, task.pass_rate, task.failing_dimensions.get("x", 0),
-                   task.mean_trial_seconds or 0.0)
+                   task.mean_trial_seconds or 0.0,
+                   (c.attempts, c.scored, c.passes) if (c := task.confirmation) else None)
             for layer in document.aggregates.values() for name, task in layer.tasks.items()
         },
     }  # fmt: skip
@@ -171,7 +181,7 @@ def test_running_sums_equal_a_fresh_aggregation_through_reruns_and_resumes(
         if roll < 0.3 or not running:  # a trial starts
             task, layer = rng.choice(TASKS)
             name = f"t{step}"
-            running[name] = (task, layer, rng.randint(1, ATTEMPTS))
+            running[name] = (task, layer, rng.randint(1, ATTEMPTS + 2))  # beyond k: confirmation
             change(random_result(rng, name, task, layer, running[name][2], TrialStatus.RUNNING))
         elif roll < 0.5:  # a phase change: usage so far, same state
             name = rng.choice(sorted(running))
