@@ -68,6 +68,9 @@ class CompletionRules:
     orchestrator_pubkey: str
     solo: bool
     scripted_event_ids: Sequence[str]
+    #: the scripted ids the solo delivery rule waits for: those that p-tag the orchestrator;
+    #: the others count as delivered once posted
+    awaited_event_ids: Sequence[str]
     settle_seconds: float  # the settle grace (`--settle-ms`)
 
     @property
@@ -114,11 +117,11 @@ class CompletionWatch:
 
     def _solo_quiet(self) -> bool:
         """The solo rules' conditions on the agent's own log: a turn ended, none in flight or
-        waiting, every scripted event delivered (§7.11)."""
+        waiting, every scripted event that wakes the agent delivered (§7.11)."""
         state = self.states[self.rules.orchestrator_id]
         if state.ends < 1 or state.in_flight != 0 or state.pending:
             return False
-        return all(event_id in state.delivered for event_id in self.rules.scripted_event_ids)
+        return all(event_id in state.delivered for event_id in self.rules.awaited_event_ids)
 
     def _unaccounted(self) -> tuple[str, ...]:
         """Wake-eligible events the orchestrator agent's log does not account for yet."""
