@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from orchestra.buzz.ops_memory import value_hash
 from orchestra.config.errors import ConfigError, display_path, from_validation_error, raise_if_any
 from orchestra.config.fixture import USER_ACTOR
 from orchestra.config.loading import load_toml
@@ -113,6 +114,23 @@ class CaseWorld:
         self.user_name = fixture.user_display_name or PINNED_USER_NAME
         self.pubkeys = {USER_ACTOR: fake_pubkey(USER_ACTOR), AGENT: fake_pubkey(AGENT_ID)}
         self.directory: list[dict[str, Any]] = []
+        # the trial channel as the agents find it (orchestrator.md §8.7): owner, agent, members
+        self.channel_members = [
+            {"pubkey": self.pubkeys[USER_ACTOR], "role": "owner", "name": self.user_name},
+            {"pubkey": self.pubkeys[AGENT], "role": "member", "name": AGENT_ID},
+        ]
+        # the agent's memory as seeded before the task (§8.8); a case overrides what changed
+        self.agent_memory = {
+            AGENT_ID: [
+                {
+                    "slug": seed.slug,
+                    "value": seed.value,
+                    "hash": value_hash(seed.value),
+                    "updated_at": FIRST_SECOND - 1,
+                }
+                for seed in fixture.memory_seeds
+            ]
+        }
         for entry in fixture.directory_entries():
             self.pubkeys[entry.key] = fake_pubkey(entry.key)
             self.directory.append(
@@ -124,6 +142,11 @@ class CaseWorld:
                     "about": entry.about or "",
                 }
             )
+            if entry.channel_member:
+                role = "bot" if entry.role == "bot" else "member"
+                self.channel_members.append(
+                    {"pubkey": self.pubkeys[entry.key], "role": role, "name": entry.name}
+                )
 
     def pubkey(self, who: str) -> str:
         """`agent`, `user`, an identity id, or a raw pubkey taken as written."""
@@ -196,6 +219,8 @@ class CaseWorld:
             scripted_events=scripted,
             observed_channels=[],
             raw_events=events,
+            channel_members=self.channel_members,
+            agent_memory=self.agent_memory,
         )
         evidence.update(case.evidence)
         return evidence

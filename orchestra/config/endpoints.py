@@ -94,10 +94,22 @@ class Endpoint(BaseModel):
     api_key_env: Annotated[str, Field(pattern=ENV_NAME_RE.pattern)] | None = None
     env: dict[str, str] = Field(default_factory=dict)
     base_url: str | None = None
+    # The model id sent to the provider (`BUZZ_AGENT_MODEL`); unset: the endpoint's name.
+    model: Annotated[str, Field(min_length=1)] | None = None
 
     @property
     def is_oracle(self) -> bool:
         return self.provider == "oracle"
+
+    def model_id(self, endpoint_name: str) -> str:
+        """The model id agents send for this endpoint."""
+        return self.model or endpoint_name
+
+    @property
+    def is_loopback(self) -> bool:
+        """`base_url` names this machine (a self-hosted server that may need no key)."""
+        host = urlsplit(self.base_url).hostname if self.base_url else None
+        return host in _LOOPBACK_HOSTS
 
     @property
     def provider_key_variable(self) -> str | None:
@@ -134,22 +146,30 @@ class Endpoint(BaseModel):
         return parts._replace(netloc=netloc).geturl()
 
     def fingerprint(self) -> dict[str, Any]:
-        """The measurement-relevant fields, for the replay identity (§2.5)."""
-        return {
+        """The measurement-relevant fields, for the replay identity (§2.5). `model` only when
+        set, so identities recorded before the field existed still match."""
+        fields: dict[str, Any] = {
             "provider": self.provider,
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
             "env": [[key, self.env[key]] for key in sorted(self.env)],
         }
+        if self.model is not None:
+            fields["model"] = self.model
+        return fields
 
     def summary(self) -> dict[str, Any]:
-        """What a job's `config.json` records (§10.2): names only, no values."""
-        return {
+        """What a job's `config.json` records (§10.2): names only, no values; `model` only
+        when set."""
+        summary: dict[str, Any] = {
             "provider": self.provider,
             "api_key_env": self.api_key_env,
             "base_url": self.base_url,
             "env_keys": sorted(self.env),
         }
+        if self.model is not None:
+            summary["model"] = self.model
+        return summary
 
 
 @dataclass(frozen=True)
@@ -208,8 +228,14 @@ def _endpoint_problems(shown: str, name: str, endpoint: Endpoint) -> list[Config
 
     if endpoint.is_oracle and endpoint.api_key_env is not None:
         problem("api_key_env", 'not allowed for provider "oracle" (the oracle needs no key)')
-    if not endpoint.is_oracle and endpoint.api_key_env is None:
-        problem("api_key_env", f'required for provider "{endpoint.provider}"')
+    if not endpoint.is_oracle and endpoint.api_key_env is None and not endpoint.is_loopback:
+        hint = " (optional only for a base_url on this machine: 127.0.0.1, localhost, ::1)"
+        problem(
+            "api_key_env",
+            f'required for provider "{endpoint.provider}"' + (hint if endpoint.base_url else ""),
+        )
+    if endpoint.is_oracle and endpoint.model is not None:
+        problem("model", 'not allowed for provider "oracle" (the oracle serves the endpoint name)')
     if endpoint.base_url is not None:
         if endpoint.provider != "openai":
             problem("base_url", 'only allowed with provider "openai"')

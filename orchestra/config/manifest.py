@@ -139,6 +139,9 @@ class Price(BaseModel):
     cached_input_per_million_usd: NonNegativeFloat
     output_per_million_usd: NonNegativeFloat
     cache_read_rate: Annotated[float, Field(ge=0, le=1)] = 0.0
+    # Unset: CACHE_WRITE_PRICE_FACTOR × input (Anthropic's 5-minute cache write price); only
+    # the anthropic route reports cache writes. Removed from the condition hash when unset.
+    cache_write_per_million_usd: NonNegativeFloat | None = None
 
 
 class TrialBudget(BaseModel):
@@ -219,8 +222,12 @@ class Manifest(BaseModel):
         ]
 
     def normalized(self) -> dict[str, Any]:
-        """Every field with its default; an unset `thinking_effort` is removed (§3.5)."""
+        """Every field with its default; an unset `thinking_effort` or
+        `cache_write_per_million_usd` is removed (§3.5), so older manifests keep their hash."""
         data = self.model_dump(mode="json")
+        for price in data["prices"].values():
+            if price["cache_write_per_million_usd"] is None:
+                del price["cache_write_per_million_usd"]
         for entry in data["roster"]:
             if entry["generation"]["thinking_effort"] is None:
                 del entry["generation"]["thinking_effort"]

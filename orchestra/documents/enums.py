@@ -34,6 +34,10 @@ class StopReason(StrEnum):
 
     DONE_MESSAGE = "done_message"
     TURN_END = "turn_end"
+    # A solo turn end whose last turn the model ended so (issue 30): its refusal, or a context
+    # it filled beyond what trimming could fix. Scored like `turn_end`.
+    REFUSAL = "refusal"
+    CONTEXT_EXHAUSTED = "context_exhausted"
     TIMEOUT = "timeout"
     AGENT_BUDGET = "agent_budget"
     TRIAL_BUDGET = "trial_budget"
@@ -64,6 +68,8 @@ class ErrorType(StrEnum):
     TRIAL_ARTIFACTS_TOO_LARGE = "TrialArtifactsTooLarge"  # packed trial dir > limit (§5)
     PROVIDER_UNAVAILABLE = "ProviderUnavailable"  # the model provider failed (issue 13)
     PROVIDER_AUTH_FAILED = "ProviderAuthFailed"  # the provider refused the key (401/403)
+    PROVIDER_BILLING_FAILED = "ProviderBillingFailed"  # no credit/quota left (issue 30)
+    PROVIDER_REQUEST_REJECTED = "ProviderRequestRejected"  # a request the harness built (400)
     CANCELLED = "Cancelled"  # status `cancelled`, not `error`
     INTERNAL_ERROR = "InternalError"
 
@@ -72,7 +78,7 @@ class ErrorType(StrEnum):
         """Whose failure this is, for reports: `provider` (the model's API failed: not the
         agent's score), `verifier` (the task's verifier), `internal` (a bug), `cancelled`,
         or `harness` (the stack, environment or agent tree)."""
-        if self in (ErrorType.PROVIDER_UNAVAILABLE, ErrorType.PROVIDER_AUTH_FAILED):
+        if self in _PROVIDER_ERRORS:
             return "provider"
         if self in _VERIFIER_ERRORS:
             return "verifier"
@@ -83,6 +89,16 @@ class ErrorType(StrEnum):
         return "harness"
 
 
+_PROVIDER_ERRORS = frozenset(
+    {
+        ErrorType.PROVIDER_UNAVAILABLE,
+        ErrorType.PROVIDER_AUTH_FAILED,
+        ErrorType.PROVIDER_BILLING_FAILED,
+        ErrorType.PROVIDER_REQUEST_REJECTED,
+    }
+)
+#: Provider errors no retry can help: the run stops starting trials at the first one.
+RUN_STOPPING_ERRORS = frozenset({ErrorType.PROVIDER_AUTH_FAILED, ErrorType.PROVIDER_BILLING_FAILED})
 _VERIFIER_ERRORS = frozenset(
     {
         ErrorType.VERIFIER_TIMEOUT,

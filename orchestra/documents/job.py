@@ -62,6 +62,7 @@ class EndpointRecord(Part):
     api_key_env: str | None
     base_url: str | None
     env_keys: list[str]
+    model: str | None = None  # the model id sent, when the endpoint names one (issue 30)
 
 
 def endpoint_records(endpoints: Mapping[str, Endpoint]) -> dict[str, EndpointRecord]:

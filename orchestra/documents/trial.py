@@ -125,6 +125,8 @@ class TokenCounts(Part):
     input: Count
     cached_input: Count
     output: Count
+    # Prompt tokens written to the provider's cache (part of `input`); absent in older results.
+    cache_write_input: Count = 0
 
 
 class AgentTokens(TokenCounts):

@@ -31,6 +31,21 @@ class MessageReader(Protocol):
     ) -> list[dict[str, Any]]: ...
 
 
+class TrialUserReader(MessageReader, Protocol):
+    """The trial user's reads: the channel's messages and its member list (§8.4, §8.7)."""
+
+    async def channels_members(self, channel: str) -> list[dict[str, Any]]: ...
+
+
+class MemoryReader(Protocol):
+    """The part of `orchestra.buzz.BuzzClient` that lists and reads its own agent memory: the
+    client holds the agent's keys (the orchestrator generated them), so it decrypts (§8.8)."""
+
+    async def mem_ls(self) -> list[dict[str, Any]]: ...
+
+    async def mem_get(self, slug: str) -> dict[str, Any]: ...
+
+
 class ChannelReader(Protocol):
     """The part of `orchestra.buzz.BuzzClient` that finds observed channels."""
 
@@ -147,6 +162,32 @@ async def collect_observed_channels(
     return observed
 
 
+async def collect_channel_members(
+    reader: TrialUserReader, channel_id: str, *, run: Operation = _direct
+) -> list[dict[str, Any]]:
+    """The trial channel's member list at export, `{pubkey, role, name}` each (§8.7)."""
+    members = await run(functools.partial(reader.channels_members, channel=channel_id))
+    return [
+        {"pubkey": row.get("pubkey"), "role": row.get("role"), "name": row.get("name")}
+        for row in members
+    ]
+
+
+async def collect_agent_memory(
+    readers: Mapping[str, MemoryReader], *, run: Operation = _direct
+) -> dict[str, list[dict[str, Any]]]:
+    """Each agent's live memory entries at export, decrypted by its own client (§8.8)."""
+    memory: dict[str, list[dict[str, Any]]] = {}
+    for agent_id, reader in readers.items():
+        listed = await run(reader.mem_ls)
+        entries = []
+        for row in listed:
+            entry = await run(functools.partial(reader.mem_get, slug=row["slug"]))
+            entries.append({key: entry.get(key) for key in ("slug", "value", "hash", "updated_at")})
+        memory[agent_id] = entries
+    return memory
+
+
 def evidence_text(evidence: Mapping[str, Any]) -> str:
     """The evidence file's text (§8.5 format); the verifier is given exactly these bytes."""
     return dumps_pretty(evidence, ensure_ascii=True)
@@ -192,15 +233,18 @@ class EvidenceContext:
 async def export_evidence(
     context: EvidenceContext,
     *,
-    user_reader: MessageReader,
+    user_reader: TrialUserReader,
     orchestrator_reader: ChannelReader,
+    memory_readers: Mapping[str, MemoryReader],
     trial: TrialPaths,
     run: Operation = _direct,
     log: Callable[[str], None] = lambda _line: None,
 ) -> dict[str, Any]:
     """Collect, build and write the evidence; raise `EvidenceExportError` on any failure.
 
-    On failure the error file is written and partial files removed before raising.
+    `memory_readers`: agent id -> that agent's own client (its memory decrypts only with its
+    keys; the keys never reach the evidence). On failure the error file is written and partial
+    files removed before raising.
     """
     try:
         observed = await collect_observed_channels(
@@ -214,6 +258,8 @@ async def export_evidence(
                 f"evidence: dropped {observed.dropped} observed channel row(s) without trial agents"
             )
         raw_events = await collect_channel_events(user_reader, context.channel_id, run=run)
+        members = await collect_channel_members(user_reader, context.channel_id, run=run)
+        memory = await collect_agent_memory(memory_readers, run=run)
         evidence = build_evidence(
             run_id=context.run_id,
             trial_id=context.trial_id,
@@ -227,6 +273,8 @@ async def export_evidence(
             observed_channels=observed.rows,
             raw_events=raw_events,
             arrival=context.arrival,
+            channel_members=members,
+            agent_memory=memory,
         )
         write_evidence_files(evidence, trial)
         return evidence

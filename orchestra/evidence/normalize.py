@@ -115,7 +115,11 @@ def build_messages(
     lookup = author_lookup(identities, directory)
     unique: dict[str, Message] = {}
     for raw in raw_events:
-        if isinstance(raw, Mapping) and is_channel_message(raw, channel_id):
+        if (
+            isinstance(raw, Mapping)
+            and is_channel_message(raw, channel_id)
+            and not tag_list.is_harness_notice(tag_list.of_event(raw))
+        ):
             message = normalize_message(raw, lookup)
             unique.setdefault(message["id"], message)
     ordered = order_messages(unique.values(), task_event_id=task_event_id, arrival=arrival or {})
@@ -137,12 +141,16 @@ def build_evidence(
     observed_channels: Sequence[Mapping[str, Any]],
     raw_events: Iterable[Mapping[str, Any]],
     arrival: Mapping[str, int] | None = None,
+    channel_members: Sequence[Mapping[str, Any]] = (),
+    agent_memory: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The complete `buzz-evidence.json` document (schema version 1).
 
     `identities`: display name -> {role, pubkey} for the trial user and the agents.
     `directory`: rows {identity_id, name, role, pubkey, about} in fixture order.
     `arrival`: event id -> first-seen sequence number from the trial's live subscription.
+    `channel_members`: the trial channel's rows {pubkey, role, name} (§8.7).
+    `agent_memory`: agent id -> its live memory entries {slug, value, hash, updated_at} (§8.8).
     """
     messages, truncated = build_messages(
         raw_events,
@@ -174,6 +182,11 @@ def build_evidence(
         ],
         "scripted_events": [dict(row) for row in scripted_events],
         "observed_channels": [dict(row) for row in observed_channels],
+        "channel_members": [dict(row) for row in channel_members],
+        "agent_memory": {
+            agent_id: sorted((dict(row) for row in rows), key=lambda row: str(row["slug"]))
+            for agent_id, rows in (agent_memory or {}).items()
+        },
         "message_count": len(messages),
         "truncated": truncated,
         "messages": messages,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestra.documents.enums import ErrorType, TrialStatus
+from orchestra.documents.enums import RUN_STOPPING_ERRORS, ErrorType, TrialStatus
 from orchestra.documents.trial import TrialResult
 
 DEFAULT_PROVIDER_ERROR_LIMIT = 3
@@ -29,12 +29,19 @@ class CircuitBreaker:
             self.in_a_row.clear()
             return False
         self.in_a_row.append(result)
+        if ErrorType(info.exception_type) in RUN_STOPPING_ERRORS:
+            return True  # no retry or later trial can succeed (a refused key, no credit)
         return self.limit > 0 and len(self.in_a_row) == self.limit
 
     def message(self) -> str:
         last = self.in_a_row[-1].exception_info
         assert last is not None
         names = ", ".join(r.trial_name for r in self.in_a_row)
+        if ErrorType(last.exception_type) in RUN_STOPPING_ERRORS:
+            return (
+                f"{self.in_a_row[-1].trial_name} ended in {last.exception_type}, which no retry "
+                f"or later trial can fix: {last.exception_message.splitlines()[0]}"
+            )
         return (
             f"{len(self.in_a_row)} trials in a row ended in provider errors ({names}); "
             f"last: {last.exception_type}: {last.exception_message.splitlines()[0]}"

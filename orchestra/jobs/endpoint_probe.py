@@ -49,7 +49,7 @@ def shown_url(url: str) -> str:
 async def probe_endpoint(
     name: str, endpoint: Endpoint, api_key: str | None, seconds: float = PROBE_SECONDS
 ) -> ProbeResult:
-    if not api_key:
+    if not api_key and endpoint.api_key_env is not None:
         return ProbeResult(name, endpoint.base_url or "-", f"{endpoint.api_key_env} is not set")
     try:
         settings = provider_settings(name, endpoint, api_key)
@@ -72,7 +72,7 @@ async def probe_endpoint(
         return ProbeResult(name, url, f"no answer within {seconds:g} s")
     except LLMError as error:
         cause = f"HTTP {error.status}" if error.status is not None else error.kind
-        detail = error.detail.replace(api_key, "[REDACTED]")
+        detail = error.detail.replace(api_key, "[REDACTED]") if api_key else error.detail
         return ProbeResult(name, url, f"{cause}: {detail}")
     finally:
         await client.aclose()

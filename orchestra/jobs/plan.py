@@ -256,7 +256,9 @@ def render_dry_run(
         else:
             status = f"API key ${key} NOT SET"
             warnings.append(f"${key} is not set (endpoint {name}); a real run would stop here")
-        lines.append(f"  {name}  provider={endpoint.provider}  {status}")
+        where = f"  base_url={endpoint.base_url}" if endpoint.base_url else ""
+        model = f"  model={endpoint.model}" if endpoint.model else ""
+        lines.append(f"  {name}  provider={endpoint.provider}{model}{where}  {status}")
     lines.append(f"Stack      {stack_mode}")
     lines.append(f"Env        {env_mode}")
     lines.append("")

@@ -36,6 +36,15 @@ def of_event(event: Mapping[str, Any]) -> list[list[str]]:
     return clean(event.get("tags"))
 
 
+#: The `buzz` tag value that marks a message the harness posted (buzz-acp's failure notice):
+#: it is no one's answer, so the evidence export leaves it out and no verifier reads it.
+HARNESS_NOTICE = "turn-failed"
+
+
+def is_harness_notice(tags: TagList) -> bool:
+    return has_value(tags, "buzz", {HARNESS_NOTICE})
+
+
 def has(tags: TagList, name: str) -> bool:
     """Some tag is called `name` (with or without values)."""
     return any(tag[0] == name for tag in tags)

@@ -16,12 +16,19 @@ class Price(Protocol):
     cached_input_per_million_usd: float
     output_per_million_usd: float
     cache_read_rate: float
+    cache_write_per_million_usd: float | None
+
+
+#: An unset `cache_write_per_million_usd` prices a cache write at this × the input price
+#: (Anthropic's 5-minute cache; the only provider that reports cache writes).
+CACHE_WRITE_PRICE_FACTOR = 1.25
 
 
 @dataclass(frozen=True)
 class AgentUsage:
     input: int
     cached_input: int
+    cache_write_input: int
     output: int
     turns: int
     cost_usd: float
@@ -29,11 +36,18 @@ class AgentUsage:
     reported: bool
 
 
-def cost_usd(price: Price, input_tokens: int, cached: int, output: int) -> float:
-    """§7.14: `input_tokens` includes the `cached` ones; reasoning is inside `output`."""
+def cost_usd(
+    price: Price, input_tokens: int, cached: int, output: int, cache_write: int = 0
+) -> float:
+    """§7.14: `input_tokens` includes the `cached` (read) and `cache_write` ones; reasoning is
+    inside `output`."""
+    write_price = price.cache_write_per_million_usd
+    if write_price is None:
+        write_price = price.input_per_million_usd * CACHE_WRITE_PRICE_FACTOR
     return (
-        (input_tokens - cached) * price.input_per_million_usd
+        (input_tokens - cached - cache_write) * price.input_per_million_usd
         + cached * price.cached_input_per_million_usd
+        + cache_write * write_price
         + output * price.output_per_million_usd
     ) / 1_000_000
 
@@ -44,12 +58,14 @@ def agent_usage(state: AgentLogState, price: Price) -> AgentUsage:
     if not cached_reported and price.cache_read_rate > 0 and input_tokens:
         cached = round(input_tokens * price.cache_read_rate)
         estimated = True
+    cache_write = state.cache_write_total()
     return AgentUsage(
         input=input_tokens,
         cached_input=cached,
+        cache_write_input=cache_write,
         output=output,
         turns=state.turns_completed,
-        cost_usd=cost_usd(price, input_tokens, cached, output),
+        cost_usd=cost_usd(price, input_tokens, cached, output, cache_write),
         cached_estimated=estimated,
         reported=bool(state.sessions),
     )
@@ -82,11 +98,13 @@ def trial_accounting(
     tokens = TrialTokens(
         input=sum(u.input for u in usages.values()),
         cached_input=sum(u.cached_input for u in usages.values()),
+        cache_write_input=sum(u.cache_write_input for u in usages.values()),
         output=sum(u.output for u in usages.values()),
         per_agent={
             agent_id: AgentTokens(
                 input=usage.input,
                 cached_input=usage.cached_input,
+                cache_write_input=usage.cache_write_input,
                 output=usage.output,
                 turns=usage.turns,
                 cost_usd=usage.cost_usd,

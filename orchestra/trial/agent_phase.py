@@ -27,13 +27,14 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
     assert setup.channel_id is not None and setup.observer is not None
     orchestrator_pubkey = setup.agent_keys[state.orchestrator_id].pubkey
     accepted_at = await post_task(state, ctx, orchestrator_pubkey)
-    await post_scripted_messages(state, ctx, orchestrator_pubkey)
+    awaited = await post_scripted_messages(state, ctx, orchestrator_pubkey)
     phase.watch = watch = CompletionWatch(
         CompletionRules(
             orchestrator_id=state.orchestrator_id,
             orchestrator_pubkey=orchestrator_pubkey,
             solo=ctx.condition.manifest.is_solo,
             scripted_event_ids=[event.event_id for event in phase.scripted_events],
+            awaited_event_ids=awaited,
             settle_seconds=ctx.options.settle_ms / 1000,
         ),
         setup.observer,
@@ -83,17 +84,20 @@ async def post_task(state: TrialState, ctx: JobContext, orchestrator_pubkey: str
 
 async def post_scripted_messages(
     state: TrialState, ctx: JobContext, orchestrator_pubkey: str
-) -> None:
-    """Step 12: the fixture's scripted messages, back to back in fixture order."""
+) -> list[str]:
+    """Step 12: the fixture's scripted messages, back to back in fixture order. Returns the ids
+    the solo delivery rule waits for: those that `p`-tag the orchestrator agent (the events
+    `buzz-acp` wakes on); any other scripted event counts as delivered once posted (§7.11)."""
     channel_id, user = state.setup.channel_id, state.setup.user
     assert channel_id is not None and user is not None
     actors = {entry.key: identity for entry, identity in state.setup.directory}
     posted: list[ScriptedEvent] = []
+    awaited: list[str] = []
     for message in state.task.fixture.scripted_messages:
         actor = user if message.actor == "user" else actors[message.actor]
         reply_to = state.agent_phase.task_event_id if message.reply_to_task else None
         with classified(ErrorType.SCRIPTED_EVENT_ERROR):
-            event_id = await relay_ops.send_message(
+            event_id, tagged = await relay_ops.send_tagged_message(
                 ctx.stable_clients.client(actor.keys),
                 channel_id,
                 message.render(state.orchestrator_id, user.name),
@@ -105,6 +109,8 @@ async def post_scripted_messages(
                 ErrorType.SCRIPTED_EVENT_ERROR,
                 f'scripted event "{message.label}" did not return an event ID',
             )
+        if orchestrator_pubkey in tagged:
+            awaited.append(event_id)
         posted.append(
             ScriptedEvent(
                 label=message.label,
@@ -114,3 +120,4 @@ async def post_scripted_messages(
             )
         )
     state.agent_phase.scripted_events = posted
+    return awaited

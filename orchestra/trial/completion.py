@@ -27,6 +27,13 @@ BUDGET_STOPS = {
 }
 
 
+#: A solo agent's last turn stop reasons (event log) that name how the trial's turn end came.
+_MODEL_TURN_ENDS = {
+    "refusal": StopReason.REFUSAL,
+    "context_exhausted": StopReason.CONTEXT_EXHAUSTED,
+}
+
+
 class AgentProcessExited(Exception):
     pass
 
@@ -61,6 +68,9 @@ class CompletionRules:
     orchestrator_pubkey: str
     solo: bool
     scripted_event_ids: Sequence[str]
+    #: the scripted ids the solo delivery rule waits for: those that p-tag the orchestrator;
+    #: the others count as delivered once posted
+    awaited_event_ids: Sequence[str]
     settle_seconds: float  # the settle grace (`--settle-ms`)
 
     @property
@@ -107,11 +117,11 @@ class CompletionWatch:
 
     def _solo_quiet(self) -> bool:
         """The solo rules' conditions on the agent's own log: a turn ended, none in flight or
-        waiting, every scripted event delivered (§7.11)."""
+        waiting, every scripted event that wakes the agent delivered (§7.11)."""
         state = self.states[self.rules.orchestrator_id]
         if state.ends < 1 or state.in_flight != 0 or state.pending:
             return False
-        return all(event_id in state.delivered for event_id in self.rules.scripted_event_ids)
+        return all(event_id in state.delivered for event_id in self.rules.awaited_event_ids)
 
     def _unaccounted(self) -> tuple[str, ...]:
         """Wake-eligible events the orchestrator agent's log does not account for yet."""
@@ -161,10 +171,11 @@ class CompletionWatch:
                 quiet = self._solo_quiet()
                 unaccounted = self._unaccounted() if quiet else ()
                 solo.observe(now, state.ends, quiet, unaccounted, self._activity_signature())
+                ended = _MODEL_TURN_ENDS.get(state.last_stop_reason or "", StopReason.TURN_END)
                 if solo.settled(now):
-                    return Completion(StopReason.TURN_END, self._last_authored())
+                    return Completion(ended, self._last_authored())
                 if solo.given_up(now):
-                    return Completion(StopReason.TURN_END, self._last_authored(), None, unaccounted)
+                    return Completion(ended, self._last_authored(), None, unaccounted)
             if now >= deadline:
                 return Completion(StopReason.TIMEOUT, None)
             wake_at = min(deadline, solo.next_deadline())

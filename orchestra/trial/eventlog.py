@@ -38,10 +38,14 @@ class SessionUsage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cached_reported: bool = False
+    cache_write_input_tokens: int = 0
 
     def absorb(self, numbers: UsageCounters) -> None:
         """Counters are cumulative per session: keep the maximum seen."""
         self.input_tokens = max(self.input_tokens, _count(numbers.input_tokens))
+        self.cache_write_input_tokens = max(
+            self.cache_write_input_tokens, _count(numbers.cache_write_input_tokens)
+        )
         self.output_tokens = max(self.output_tokens, _count(numbers.output_tokens))
         if numbers.cached_input_tokens is not None:
             self.cached_reported = True
@@ -79,6 +83,7 @@ class AgentLogState:
     sessions: dict[str, SessionUsage] = field(default_factory=dict)
     active_seconds: float = 0.0
     notes: list[dict[str, object]] = field(default_factory=list)
+    last_stop_reason: str | None = None  # of the newest `turn_completed`
     _active_since: float | None = None
 
     @property
@@ -120,6 +125,7 @@ class AgentLogState:
             case TurnCompleted():
                 self.ends += 1
                 self.turns_completed += 1
+                self.last_stop_reason = record.stop_reason
                 if record.usage is not None and record.usage.session is not None:
                     self._session(record.session_id).absorb(record.usage.session)
             case TurnFailed():
@@ -156,6 +162,10 @@ class AgentLogState:
             sum(s.output_tokens for s in sessions),
             any(s.cached_reported for s in sessions),
         )
+
+    def cache_write_total(self) -> int:
+        """Prompt tokens written to the provider's cache over sessions (part of the input)."""
+        return sum(s.cache_write_input_tokens for s in self.sessions.values())
 
 
 class EventLogFollower:

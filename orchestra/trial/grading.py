@@ -79,6 +79,9 @@ async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
                 evidence_context(state, ctx),
                 user_reader=state.user_client(ctx),
                 orchestrator_reader=state.agent_client(state.orchestrator_id),
+                memory_readers={
+                    slot.agent_id: state.agent_client(slot.agent_id) for slot in state.slots
+                },
                 trial=state.paths,
                 run=relay_ops.relay_operation,
                 log=state.recorder.log,

@@ -57,7 +57,10 @@ def endpoint_variables(
         }
         env.update(endpoint.agent_env_items())
         return env
-    env = {"BUZZ_AGENT_PROVIDER": endpoint.provider, "BUZZ_AGENT_MODEL": endpoint_name}
+    env = {
+        "BUZZ_AGENT_PROVIDER": endpoint.provider,
+        "BUZZ_AGENT_MODEL": endpoint.model_id(endpoint_name),
+    }
     if endpoint.api_key_env and api_key:
         env[endpoint.api_key_env] = api_key
         if endpoint.provider_key_variable:
@@ -69,7 +72,9 @@ def endpoint_variables(
     return env
 
 
-def provider_settings(endpoint_name: str, endpoint: Endpoint, api_key: str) -> ProviderSettings:
+def provider_settings(
+    endpoint_name: str, endpoint: Endpoint, api_key: str | None
+) -> ProviderSettings:
     """What `buzz-agent` makes of a (non-oracle) endpoint's variables on the host: route, base
     URL, model and key, read by its own configuration code. Raises `SettingError`."""
     env = endpoint_variables(endpoint_name, endpoint, api_key=api_key, oracle=None)

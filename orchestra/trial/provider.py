@@ -8,6 +8,7 @@ evidence was exported and its verifier ran: the rewards are kept for inspection,
 from __future__ import annotations
 
 from orchestra.agents.acp.records import TurnFailed
+from orchestra.agents.llm.failures import POLICIES, FailureClass
 from orchestra.config.endpoints import Endpoint
 from orchestra.documents.enums import ErrorType, Phase
 from orchestra.settings import SettingError
@@ -18,6 +19,12 @@ from orchestra.trial.state import TrialState
 
 PROVIDER_UNAVAILABLE = ErrorType.PROVIDER_UNAVAILABLE
 PROVIDER_AUTH_FAILED = ErrorType.PROVIDER_AUTH_FAILED
+#: The error type of a given-up turn by its failure class (`TurnFailed.failure_class`).
+_CLASS_ERROR_TYPES = {
+    FailureClass.AUTH: ErrorType.PROVIDER_AUTH_FAILED,
+    FailureClass.BILLING: ErrorType.PROVIDER_BILLING_FAILED,
+    FailureClass.BAD_REQUEST: ErrorType.PROVIDER_REQUEST_REJECTED,
+}
 #: Error kinds that are the provider's failing whatever the request (agent-harness.md §2.2).
 PROVIDER_ERROR_KINDS = frozenset({"llm_network_error", "llm_bad_response"})
 AUTH_STATUSES = frozenset({401, 403})
@@ -26,8 +33,20 @@ AUTH_STATUSES = frozenset({401, 403})
 PROVIDER_HTTP_STATUSES = AUTH_STATUSES | {408, 429}
 
 
+def failure_class(record: TurnFailed) -> FailureClass | None:
+    """The failure's class as buzz-agent named it; None for older logs or other agents."""
+    try:
+        return FailureClass(record.failure_class) if record.failure_class else None
+    except ValueError:
+        return None
+
+
 def is_provider_failure(record: TurnFailed) -> bool:
-    """A given-up turn whose cause is the provider, not the agent under test."""
+    """A given-up turn whose cause is the provider (or the request the harness built), not the
+    agent under test."""
+    named = failure_class(record)
+    if named is not None:
+        return not POLICIES[named].scored
     if record.error_kind in PROVIDER_ERROR_KINDS:
         return True
     status = record.http_status
@@ -62,7 +81,8 @@ def record_provider_failure(state: TrialState, ctx: JobContext) -> None:
 
 def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
     """The trial's provider error, naming agent, endpoint, URL, status and the provider's text
-    (never the key); an authentication failure (401/403) first, else the first give-up."""
+    (never the key); one that stops the run (auth, billing) or a rejected request first, else
+    the first give-up."""
     failures = [
         (agent_id, record)
         for agent_id, follower in state.setup.followers.items()
@@ -71,9 +91,9 @@ def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
     ]
     if not failures:
         return None
-    auth = [f for f in failures if f[1].http_status in AUTH_STATUSES]
-    agent_id, record = (auth or failures)[0]
-    kind = PROVIDER_AUTH_FAILED if auth else PROVIDER_UNAVAILABLE
+    stopping = [f for f in failures if error_type_of(f[1]) != PROVIDER_UNAVAILABLE]
+    agent_id, record = (stopping or failures)[0]
+    kind = error_type_of(record)
     endpoint_name = next(s.entry.endpoint for s in state.slots if s.agent_id == agent_id)
     endpoint = ctx.condition.endpoint_config[endpoint_name]
     cause = f"HTTP {record.http_status}" if record.http_status is not None else record.error_kind
@@ -83,6 +103,13 @@ def provider_error(state: TrialState, ctx: JobContext) -> TrialError | None:
         f"endpoint {endpoint_name} at {endpoint_url(endpoint_name, endpoint, ctx)}: {cause}: "
         f"agent {agent_id} gave up a turn{more}: {record.error}",
     )
+
+
+def error_type_of(record: TurnFailed) -> ErrorType:
+    named = failure_class(record)
+    if named is not None:
+        return _CLASS_ERROR_TYPES.get(named, PROVIDER_UNAVAILABLE)
+    return PROVIDER_AUTH_FAILED if record.http_status in AUTH_STATUSES else PROVIDER_UNAVAILABLE
 
 
 def endpoint_url(name: str, endpoint: Endpoint, ctx: JobContext) -> str:

@@ -138,13 +138,31 @@ async def send_message(
     reply_to: str | None = None,
 ) -> str | None:
     """`messages send`; the event id, or None when the result carries none."""
+    event_id, _ = await send_tagged_message(
+        client, channel_id, content, mention=mention, reply_to=reply_to
+    )
+    return event_id
+
+
+async def send_tagged_message(
+    client: BuzzClient,
+    channel_id: str,
+    content: str,
+    *,
+    mention: list[str] | None,
+    reply_to: str | None = None,
+) -> tuple[str | None, list[str]]:
+    """`messages send`; the event id (None when the result carries none) and the pubkeys the
+    published event `p`-tags (explicit mentions and resolved `@Name`s alike)."""
     result = await relay_operation(
         lambda: client.messages_send(
             channel=channel_id, content=content, mention=mention, reply_to=reply_to
         )
     )
     event_id = result.get("event_id")
-    return event_id if isinstance(event_id, str) and event_id else None
+    tagged = result.get("mention_pubkeys")
+    pubkeys = [pk for pk in tagged if isinstance(pk, str)] if isinstance(tagged, list) else []
+    return (event_id if isinstance(event_id, str) and event_id else None), pubkeys
 
 
 async def archive_channel(user_client: BuzzClient, channel_id: str) -> None:

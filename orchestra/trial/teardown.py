@@ -12,7 +12,12 @@ from orchestra.trial.state import TrialState
 from orchestra.trial.trajectories import trajectory_sources, write_trajectories
 
 USAGE_SETTLE_SECONDS = 30.0
-SETTLED_STOP_REASONS = (StopReason.DONE_MESSAGE, StopReason.TURN_END)
+SETTLED_STOP_REASONS = (
+    StopReason.DONE_MESSAGE,
+    StopReason.TURN_END,
+    StopReason.REFUSAL,
+    StopReason.CONTEXT_EXHAUSTED,
+)
 
 
 async def settle_usage(state: TrialState) -> None:

@@ -85,11 +85,13 @@ class _Assembly:
             usage.cached_tokens or 0,
             usage.completion_tokens or 0,
         )
+        cache_write = int((usage.extra or {}).get("cache_write_tokens") or 0)
         step["metrics"] = Metrics(
             prompt_tokens=prompt,
             completion_tokens=completion,
             cached_tokens=cached,
-            cost_usd=cost_usd(price, prompt, cached, completion),
+            cost_usd=cost_usd(price, prompt, cached, completion, cache_write),
+            extra=usage.extra,
         )
         if not line.tool_calls:
             return

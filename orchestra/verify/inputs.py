@@ -30,6 +30,9 @@ EXECUTABLE = 0o111
 #: root without capabilities can read them but neither write nor chmod them.
 INPUT_OWNER = 65534  # `nobody` in Debian and most images
 READ_ONLY = 0o555  # directories the archive creates for the inputs; files lose their write bits
+#: every input is readable in the archive: the verifier runs as root without capabilities, so a
+#: fixture file planted 0600 (a private canary) would otherwise be unreadable to it as `nobody`'s
+READABLE = 0o444
 LEFTOVERS_SHOWN = 20
 
 
@@ -139,7 +142,7 @@ class VerifierInputs:
             for file in self.files:
                 entry = tarfile.TarInfo(_member_name(file.path))
                 entry.size = len(file.content)
-                entry.mode = file.mode & READ_ONLY
+                entry.mode = (file.mode | READABLE) & READ_ONLY
                 entry.uid = entry.gid = INPUT_OWNER
                 tar.addfile(entry, io.BytesIO(file.content))
         return buffer.getvalue()

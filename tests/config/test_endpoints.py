@@ -51,7 +51,18 @@ def test_repository_endpoint_configs_load() -> None:
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"x": dict(OPENAI, model="y")}, ["x.model: unknown key"]),
+        ({"x": dict(OPENAI, served_model="y")}, ["x.served_model: unknown key"]),
+        (
+            {"x": {"provider": "oracle", "model": "y"}},
+            ['x.model: not allowed for provider "oracle" (the oracle serves the endpoint name)'],
+        ),
+        (
+            {"x": {"provider": "openai", "base_url": "http://10.0.0.5:8000/v1"}},
+            [
+                'x.api_key_env: required for provider "openai" (optional only for a base_url '
+                "on this machine: 127.0.0.1, localhost, ::1)"
+            ],
+        ),
         (
             {"x": dict(OPENAI, provider="azure")},
             [
@@ -314,3 +325,25 @@ def test_manifest_and_config_errors_are_reported_together(tmp_path: Path) -> Non
         f"{manifest}: trial_budget: required key is missing",
         f'{config}: x.api_key_env: required for provider "openai"',
     ]
+
+
+def test_an_own_model_names_its_id_and_needs_no_key_on_this_machine(tmp_path: Path) -> None:
+    config = load_endpoint_config(
+        write_config(
+            tmp_path,
+            {
+                "qwen": {
+                    "provider": "openai",
+                    "base_url": "http://127.0.0.1:8000/v1",
+                    "model": "Qwen/Qwen3-8B",
+                },
+                "gpt-x": OPENAI,
+            },
+        )
+    )
+    qwen, plain = config["qwen"], config["gpt-x"]
+    assert qwen.model_id("qwen") == "Qwen/Qwen3-8B" and plain.model_id("gpt-x") == "gpt-x"
+    assert qwen.api_key_env is None
+    assert qwen.fingerprint()["model"] == "Qwen/Qwen3-8B"
+    # An unset model leaves the fingerprint (and so every recorded replay identity) as it was.
+    assert "model" not in plain.fingerprint()

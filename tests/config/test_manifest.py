@@ -85,6 +85,18 @@ def test_unset_thinking_effort_is_removed_from_the_hash(tmp_path: Path) -> None:
     )
 
 
+def test_a_cache_write_price_counts_only_when_set(tmp_path: Path) -> None:
+    text = LUNA_MANIFEST.replace(
+        "    output_per_million_usd: 1.2\n",
+        "    output_per_million_usd: 1.2\n    cache_write_per_million_usd: 0.25\n",
+    )
+    manifest = load_manifest(write_manifest(tmp_path, text))
+    assert manifest.prices["gpt-5.6-luna"].cache_write_per_million_usd == 0.25
+    assert manifest.condition_hash() != (
+        "07be27431590726ab20784c54bb554e59d0dcf2ccac019ed1897ad3c34791e31"
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [

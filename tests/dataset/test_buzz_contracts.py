@@ -150,6 +150,9 @@ def test_contract_negatives_are_caught_by_the_metric_their_header_names(
         assert found is not None and found.result is not None, run.output
         result = found.result
         assert result.status == "scored", (task, result.exception_info)
+        # every one ends on the solo rules, also wait-for-bot-reply, whose scripted reply tags
+        # nobody and so counts as delivered once posted (never a timeout)
+        assert result.stop_reason == "turn_end", task
         expectation = read_expectation(NEGATIVES / f"{task}.sh")
         assert result.rewards is not None and result.rewards[expectation.caught_by] == 0.0, task
         assert expectation.problems(result.rewards) == {}, (task, result.rewards)

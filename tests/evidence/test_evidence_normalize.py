@@ -173,6 +173,8 @@ def test_top_level_keys() -> None:
         "task_name",
         "task_event_id",
         "completion_message_id",
+        "channel_members",
+        "agent_memory",
         "identities",
         "directory",
         "scripted_events",
@@ -182,3 +184,23 @@ def test_top_level_keys() -> None:
         "messages",
     }
     assert evidence["trial"] == {"run_id": "job", "trial_id": "trial", "channel_id": CHANNEL}
+
+
+def test_agent_memory_is_sorted_by_slug_per_agent() -> None:
+    evidence = build_evidence(
+        run_id="r",
+        trial_id="t",
+        channel_id="c",
+        task_name="x",
+        task_event_id=None,
+        completion_message_id=None,
+        identities={},
+        directory=[],
+        scripted_events=[],
+        observed_channels=[],
+        raw_events=[],
+        channel_members=[{"pubkey": "aa" * 32, "role": "owner", "name": "user"}],
+        agent_memory={"solo-1": [{"slug": "zeta"}, {"slug": "alpha"}]},
+    )
+    assert [row["slug"] for row in evidence["agent_memory"]["solo-1"]] == ["alpha", "zeta"]
+    assert evidence["channel_members"] == [{"pubkey": "aa" * 32, "role": "owner", "name": "user"}]

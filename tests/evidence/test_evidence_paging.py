@@ -50,6 +50,12 @@ class FakeReader:
     async def query(self, filters: list, sub_id: str | None = None) -> list:
         raise AssertionError("ttl_seconds present: no metadata query expected")
 
+    async def mem_ls(self) -> list[dict[str, Any]]:
+        return [{"slug": "core", "updated_at": 900, "bytes": 2, "hash": "h"}]
+
+    async def mem_get(self, slug: str) -> dict[str, Any]:
+        return {"slug": slug, "value": "v1", "hash": "h", "updated_at": 900, "event_id": "e"}
+
 
 def events(count: int, per_second: int = 3) -> list[dict[str, Any]]:
     return [
@@ -112,9 +118,18 @@ async def test_export_writes_three_files_and_drops_foreign_channels(tmp_path: Pa
     reader = FakeReader(events(5))
     lines: list[str] = []
     evidence = await export_evidence(
-        context(), user_reader=reader, orchestrator_reader=reader, trial=trial, log=lines.append
+        context(),
+        user_reader=reader,
+        orchestrator_reader=reader,
+        memory_readers={"solo-1": reader},
+        trial=trial,
+        log=lines.append,
     )
     assert [row["channel_id"] for row in evidence["observed_channels"]] == ["c1"]
+    assert evidence["channel_members"] == [{"pubkey": "dd" * 32, "role": "owner", "name": "x"}]
+    assert evidence["agent_memory"] == {
+        "solo-1": [{"slug": "core", "value": "v1", "hash": "h", "updated_at": 900}]
+    }
     assert evidence["observed_channels"][0]["members"] == [{"pubkey": "bb" * 32, "role": "owner"}]
     assert lines and "dropped 1" in lines[0]
     on_disk = json.loads(trial.evidence_json.read_text())
@@ -137,7 +152,11 @@ async def test_export_failure_writes_the_error_file_and_removes_partials(tmp_pat
     reader = Broken([])
     with pytest.raises(EvidenceExportError, match="relay went away"):
         await export_evidence(
-            context(), user_reader=reader, orchestrator_reader=reader, trial=trial
+            context(),
+            user_reader=reader,
+            orchestrator_reader=reader,
+            memory_readers={"solo-1": reader},
+            trial=trial,
         )
     assert "relay went away" in trial.evidence_error_txt.read_text()
     assert not trial.evidence_json.exists()

@@ -57,6 +57,9 @@ async def test_export_pages_a_busy_channel_completely(relay_url: str, tmp_path: 
         channel = (await user.channels_create(name="ev-busy", visibility="private"))["channel_id"]
         await user.channels_add_member(channel=channel, pubkey=agent_keys.pubkey)
         observed = await agent.channels_create(name="ev-observed", visibility="private", ttl=3600)
+        await agent.mem_set(slug="core", value="prefers metric units")
+        await agent.mem_set(slug="scratch", value="temporary")
+        await agent.mem_rm(slug="scratch")
         task = await user.messages_send(channel=channel, content="task")
         # 60 per second: every page boundary cuts a second in the middle
         sent = [
@@ -68,9 +71,16 @@ async def test_export_pages_a_busy_channel_completely(relay_url: str, tmp_path: 
             context(channel, user_keys, agent_keys, task["event_id"]),
             user_reader=user,
             orchestrator_reader=agent,
+            memory_readers={"solo-1": agent},
             trial=trial,
         )
     assert evidence["message_count"] == len(sent) == 246
+    members = {row["pubkey"]: row["role"] for row in evidence["channel_members"]}
+    assert members == {user_keys.pubkey: "owner", agent_keys.pubkey: "member"}
+    # decrypted with the agent's own keys; a removed entry is gone; no key material is written
+    (memory,) = evidence["agent_memory"]["solo-1"]
+    assert (memory["slug"], memory["value"]) == ("core", "prefers metric units")
+    assert agent_keys.secret.hex() not in trial.evidence_json.read_text()
     assert evidence["truncated"] is False
     assert {m["id"] for m in evidence["messages"]} == set(sent)
     assert evidence["messages"][-1]["id"] == task["event_id"]  # the newest second
@@ -101,6 +111,7 @@ async def test_more_than_a_page_in_one_second_fails_the_export(
                 context(channel, user_keys, agent_keys, None),
                 user_reader=user,
                 orchestrator_reader=agent,
+                memory_readers={"solo-1": agent},
                 trial=trial,
             )
     assert "share one second" in trial.evidence_error_txt.read_text()

@@ -32,7 +32,7 @@ def test_the_breaker_trips_once_on_provider_errors_in_a_row() -> None:
     controls = RunControls.of(provider_error_limit=3)
     sequence = [
         finished(1, "error", "ProviderUnavailable"),
-        finished(2, "error", "ProviderAuthFailed"),
+        finished(2, "error", "ProviderUnavailable"),
         finished(3),  # a score resets the count
         finished(4, "error", "ProviderUnavailable"),
         finished(5, "cancelled", "Cancelled"),  # does not count either way
@@ -45,6 +45,14 @@ def test_the_breaker_trips_once_on_provider_errors_in_a_row() -> None:
     assert stop.message.endswith("last: ProviderUnavailable: ProviderUnavailable happened")
     assert controls.trial_finished(finished(8, "error", "ProviderUnavailable")) is None
     assert controls.stop is stop
+
+
+@pytest.mark.parametrize("error", ["ProviderAuthFailed", "ProviderBillingFailed"])
+def test_a_refused_key_or_an_empty_balance_stops_the_run_at_once(error: str) -> None:
+    controls = RunControls.of(provider_error_limit=3)
+    stop = controls.trial_finished(finished(1, "error", error))
+    assert stop is not None and stop.reason == "circuit_breaker"
+    assert stop.message.endswith(f"which no retry or later trial can fix: {error} happened")
 
 
 def test_other_errors_reset_the_breaker_and_zero_disables_it() -> None:
@@ -112,4 +120,29 @@ def test_which_given_up_turns_are_the_providers(
     kind: str | None, status: int | None, provider: bool
 ) -> None:
     record = TurnFailed(will_retry=False, error_kind=kind, http_status=status, error="x")
+    assert is_provider_failure(record) is provider
+
+
+@pytest.mark.parametrize(
+    ("failure_class", "status", "provider"),
+    [
+        ("billing", 400, True),  # Anthropic's "credit balance is too low" is a 400
+        ("bad_request", 400, True),  # a request the harness built: an error, never a score
+        ("auth", 403, True),
+        ("rate_limit", 429, True),
+        ("context_overflow", 400, False),  # the model's own conversation: scored
+        ("content_refusal", 400, False),
+        ("something_new", 500, True),  # an unknown class falls back to the status
+    ],
+)
+def test_the_agents_failure_class_decides_over_the_status(
+    failure_class: str, status: int, provider: bool
+) -> None:
+    record = TurnFailed(
+        will_retry=False,
+        error_kind="llm_http_error",
+        http_status=status,
+        failure_class=failure_class,
+        error="x",
+    )
     assert is_provider_failure(record) is provider

@@ -274,14 +274,16 @@ def test_a_refused_key_in_a_trial_is_an_error_not_a_zero(
     run: Run, llm: FakeLLM, tmp_path: Path
 ) -> None:
     """The issue's wrong-key run with the check skipped: the trial is `error`
-    `ProviderAuthFailed` (never rerun: a refused key does not heal), exit 3, the provider's
-    text in the message with the key it echoed redacted, and `<error>` in junit.xml."""
+    `ProviderAuthFailed` (never rerun: a refused key does not heal), the run stopped at once
+    (exit 2), the provider's text in the message with the key it echoed redacted, and `<error>`
+    in junit.xml."""
     llm.script(error_reply(401, f"Incorrect API key provided: {DEFAULT_KEY}"))
     done = run.benchmark(
         manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm),
         "--skip-endpoint-check", "--report",
     )  # fmt: skip
-    assert done.returncode == 3, output(done)
+    assert done.returncode == 2, output(done)
+    assert "ended in ProviderAuthFailed, which no retry or later trial can fix" in done.stdout
     (result,) = run.results()
     info = result["exception_info"]
     assert result["status"] == "error" and info["exception_type"] == "ProviderAuthFailed"
@@ -296,6 +298,32 @@ def test_a_refused_key_in_a_trial_is_an_error_not_a_zero(
     junit = (run.run_dir / "junit.xml").read_text(encoding="utf-8")
     assert '<error message="ProviderAuthFailed: endpoint' in junit and "<failure" not in junit
     run.assert_no_key_on_disk()
+
+
+def test_an_empty_credit_balance_is_an_error_that_stops_the_run(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """Anthropic's "credit balance is too low" is a 400: an error (never a score of 0), and the
+    run starts no further trial."""
+    credit = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "Your credit balance is too low to access the Anthropic API.",
+        },
+    }
+    llm.script(Reply(status=400, body=credit))
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"),
+        endpoints(tmp_path / "e.json", llm, "anthropic"),
+        "--skip-endpoint-check",
+    )
+    assert done.returncode == 2, output(done)
+    (result,) = run.results()
+    assert result["status"] == "error" and result["reward"] is None
+    assert result["exception_info"]["exception_type"] == "ProviderBillingFailed"
+    assert "credit balance is too low" in result["exception_info"]["exception_message"]
+    assert len(llm.requests) == 1  # not retried by the agent, the bridge or the run
 
 
 def test_a_provider_that_dies_trips_the_breaker_and_resume_finishes_the_job(

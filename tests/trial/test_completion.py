@@ -59,12 +59,17 @@ class Trial:
         )
 
 
-def trial(*, solo: bool = True, scripted: tuple[str, ...] = ()) -> Trial:
+def trial(
+    *, solo: bool = True, scripted: tuple[str, ...] = (), unawaited: tuple[str, ...] = ()
+) -> Trial:
+    """`scripted`: scripted events that p-tag the agent; `unawaited`: ones that do not."""
     state, agent = AgentLogState(), FakeAgent()
     changed = asyncio.Event()
     observer = ChannelObserver(None, CHANNEL, 0, changed.set)
     watch = CompletionWatch(
-        CompletionRules("solo-1", AGENT, solo, list(scripted), settle_seconds=GRACE),
+        CompletionRules(
+            "solo-1", AGENT, solo, [*scripted, *unawaited], list(scripted), settle_seconds=GRACE
+        ),
         observer,
         {"solo-1": state},
         {"solo-1": agent},
@@ -92,6 +97,17 @@ async def test_solo_turn_end_after_the_grace_with_last_authored_message() -> Non
     assert (result.stop_reason, result.completion_message_id) == ("turn_end", "m1")
     assert result.unaccounted_events == ()
     assert loop.time() - started >= GRACE
+
+
+@pytest.mark.parametrize("ended", ["refusal", "context_exhausted"])
+async def test_a_solo_turn_end_names_a_refusal_or_an_exhausted_context(ended: str) -> None:
+    t = trial()
+    t.seen("task")
+    t.log("turn_started", event_ids=["task"])
+    t.log("turn_delivered", event_ids=["task"])
+    t.log("turn_completed", event_ids=["task"], stop_reason=ended)
+    result = await t.watch.wait(10)
+    assert result.stop_reason == ended
 
 
 async def test_a_new_turn_inside_the_grace_restarts_it() -> None:
@@ -203,6 +219,18 @@ async def test_scripted_events_must_be_delivered() -> None:
     t.seen("s1")
     t.turn("s1")
     assert (await t.watch.wait(10)).stop_reason == "turn_end"
+
+
+async def test_a_scripted_event_that_does_not_tag_the_agent_counts_as_delivered() -> None:
+    """A scripted reply meant to be found by polling never wakes the agent: the solo stop
+    follows the agent's turns, not the event's delivery (§7.11)."""
+    t = trial(unawaited=("bot-reply",))
+    t.seen("task")
+    t.seen("bot-reply", author="ef" * 32, mentions=())
+    t.seen("m1", author=AGENT, mentions=(), content="the build is 4812")
+    t.turn("task")
+    result = await t.watch.wait(10)
+    assert (result.stop_reason, result.completion_message_id) == ("turn_end", "m1")
 
 
 async def test_done_message_for_teams_and_only_from_the_orchestrator() -> None:

@@ -4,6 +4,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from documents_support import log_record
 
 from orchestra.documents.trial import SecretScan
@@ -19,6 +20,7 @@ class Price:
     cached_input_per_million_usd: float = 0.1
     output_per_million_usd: float = 10.0
     cache_read_rate: float = 0.0
+    cache_write_per_million_usd: float | None = None
 
 
 def fold(*records: dict) -> AgentLogState:
@@ -114,6 +116,26 @@ def test_accounting_modes_and_cost() -> None:
     assert mixed.accounting == "unreconciled"
     none = trial_accounting({"b-1": silent}, {"b-1": Price()})
     assert (none.accounting, none.tokens, none.cost_usd) == ("unavailable", None, None)
+
+
+def test_cache_writes_are_priced_apart_from_plain_input() -> None:
+    """Anthropic's counts: 1 M input of which 0.2 M read from and 0.4 M written to the cache."""
+    state = fold(
+        {
+            "event": "usage",
+            "session_id": "s",
+            "input_tokens": 1_000_000,
+            "output_tokens": 0,
+            "cached_input_tokens": 200_000,
+            "cache_write_input_tokens": 400_000,
+        }
+    )
+    default = trial_accounting({"a": state}, {"a": Price()})
+    assert default.cost_usd == pytest.approx(0.4 * 1.0 + 0.2 * 0.1 + 0.4 * 1.25)
+    assert default.tokens is not None and default.tokens.cache_write_input == 400_000
+    assert default.tokens.per_agent["a"].cache_write_input == 400_000
+    priced = trial_accounting({"a": state}, {"a": Price(cache_write_per_million_usd=2.0)})
+    assert priced.cost_usd == pytest.approx(0.4 * 1.0 + 0.2 * 0.1 + 0.4 * 2.0)
 
 
 def test_cache_read_rate_estimate() -> None:

@@ -28,6 +28,7 @@ PRICE = SimpleNamespace(
     cached_input_per_million_usd=0.1,
     output_per_million_usd=4.0,
     cache_read_rate=0.0,
+    cache_write_per_million_usd=None,
 )
 AGENT = AgentInfo(name="buzz-agent", version="1.2.3", model_name="m", tool_definitions=[])
 FALLBACK = AgentInfo(name="buzz-agent", version="unknown", model_name="endpoint")

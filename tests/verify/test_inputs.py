@@ -98,9 +98,9 @@ def test_the_archive_makes_inputs_read_only_and_a_fresh_verifier_output_dir() ->
         "tests": (INPUT_OWNER, "0o555", True),
         "logs/artifacts": (INPUT_OWNER, "0o555", True),
         "logs/verifier": (0, "0o755", True),
-        SKILL.lstrip("/"): (INPUT_OWNER, "0o440", False),
+        SKILL.lstrip("/"): (INPUT_OWNER, "0o444", False),  # 0640: readable to all
         "logs/artifacts/buzz-evidence.json": (INPUT_OWNER, "0o444", False),
-        "tests/data/expected.json": (INPUT_OWNER, "0o400", False),
+        "tests/data/expected.json": (INPUT_OWNER, "0o444", False),  # 0600: readable to all
         "tests/test.sh": (INPUT_OWNER, "0o555", False),
         "tests/verify.py": (INPUT_OWNER, "0o444", False),
     }
@@ -134,3 +134,14 @@ def test_an_input_is_found_by_its_path() -> None:
     found = world.file(PurePosixPath("/tests/test.sh"))
     assert found is not None and found.mode == 0o755 and found.source == "tests"
     assert world.file(PurePosixPath("/tests/missing")) is None
+
+
+def test_a_private_fixture_file_is_readable_to_the_docker_verifier() -> None:
+    """A `[[files]]` entry planted 0600 (a canary only the agent's user may read) stays
+    readable to the verifier, which runs as root without capabilities over `nobody`'s files."""
+    private = VerifierInputs.assemble(
+        evidence=None, tests=[], fixture_files=[("/home/buzz/.acme/credentials", b"x\n", 0o600)]
+    )
+    with tarfile.open(fileobj=io.BytesIO(private.archive())) as tar:
+        entry = tar.getmember("home/buzz/.acme/credentials")
+    assert (entry.uid, oct(entry.mode)) == (INPUT_OWNER, "0o444")

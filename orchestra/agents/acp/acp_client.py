@@ -32,6 +32,7 @@ USAGE_KEYS = {
     "inputTokens": "input_tokens",
     "outputTokens": "output_tokens",
     "cachedTokens": "cached_input_tokens",
+    "cacheWriteTokens": "cache_write_input_tokens",
     "reasoningTokens": "reasoning_tokens",
     "llmCalls": "llm_calls",
 }

@@ -52,6 +52,8 @@ class UsageCounters(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None  # None: the agent did not report cached tokens
+    # Prompt tokens written to the provider's cache (Anthropic); part of `input_tokens`.
+    cache_write_input_tokens: int | None = None
     reasoning_tokens: int | None = None
     llm_calls: int | None = None
 
@@ -246,6 +248,7 @@ class Usage(Record):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
     reasoning_tokens: int | None = None
     llm_calls: int | None = None
 
@@ -255,6 +258,7 @@ class Usage(Record):
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cached_input_tokens=self.cached_input_tokens,
+            cache_write_input_tokens=self.cache_write_input_tokens,
             reasoning_tokens=self.reasoning_tokens,
             llm_calls=self.llm_calls,
         )
@@ -266,7 +270,7 @@ class TurnCompleted(Record):
     channel_id: str | None = None
     session_id: str | None = None
     stop_reason: str | None = (
-        None  # end_turn | max_tokens | max_turn_requests | refusal | cancelled
+        None  # end_turn | max_tokens | max_turn_requests | refusal | context_exhausted | cancelled
     )
     cancel_reason: str | None = None  # for cancelled
     duration_ms: int | None = None
@@ -285,6 +289,9 @@ class TurnFailed(Record):
     #: `llm_bad_response`, `mcp_error`, `internal`); omitted for other failures
     error_kind: str | None = None
     http_status: int | None = None  # `data.status`: the provider's HTTP status, when it had one
+    #: `data.class`: what the failure means (`auth`, `billing`, `rate_limit`, `overload`,
+    #: `server_error`, `bad_response`, `bad_request`, `context_overflow`, `content_refusal`)
+    failure_class: str | None = None
     attempt: int | None = None
     will_retry: bool | None = None
     retry_in_s: Number | None = None  # when retrying

@@ -149,7 +149,11 @@ class RelayLink:
 
     async def post_failure_notice(self, channel: str, anchor: str, reason: str) -> str:
         content = f"⚠️ I could not finish processing this request ({reason}). Please try again."
-        notice_tags = [["h", channel], *tags.reply_tags(anchor, anchor), ["buzz", "turn-failed"]]
+        notice_tags = [
+            ["h", channel],
+            *tags.reply_tags(anchor, anchor),
+            ["buzz", tags.HARNESS_NOTICE],
+        ]
         result = await self.client.publish(Kind.MESSAGE, content, notice_tags)
         return str(result["event_id"])
 

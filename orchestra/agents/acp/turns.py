@@ -39,7 +39,17 @@ OUTCOME_LINES = {
     "max_tokens": "turn hit max_tokens for channel {channel}",
     "max_turn_requests": "turn hit max_turn_requests for channel {channel}",
     "refusal": "turn refused for channel {channel}",
+    "context_exhausted": "turn ended for channel {channel}: context window exhausted",
 }
+#: buzz-agent's `_meta.buzz.stopDetail` for a `max_tokens` turn whose prompt no longer fits the
+#: context window; the event log records it as the turn's stop reason.
+CONTEXT_EXHAUSTED = "context_exhausted"
+
+
+def stop_detail(response_meta: Any) -> str | None:
+    buzz = response_meta.get("buzz") if isinstance(response_meta, dict) else None
+    detail = buzz.get("stopDetail") if isinstance(buzz, dict) else None
+    return detail if isinstance(detail, str) else None
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ class TurnOutcome:
     retryable: bool = False
     error_kind: str | None = None  # the JSON-RPC error's `data.kind` (agent-harness.md §2.2)
     http_status: int | None = None  # its `data.status`: the provider's HTTP status
+    failure_class: str | None = None  # its `data.class` (orchestra/agents/llm/failures.py)
     agent_killed: bool = False
     turn_id: str = ""
     duration_ms: int = 0
@@ -98,6 +109,7 @@ class ErrorDescription:
     retryable: bool
     kind: str | None = None  # `data.kind` of a JSON-RPC error (`llm_http_error`, …)
     http_status: int | None = None  # `data.status`, the provider's HTTP status
+    failure_class: str | None = None  # `data.class`
 
     def outcome(self, **fields: Any) -> TurnOutcome:
         return TurnOutcome(
@@ -106,6 +118,7 @@ class ErrorDescription:
             retryable=self.retryable,
             error_kind=self.kind,
             http_status=self.http_status,
+            failure_class=self.failure_class,
             **fields,
         )
 
@@ -116,12 +129,13 @@ def describe_error(error: BaseException) -> ErrorDescription:
     if isinstance(error, RequestError):
         data = error.data if isinstance(error.data, dict) else {}
         detail = data.get("detail") or data.get("details") or str(error)
-        kind, status = data.get("kind"), data.get("status")
+        kind, status, failure = data.get("kind"), data.get("status"), data.get("class")
         return ErrorDescription(
             f"{error} ({detail})" if detail != str(error) else str(error),
             data.get("retryable") is True,
             kind if isinstance(kind, str) else None,
             status if isinstance(status, int) and not isinstance(status, bool) else None,
+            failure if isinstance(failure, str) else None,
         )
     if isinstance(error, ConnectionError | EOFError | BrokenPipeError):
         return ErrorDescription("agent process exited", True)
@@ -257,6 +271,8 @@ class TurnRunner:
             return describe_error(error).outcome()
         response = prompt_task.result()
         stop_reason = str(response.stop_reason)
+        if stop_detail(response.field_meta) == CONTEXT_EXHAUSTED:
+            stop_reason = CONTEXT_EXHAUSTED  # `max_tokens` because the window is full
         return TurnOutcome(
             completed=True,
             stop_reason=stop_reason,
@@ -347,6 +363,7 @@ class TurnRunner:
                 retryable=outcome.retryable,
                 error_kind=outcome.error_kind,
                 http_status=outcome.http_status,
+                failure_class=outcome.failure_class,
                 attempt=k,
                 will_retry=retry_in_s is not None,
                 retry_in_s=retry_in_s,

@@ -30,6 +30,7 @@ from orchestra.agents.agent.trimming import ContextMeter
 from orchestra.agents.agent.turn import Turn, TurnResult
 from orchestra.agents.llm.client import LLMClient
 from orchestra.agents.llm.errors import LLMError
+from orchestra.agents.llm.failures import FailureClass
 from orchestra.agents.llm.types import Usage
 from orchestra.startup import pause_collector, resume_collector
 
@@ -50,11 +51,19 @@ def agent_version() -> str:
 
 
 def prompt_failure(
-    kind: str, detail: str, *, retryable: bool, status: int | None = None
+    kind: str,
+    detail: str,
+    *,
+    retryable: bool,
+    status: int | None = None,
+    failure_class: FailureClass | None = None,
 ) -> RequestError:
+    """`data.class`: what the failure means (failures.py), for the orchestrator's scoring."""
     data: dict[str, Any] = {"kind": kind, "retryable": retryable, "detail": detail}
     if status is not None:
         data["status"] = status
+    if failure_class is not None:
+        data["class"] = failure_class.value
     return RequestError(-32603, detail, data)
 
 
@@ -215,7 +224,7 @@ class BuzzAgent:
             raise self._failure(error)
         result: TurnResult = task.result()
         log.info("turn finished for session %s: %s", session_id, result.stop_reason)
-        return self._response(result.stop_reason, result.usage, session)
+        return self._response(result.stop_reason, result.usage, session, result.detail)
 
     def _failure(self, error: BaseException) -> RequestError:
         if isinstance(error, LLMError):
@@ -225,14 +234,20 @@ class BuzzAgent:
                 f"LLM call failed: {error.describe()}: {error.detail}",
                 retryable=error.retryable,
                 status=error.status,
+                failure_class=error.failure_class,
             )
         log.error("prompt failed with an internal error", exc_info=error)
         return prompt_failure("internal", f"internal error: {error!r}", retryable=False)
 
     @staticmethod
-    def _response(stop_reason: StopReason, turn_usage: Usage, session: Session) -> PromptResponse:
+    def _response(
+        stop_reason: StopReason, turn_usage: Usage, session: Session, detail: str | None = None
+    ) -> PromptResponse:
         usage = {"turn": turn_usage.to_wire(), "session": session.usage.to_wire()}
-        return PromptResponse(stop_reason=stop_reason, field_meta={"buzz": {"usage": usage}})
+        buzz: dict[str, Any] = {"usage": usage}
+        if detail is not None:
+            buzz["stopDetail"] = detail
+        return PromptResponse(stop_reason=stop_reason, field_meta={"buzz": buzz})
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)

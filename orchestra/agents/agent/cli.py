@@ -20,6 +20,7 @@ async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
     import acp
 
     from orchestra.agents.agent.acp_agent import BuzzAgent
+    from orchestra.agents.llm.budget import RetryBudget
     from orchestra.agents.llm.client import LLMClient
     from orchestra.startup import resume_collector
 
@@ -30,6 +31,7 @@ async def _serve(config: AgentConfig, trajectory: TrajectoryRecorder) -> None:
         effort=config.effort,
         timeout_secs=config.llm_timeout_secs,
         max_retries=config.llm_max_retries,
+        budget=RetryBudget(config.retry_budget, config.retry_budget_secs),
     )
     agent = BuzzAgent(config, llm, trajectory)
     main_task = asyncio.current_task()

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from orchestra.agents.llm import budget
 from orchestra.agents.llm.client import ProviderSettings
 from orchestra.agents.llm.effort import AnthropicThinking, validate_effort
 from orchestra.agents.llm.types import Route
@@ -55,6 +56,8 @@ class AgentConfig(BaseModel):
     max_token_recoveries: int
     llm_timeout_secs: int
     llm_max_retries: int
+    retry_budget: int
+    retry_budget_secs: int
     tool_timeout_secs: int
     max_tool_result_text_bytes: int
     max_tool_calls_per_response: int
@@ -154,6 +157,8 @@ MAX_ROUNDS = _number("BUZZ_AGENT_MAX_ROUNDS", 0, 0)
 MAX_TOKEN_RECOVERIES = _number("BUZZ_AGENT_MAX_TOKEN_RECOVERIES", 3, 0)
 LLM_TIMEOUT_SECS = _number("BUZZ_AGENT_LLM_TIMEOUT_SECS", 240, 1)
 LLM_MAX_RETRIES = _number("BUZZ_AGENT_LLM_MAX_RETRIES", 5, 0, 100)
+RETRY_BUDGET = _number("BUZZ_AGENT_RETRY_BUDGET", budget.DEFAULT_RETRIES, 0, 1000)
+RETRY_BUDGET_SECS = _number("BUZZ_AGENT_RETRY_BUDGET_SECS", budget.DEFAULT_SECS, 1)
 TOOL_TIMEOUT_SECS = _number("BUZZ_AGENT_TOOL_TIMEOUT_SECS", 660, 1)
 MAX_TOOL_RESULT_TEXT_BYTES = _number("BUZZ_AGENT_MAX_TOOL_RESULT_TEXT_BYTES", 51_200, 1024)
 MAX_TOOL_CALLS_PER_RESPONSE = _number("BUZZ_AGENT_MAX_TOOL_CALLS_PER_RESPONSE", 64, 1)
@@ -279,6 +284,8 @@ def load_config(environ: Mapping[str, str]) -> AgentConfig:
         max_token_recoveries=MAX_TOKEN_RECOVERIES.value(environ),
         llm_timeout_secs=LLM_TIMEOUT_SECS.value(environ),
         llm_max_retries=LLM_MAX_RETRIES.value(environ),
+        retry_budget=RETRY_BUDGET.value(environ),
+        retry_budget_secs=RETRY_BUDGET_SECS.value(environ),
         tool_timeout_secs=TOOL_TIMEOUT_SECS.value(environ),
         max_tool_result_text_bytes=MAX_TOOL_RESULT_TEXT_BYTES.value(environ),
         max_tool_calls_per_response=MAX_TOOL_CALLS_PER_RESPONSE.value(environ),

@@ -45,6 +45,12 @@ def tool_definition(spec: ToolSpec) -> dict[str, object]:
     }
 
 
+def cache_write_extra(tokens: int) -> dict[str, object] | None:
+    """ATIF metrics' `extra` for prompt tokens written to the provider's cache (part of
+    `prompt_tokens`, priced apart); None when there were none."""
+    return {"cache_write_tokens": tokens} if tokens else None
+
+
 def call_arguments(call: ToolCall) -> dict[str, object]:
     try:
         return call.parsed_arguments()
@@ -88,7 +94,7 @@ class TrajectoryRecorder:
             AgentLine(
                 ts=utc_timestamp(),
                 session_id=session_id,
-                text=response.message.text,
+                text=response.message.said,
                 reasoning=response.thought or None,
                 tool_calls=[
                     atif.ToolCall(
@@ -102,6 +108,7 @@ class TrajectoryRecorder:
                     prompt_tokens=usage.input_tokens,
                     completion_tokens=usage.output_tokens,
                     cached_tokens=usage.cached_tokens,
+                    extra=cache_write_extra(usage.cache_write_tokens),
                 ),
             )
         )

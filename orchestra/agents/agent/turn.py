@@ -31,12 +31,20 @@ CONTINUE_AFTER_TRUNCATION = (
     "and keep individual tool calls small."
 )
 NOT_PERMITTED = "tool call was not permitted"
+#: `_meta.buzz.stopDetail` of a turn that ended `max_tokens` because the conversation no longer
+#: fits the model's context window and nothing more could be trimmed.
+CONTEXT_EXHAUSTED = "context_exhausted"
 
 
 @dataclass
 class TurnResult:
     stop_reason: StopReason
     usage: Usage
+    detail: str | None = None  # CONTEXT_EXHAUSTED, or None
+
+
+class ContextExhausted(Exception):
+    """The provider rejected the prompt as too long and trimming cannot shorten it."""
 
 
 class Turn:
@@ -66,7 +74,10 @@ class Turn:
             if self.config.max_rounds and rounds == self.config.max_rounds:
                 return self._stop("max_turn_requests")
             self._trim(self.config.trim_threshold)
-            response = await self._call_llm(rounds + 1)
+            try:
+                response = await self._call_llm(rounds + 1)
+            except ContextExhausted:
+                return self._stop("max_tokens", CONTEXT_EXHAUSTED)
             if response is None:  # context overflow absorbed by trimming; same round again
                 continue
             rounds += 1
@@ -75,7 +86,7 @@ class Turn:
                 self.trajectory.response(self.session.id, response, [])
                 if self._take_overflow_retry():
                     continue
-                return self._stop("max_tokens")
+                return self._stop("max_tokens", CONTEXT_EXHAUSTED)
             message = response.message
             if response.outcome == "truncated":
                 message.tool_calls = [c for c in message.tool_calls if c.arguments_are_valid()]
@@ -99,18 +110,19 @@ class Turn:
         self.session.history.append(message)
         self.trajectory.user(self.session.id, message.text)
 
-    def _stop(self, reason: StopReason) -> TurnResult:
-        return TurnResult(stop_reason=reason, usage=self.usage)
+    def _stop(self, reason: StopReason, detail: str | None = None) -> TurnResult:
+        return TurnResult(stop_reason=reason, usage=self.usage, detail=detail)
 
     def _take_overflow_retry(self) -> bool:
         """Trim to half the estimate once per turn when the provider says the prompt is too
-        long; False when that was already tried."""
+        long; False when that was already tried or nothing could be trimmed (the same request
+        again would fail the same way)."""
         if self._overflow_retry_used:
             return False
         self._overflow_retry_used = True
         estimate = self.session.meter.estimate(self.session.history)
         self._trim(min(self.config.trim_threshold, estimate // 2))
-        return True
+        return self.session.meter.estimate(self.session.history) < estimate
 
     def _trim(self, threshold: int) -> None:
         trim_history(self.session.history, self.session.meter, threshold)
@@ -128,9 +140,12 @@ class Turn:
         try:
             response = await self.llm.complete(conversation, round_number)
         except LLMError as err:
-            if err.is_context_overflow and self._take_overflow_retry():
+            if not err.is_context_overflow:
+                raise
+            if self._take_overflow_retry():
                 return None
-            raise
+            log.warning("context exhausted: %s", err.detail)
+            raise ContextExhausted from None
         session.meter.record(response.usage.input_tokens, conversation.history)
         return response
 
@@ -140,8 +155,8 @@ class Turn:
         await self.client.usage(self.session.usage, self.llm.model, self.llm.effort)
         if response.thought:
             await self.client.thought(response.thought)
-        if response.message.text:
-            await self.client.message(response.message.text)
+        if response.message.said:
+            await self.client.message(response.message.said)
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         limit = self.config.max_tool_calls_per_response

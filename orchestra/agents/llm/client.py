@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from orchestra.agents.llm import anthropic, openai_chat, openai_responses
+from orchestra.agents.llm.budget import RetryBudget
 from orchestra.agents.llm.effort import AnthropicThinking, lower_effort
 from orchestra.agents.llm.errors import LLMError
 from orchestra.agents.llm.types import Conversation, LLMResponse, Route
@@ -82,16 +83,31 @@ def parse_retry_after(headers: httpx.Headers) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _error_detail(response: httpx.Response) -> str:
+def http_error(response: httpx.Response) -> LLMError:
+    """The error answer as an LLMError: the body's `error.message` (else the body), and its
+    `error.type`/`error.code` for classification (failures.py names the shapes)."""
     try:
         data = response.json()
     except ValueError:
-        return response.text[:_ERROR_DETAIL_CHARS]
+        data = None
     error = data.get("error") if isinstance(data, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
+    error = error if isinstance(error, dict) else {}
+    message = error.get("message")
     if isinstance(message, str):
-        return message[:_ERROR_DETAIL_CHARS]
-    return json.dumps(data)[:_ERROR_DETAIL_CHARS]
+        detail = message
+    elif data is not None:
+        detail = json.dumps(data)
+    else:
+        detail = response.text
+    error_type, code = error.get("type"), error.get("code")
+    return LLMError(
+        "llm_http_error",
+        detail[:_ERROR_DETAIL_CHARS],
+        status=response.status_code,
+        retry_after=parse_retry_after(response.headers),
+        error_type=error_type if isinstance(error_type, str) else None,
+        error_code=code if isinstance(code, str) else None,
+    )
 
 
 class LLMClient:
@@ -102,10 +118,13 @@ class LLMClient:
         effort: str | None,
         timeout_secs: float,
         max_retries: int,
+        budget: RetryBudget | None = None,
     ) -> None:
         self._settings = settings
         self.effort = effort  # effective value; lowered for the process when a server rejects it
         self._max_retries = max_retries
+        # Shared by every call of the process (budget.py); unlimited for one-off clients.
+        self._budget = budget or RetryBudget(retries=max_retries, secs=float("inf"))
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_secs, connect=CONNECT_TIMEOUT_SECS),
             # Every request goes to base_url and redirects are not followed, so a plain-http
@@ -129,22 +148,29 @@ class LLMClient:
         attempt = 0
         while True:
             try:
-                return await self._once(replace(conv, effort=self.effort), round_number)
+                response = await self._once(replace(conv, effort=self.effort), round_number)
             except LLMError as err:
                 if self._adapted_to(err):
                     continue
                 if not err.retryable or attempt >= self._max_retries:
                     raise
+                delay = retry_delay(attempt + 1, err.retry_after)
+                if not self._budget.take(delay):
+                    err.exhaust_budget(self._budget.spent())
+                    raise
                 attempt += 1
-                delay = retry_delay(attempt, err.retry_after)
                 log.warning(
-                    "llm retry %d/%d: %s; waiting %.1fs",
+                    "llm retry %d/%d: %s; waiting %.1fs (retry budget %s)",
                     attempt,
                     self._max_retries,
                     err.describe(),
                     delay,
+                    self._budget.spent(),
                 )
                 await asyncio.sleep(delay)
+            else:
+                self._budget.succeeded()
+                return response
 
     def _adapted_to(self, err: LLMError) -> bool:
         """One-time, process-wide adaptations to what the server can do; True = call again."""
@@ -204,12 +230,7 @@ class LLMClient:
         except httpx.HTTPError as exc:
             raise LLMError("llm_network_error", f"{type(exc).__name__}: {exc}") from None
         if response.status_code >= 400:
-            raise LLMError(
-                "llm_http_error",
-                _error_detail(response),
-                status=response.status_code,
-                retry_after=parse_retry_after(response.headers),
-            )
+            raise http_error(response)
         log.debug("llm response body: %s", response.text)
         try:
             data = response.json()

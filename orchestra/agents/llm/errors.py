@@ -4,22 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
+from orchestra.agents.llm.failures import POLICIES, FailureClass, classify
+
 ErrorKind = Literal["llm_http_error", "llm_network_error", "llm_bad_response"]
 
-RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-_CONTEXT_MARKERS = (
-    "context window",
-    "context_length",
-    "context length",
-    "maximum context",
-    "too long",
-    "too many tokens",
-    "prompt is too long",
-)
+_KIND_CLASSES = {
+    "llm_network_error": FailureClass.SERVER_ERROR,
+    "llm_bad_response": FailureClass.BAD_RESPONSE,
+}
 
 
 class LLMError(Exception):
-    """One failed attempt. `retry_after` is the server's requested wait in seconds, if any."""
+    """One failed attempt. `retry_after` is the server's requested wait in seconds, if any;
+    `error_type`/`error_code` are the error body's `error.type` and `error.code`."""
 
     def __init__(
         self,
@@ -28,25 +25,33 @@ class LLMError(Exception):
         *,
         status: int | None = None,
         retry_after: float | None = None,
+        error_type: str | None = None,
+        error_code: str | None = None,
     ) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
         self.status = status
         self.retry_after = retry_after
+        self.budget_exhausted = False
+        self.failure_class = (
+            classify(status, error_type, error_code, detail)
+            if kind == "llm_http_error" and status is not None
+            else _KIND_CLASSES.get(kind, FailureClass.SERVER_ERROR)
+        )
 
     @property
     def retryable(self) -> bool:
-        if self.kind == "llm_http_error":
-            return self.status in RETRYABLE_STATUSES
-        return True
+        return POLICIES[self.failure_class].retryable and not self.budget_exhausted
+
+    def exhaust_budget(self, spent: str) -> None:
+        """The process's retry budget (budget.py) is used up: no one retries this failure."""
+        self.budget_exhausted = True
+        self.detail = f"{self.detail} (retry budget {spent} used up)"
 
     @property
     def is_context_overflow(self) -> bool:
-        if self.status != 400:
-            return False
-        lowered = self.detail.lower()
-        return any(marker in lowered for marker in _CONTEXT_MARKERS)
+        return self.failure_class is FailureClass.CONTEXT_OVERFLOW
 
     def mentions(self, *needles: str) -> bool:
         lowered = self.detail.lower()

@@ -34,16 +34,18 @@ def _messages(conv: Conversation) -> list[dict[str, Any]]:
             messages.append({"role": "user", "content": item.text})
         elif isinstance(item, AssistantMessage):
             message: dict[str, Any] = {"role": "assistant", "content": item.text or None}
+            if item.refusal:
+                message["refusal"] = item.refusal
             if item.tool_calls:
                 message["tool_calls"] = [
                     {
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
+                        "function": {"name": call.name, "arguments": call.replayed_arguments()},
                     }
                     for call in item.tool_calls
                 ]
-            elif not item.text:
+            elif not item.text and not item.refusal:
                 message["content"] = ""
             messages.append(message)
         else:
@@ -100,12 +102,12 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def _outcome(finish_reason: str, has_tool_calls: bool) -> Outcome:
+def _outcome(finish_reason: str, has_tool_calls: bool, refused: bool) -> Outcome:
     if finish_reason == "length":
         return "truncated"
     if has_tool_calls:
         return "tool_calls"
-    if finish_reason == "content_filter":
+    if finish_reason == "content_filter" or refused:
         return "refusal"
     return "end_turn"
 
@@ -132,9 +134,11 @@ def parse_response(data: Any) -> LLMResponse:
     text = _content_text(message.get("content"))
     finish_reason = str(choice.get("finish_reason") or "stop")
     thought = message.get("reasoning_content")
+    refusal = message.get("refusal")
+    refusal = refusal if isinstance(refusal, str) else ""
     return LLMResponse(
-        message=AssistantMessage(text=text, tool_calls=calls),
-        outcome=_outcome(finish_reason, bool(calls)),
+        message=AssistantMessage(text=text, tool_calls=calls, refusal=refusal),
+        outcome=_outcome(finish_reason, bool(calls), bool(refusal)),
         finish_reason=finish_reason,
         usage=_usage(data.get("usage")),
         thought=thought if isinstance(thought, str) else "",

@@ -35,20 +35,17 @@ def _input(conv: Conversation) -> list[dict[str, Any]]:
             )
         elif isinstance(item, AssistantMessage):
             items.extend(item.replay)
-            if item.text:
-                items.append(
-                    {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": item.text}],
-                    }
-                )
+            if item.said:
+                # The SDK's EasyInputMessageParam: an output message (`output_text` parts)
+                # would need the response's item id and status, and with `store: false` an id
+                # ties the message to reasoning items the server no longer holds.
+                items.append({"type": "message", "role": "assistant", "content": item.said})
             items.extend(
                 {
                     "type": "function_call",
                     "call_id": call.id,
                     "name": call.name,
-                    "arguments": call.arguments,
+                    "arguments": call.replayed_arguments(),
                 }
                 for call in item.tool_calls
             )
@@ -72,6 +69,9 @@ def build_body(conv: Conversation) -> dict[str, Any]:
                 "name": t.name,
                 "description": t.description,
                 "parameters": t.input_schema,
+                # Required by the API's type; left out, the server may apply strict mode, which
+                # makes every optional parameter of our MCP tools' schemas required.
+                "strict": False,
             }
             for t in conv.tools
         ]
@@ -104,6 +104,7 @@ def parse_response(data: Any) -> LLMResponse:
     if not isinstance(output, list):
         raise LLMError("llm_bad_response", "response has no output list")
     texts: list[str] = []
+    refusals: list[str] = []
     thoughts: list[str] = []
     replay: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
@@ -113,11 +114,12 @@ def parse_response(data: Any) -> LLMResponse:
             replay.append(item)
             thoughts.append(_summary_text(item))
         elif kind == "message":
-            texts.extend(
-                part.get("text", "")
-                for part in item.get("content") or []
-                if isinstance(part, dict) and part.get("type") == "output_text"
-            )
+            for part in item.get("content") or []:
+                part_kind = part.get("type") if isinstance(part, dict) else None
+                if part_kind == "output_text":
+                    texts.append(str(part.get("text") or ""))
+                elif part_kind == "refusal":
+                    refusals.append(str(part.get("refusal") or ""))
         elif kind == "function_call":
             arguments = item.get("arguments")
             calls.append(
@@ -136,12 +138,14 @@ def parse_response(data: Any) -> LLMResponse:
         outcome = "truncated"
     elif calls:
         outcome = "tool_calls"
-    elif reason == "content_filter":
+    elif reason == "content_filter" or refusals:
         outcome = "refusal"
     else:
         outcome = "end_turn"
     return LLMResponse(
-        message=AssistantMessage(text="".join(texts), tool_calls=calls, replay=replay),
+        message=AssistantMessage(
+            text="".join(texts), tool_calls=calls, replay=replay, refusal="".join(refusals)
+        ),
         outcome=outcome,
         finish_reason=reason or status,
         usage=_usage(data.get("usage")),

@@ -39,6 +39,13 @@ class ToolCall:
             return False
         return True
 
+    def replayed_arguments(self) -> str:
+        """The arguments as later requests carry them: the model's own text when it is a JSON
+        object, else `{}`. OpenAI-compatible servers (vLLM, llama.cpp) parse every replayed
+        `arguments` and reject a history holding invalid JSON with a 400; the call's tool result
+        already tells the model its arguments were invalid and what the parser said."""
+        return self.arguments if self.arguments_are_valid() else "{}"
+
 
 @dataclass
 class UserMessage:
@@ -55,6 +62,14 @@ class AssistantMessage:
     # Provider blocks replayed verbatim in later requests: Anthropic thinking/redacted_thinking
     # blocks, Responses `reasoning` items. Never shown to other providers.
     replay: list[dict[str, Any]] = field(default_factory=list)
+    # The model's refusal (chat `message.refusal`, a Responses `refusal` content part): shown
+    # and recorded like text, replayed in the route's refusal field where it has one.
+    refusal: str = ""
+
+    @property
+    def said(self) -> str:
+        """What the model said to the user: its text, else its refusal."""
+        return self.text or self.refusal
 
 
 @dataclass

@@ -56,6 +56,8 @@ class Metrics(Part):
     completion_tokens: Tokens | None = None  # reasoning tokens included
     cached_tokens: Tokens | None = None
     cost_usd: float | None = None
+    # ATIF's open extension object; holds `cache_write_tokens` when the provider reported any.
+    extra: dict[str, Any] | None = None
 
 
 AGENT_ONLY_FIELDS = ("reasoning_content", "tool_calls", "metrics")

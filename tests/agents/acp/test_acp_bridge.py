@@ -167,6 +167,8 @@ import pytest  # noqa: E402
 from tree_support import follow_event_log  # noqa: E402
 
 from orchestra.buzz import BuzzClient  # noqa: E402
+from orchestra.evidence.export import collect_channel_events  # noqa: E402
+from orchestra.evidence.normalize import build_evidence  # noqa: E402
 from orchestra.nostr.keys import Keys  # noqa: E402
 
 WAIT_S = 30.0
@@ -346,6 +348,7 @@ async def test_mention_wakes_and_log_records(room: Room) -> None:
         "input_tokens": 100,
         "output_tokens": 10,
         "cached_input_tokens": 5,
+        "cache_write_input_tokens": 0,
         "reasoning_tokens": 1,
         "llm_calls": 1,
     }
@@ -454,6 +457,24 @@ async def test_retry_then_failure_notice(room: Room) -> None:
     assert ["buzz", "turn-failed"] in event["tags"] and ["e", task, "", "reply"] in event["tags"]
     assert not [t for t in event["tags"] if t[0] == "p"]
     assert "turn failed for channel" in acp.stderr() and "giving up" in acp.stderr()
+    # The notice is harness text, not the agent's answer: the evidence a verifier reads (built
+    # from the channel as the export reads it) holds the task and no message by the agent.
+    raw = await collect_channel_events(room.user, room.channel)
+    assert notice[0]["event_id"] in {e["id"] for e in raw}
+    evidence = build_evidence(
+        run_id="job",
+        trial_id="trial",
+        channel_id=room.channel,
+        task_name="t",
+        task_event_id=task,
+        completion_message_id=None,
+        identities={"solo-1": {"role": "orchestrator", "pubkey": room.agent_keys.pubkey}},
+        directory=[],
+        scripted_events=[],
+        observed_channels=[],
+        raw_events=raw,
+    )
+    assert [m["id"] for m in evidence["messages"]] == [task]
 
 
 async def test_non_retryable_error_and_notices_off(room: Room) -> None:

@@ -81,8 +81,8 @@ def test_nullable_fields_are_written_as_null_and_numbers_keep_their_type() -> No
 
 def test_nested_usage_is_written_in_contract_order() -> None:
     counters = {
-        "input_tokens": 10, "output_tokens": 2, "cached_input_tokens": 0, "reasoning_tokens": 0,
-        "llm_calls": 1,
+        "input_tokens": 10, "output_tokens": 2, "cached_input_tokens": 0,
+        "cache_write_input_tokens": 0, "reasoning_tokens": 0, "llm_calls": 1,
     }  # fmt: skip
     usage = TurnUsage.model_validate({"turn": counters, "session": counters})
     [line] = lines_of(TurnCompleted(turn_id="t", stop_reason="end_turn", usage=usage))

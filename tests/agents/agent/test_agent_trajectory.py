@@ -30,6 +30,7 @@ PRICE = SimpleNamespace(
     cached_input_per_million_usd=0.5,
     output_per_million_usd=8.0,
     cache_read_rate=0.0,
+    cache_write_per_million_usd=None,
 )
 FALLBACK = AgentInfo(name="buzz-agent", version="unknown", model_name="fake-model")
 

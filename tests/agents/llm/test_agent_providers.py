@@ -202,6 +202,7 @@ def test_responses_request_and_parsing() -> None:
         "name": SHELL.name,
         "description": "run bash",
         "parameters": SHELL.input_schema,
+        "strict": False,
     }
     parsed = openai_responses.parse_response(
         responses_message(

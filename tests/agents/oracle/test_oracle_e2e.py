@@ -55,6 +55,7 @@ FREE = SimpleNamespace(
     cached_input_per_million_usd=0.0,
     output_per_million_usd=0.0,
     cache_read_rate=0.0,
+    cache_write_per_million_usd=None,
 )
 
 
