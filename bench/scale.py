@@ -10,8 +10,8 @@ Run from the repository root (a clean clone needs only `just setup` first):
 
 Simulation (the default): each size is one `orchestra benchmark` (the oracle condition on
 tasks/buzz-native, all ten tasks in one job with `--attempts size/10`, embedded stack, local
-env, `-n` 32 by default) run in a child process through the real command code
-(`run_benchmark_command`): preflight, the run and job directories, the jobs runner, the job
+env, `-n` 32 by default) run in a child process through the real run driver
+(`orchestra.run`, as the command runs it): preflight, the run and job directories, the jobs runner, the job
 `result.json`, the progress lines (to a log file) and the summary. Only the trial is a stub
 (bench/scale_stub.py: the trial's documents written through the trial's own record code, a
 short sleep per phase, a realistic final result). `--executor ray` runs the same command with
@@ -75,47 +75,40 @@ def command(
 ) -> int:  # fmt: skip
     """`orchestra benchmark` in this process: the stub trial or the real one, on the local
     executor or (`ray_address`) the cluster's nodes."""
-    from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command
-    from orchestra.cli.execution import Execution
-    from orchestra.executors.cluster import RayOptions
-    from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST
+    from rich.console import Console
+
+    from orchestra.documents.run_config import RunConfig, TaskSelection, TrialSettings
+    from orchestra.run.driver import Run
+    from orchestra.run.execution import Execution
+    from orchestra.run.outcome import Refused, RunEnd
+    from orchestra.run.prepare import plan_benchmark
     from orchestra.trial.run import run_trial
 
-    ray = RayOptions(ray_address) if ray_address is not None else None
-    options = BenchmarkOptions(
-        path=REPO / "tasks" / "buzz-native",
-        dataset=None,
-        include=(),
-        exclude=(),
-        layer=None,
-        attempts=attempts,
-        manifest=DEFAULT_MANIFEST,
-        endpoint_config=DEFAULT_ENDPOINT_CONFIG,
+    config = RunConfig(
+        selection=TaskSelection(path=REPO / "tasks" / "buzz-native", attempts=attempts),
         n_concurrent=n_concurrent,
         jobs_dir=work / "jobs",
-        job_name=None,
-        dry_run=False,
-        stack="embedded" if ray is None else "auto",
+        stack="embedded" if ray_address is None else "auto",
         env="local",
-        relay_url=None,
-        database_url=None,
         relay_port=free_port(),
-        buzz_bin_dir=None,
         state_dir=work / "state",
-        artifact_root=None,
-        timeout_multiplier=1.0,
-        keep_channels=False,
-        keep_containers=False,
-        settle_ms=0 if stub else 250,
-        fresh=False,
-        keep_errors=False,
-        quiet=False,
+        trial=TrialSettings(settle_ms=0 if stub else 250),
         run_name=run_name,
         new_run=True,
         check_endpoints=False,
-        execution=Execution(ray, scale_stub.stub_trial if stub else run_trial),
+        executor="local" if ray_address is None else "ray",
+        ray_address=ray_address,
     )
-    return run_benchmark_command(options)
+    execution = Execution.of(config, scale_stub.stub_trial if stub else run_trial)
+    try:
+        plan = plan_benchmark(config, execution)
+    except Refused as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    outcome = Run(plan, execution, Console(soft_wrap=True)).execute()
+    for line in outcome.errors:
+        print(f"error: {line}", file=sys.stderr)
+    return 0 if outcome.end is RunEnd.DONE else 1  # 0: every trial scored, as the command
 
 
 def child(args: argparse.Namespace) -> int:

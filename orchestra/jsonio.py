@@ -67,9 +67,20 @@ def write_text_atomic(path: Path, text: str, *, mode: int | None = None) -> None
         finally:
             os.close(fd)
         os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise naming(error, path) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def naming(error: OSError, path: Path) -> OSError:
+    """`error` with the file it concerns (`os.write` on a full disk names none), so the one
+    line a run ends with says where."""
+    if error.filename is not None:
+        return error
+    return type(error)(error.errno, error.strerror, str(path))
 
 
 def write_json_atomic(

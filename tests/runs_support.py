@@ -8,9 +8,9 @@ from pathlib import Path
 
 from orchestra.config.condition import load_condition
 from orchestra.config.task import load_task
-from orchestra.documents.enums import StackMode
-from orchestra.documents.run import RunRecord, RunSettings
-from orchestra.jobs.plan import Selection
+from orchestra.documents.enums import EnvKind, StackMode
+from orchestra.documents.run import RunRecord
+from orchestra.documents.run_config import RunConfig, TaskSelection
 from orchestra.jobs.run import RunRequest, choose_run
 from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST, PROJECT_ROOT
 
@@ -24,24 +24,18 @@ def run_request(
     condition = load_condition(
         PROJECT_ROOT / DEFAULT_MANIFEST, PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG, verify=False
     )
-    settings = RunSettings(
-        manifest=condition.manifest_path.as_posix(),
-        endpoint_config=condition.endpoint_config.path.as_posix(),
-        artifact_root=condition.artifact_root.as_posix(),
+    config = RunConfig(
+        selection=TaskSelection(path=dataset, attempts=attempts),
+        manifest=condition.manifest_path,
+        endpoint_config=condition.endpoint_config.path,
+        artifact_root=condition.artifact_root,
         stack=StackMode.EMBEDDED,
-        relay_url=None,
-        database_url=None,
-        relay_port=3600,
-        state_dir="/state",
+        env=EnvKind.LOCAL,
+        state_dir=Path("/state"),
         n_concurrent=2,
-        timeout_multiplier=1.0,
-        keep_channels=False,
-        keep_containers=False,
-        buzz_bin_dir=None,
-        report=False,
     )
     tasks = tuple(load_task(d) for d in task_dirs)
-    return RunRequest(condition, "local", Selection(dataset), tasks, attempts, settings)
+    return RunRequest(condition, EnvKind.LOCAL, tasks, config)
 
 
 def start_run(

@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("results",),  # the results database and the trend over runs (report draws the trend)
     ("report",),  # summary table, report.json, junit.xml, report.html, compare
     ("export",),  # runs and jobs in Harbor's jobs-directory format
+    ("run",),  # one benchmark or resume run: preflight, stack, jobs, signals (below the CLI)
     ("cli",),  # the `orchestra` command
 )
 

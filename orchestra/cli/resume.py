@@ -1,123 +1,116 @@
-"""`orchestra resume`: finish a run's whole plan, or a job from before runs (§2.5)."""
+"""`orchestra resume`: a run's stored `RunConfig` updated by the flags given, its whole plan
+finished by `orchestra.run`, or a job from before runs (§2.5)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Annotated
 
-from orchestra.cli.benchmark import Refused, check_condition, config_errors, run_plan
-from orchestra.cli.errors import EXIT_USAGE, error_lines
-from orchestra.cli.execution import Execution
-from orchestra.cli.runs import Invocation, Unit, settings_of_job
-from orchestra.config.condition import load_condition
-from orchestra.config.errors import ConfigError
-from orchestra.config.task import load_task
-from orchestra.documents.run import RunRecord
-from orchestra.jobs.controls import RunControls
-from orchestra.jobs.layout import load_job_config
-from orchestra.jobs.plan import PlannedJob
-from orchestra.jobs.run import RunTarget, check_plan_unchanged, run_of
-from orchestra.paths import JobPaths
-from orchestra.stack.select import ModeError, Modes, choose_modes
-from orchestra.trial.context import RunOptions
+import typer
 
-
-@dataclass(frozen=True)
-class ResumeOptions:
-    """`orchestra resume`: None keeps what the run (or job) was started with."""
-
-    n_concurrent: int | None = None
-    keep_errors: bool = False
-    endpoint_config: Path | None = None
-    stack: str = "auto"
-    env: str = "auto"
-    relay_url: str | None = None
-    database_url: str | None = None
-    relay_port: int | None = None
-    state_dir: Path | None = None
-    timeout_multiplier: float | None = None
-    buzz_bin_dir: Path | None = None
-    settle_ms: int | None = None
-    report: bool = False
-    quiet: bool = False
-    check_endpoints: bool = True
-    controls: RunControls = field(default_factory=RunControls)
-    execution: Execution = field(default_factory=Execution)
+from orchestra.cli.errors import error_lines
+from orchestra.cli.help import RUN_EXIT_CODES, Command, epilog
+from orchestra.cli.options import (
+    BuzzBinDir,
+    DatabaseUrl,
+    EndpointConfig,
+    Env,
+    Executor,
+    HardCostCap,
+    KeepErrors,
+    MaxCostUsd,
+    NConcurrent,
+    ProviderErrorLimit,
+    Quiet,
+    RayAddress,
+    RaySlotsPerNode,
+    RelayPort,
+    RelayUrl,
+    Report,
+    Retries,
+    SettleMs,
+    SkipEndpointCheck,
+    Stack,
+    StateDir,
+    TimeoutMultiplier,
+    given_options,
+)
+from orchestra.cli.run_output import EXIT_CODES, finish
+from orchestra.cli.terminal import output_console
+from orchestra.run.driver import Run
+from orchestra.run.execution import Execution
+from orchestra.run.outcome import Refused
+from orchestra.run.prepare import plan_resume
 
 
-def run_resume_command(path: Path, opts: ResumeOptions) -> int:
+def resume(
+    ctx: typer.Context,
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PATH",
+            help="A run directory (or one of its job directories): finishes the whole plan; "
+            "a job directory from before runs: that job.",
+        ),
+    ],
+    n_concurrent: NConcurrent = None,
+    keep_errors: KeepErrors = False,
+    endpoint_config: EndpointConfig = None,
+    stack: Stack = None,
+    env: Env = None,
+    relay_url: RelayUrl = None,
+    database_url: DatabaseUrl = None,
+    relay_port: RelayPort = None,
+    state_dir: StateDir = None,
+    timeout_multiplier: TimeoutMultiplier = None,
+    buzz_bin_dir: BuzzBinDir = None,
+    settle_ms: SettleMs = None,
+    report: Report = False,
+    quiet: Quiet = False,
+    skip_endpoint_check: SkipEndpointCheck = False,
+    retries: Retries = None,
+    provider_error_limit: ProviderErrorLimit = None,
+    max_cost_usd: MaxCostUsd = None,
+    hard_cost_cap: HardCostCap = False,
+    executor: Executor = None,
+    ray_address: RayAddress = None,
+    ray_slots_per_node: RaySlotsPerNode = None,
+) -> None:
+    """Finish a run (or a job from before runs): every trial and job it still owes.
+
+    Scored trials are kept; error, cancelled and unfinished ones are run again (their old
+    directories move to JOB_DIR/.superseded/), and jobs never started are started. Options not
+    given keep the run's recorded values.
+    """
+    given = given_options(ctx, locals())
+    if skip_endpoint_check:
+        given["check_endpoints"] = False
+    raise typer.Exit(run_resume(path, given))
+
+
+def run_resume(path: Path, given: dict[str, object]) -> int:
+    console = output_console()
     try:
-        unit = _resumed_unit(path)
-        stored = unit.settings
-        condition = load_condition(
-            Path(stored.manifest),
-            opts.endpoint_config or Path(stored.endpoint_config),
-            Path(stored.artifact_root),
-            verify=False,
-        )
-        modes, relay_url = _resumed_modes(unit, opts)
-        check_condition(condition)
-        if unit.run is not None:
-            jobs = check_plan_unchanged(unit.run.paths, unit.run.record, condition, modes.env)
-            unit = replace(unit, jobs=jobs, run=replace(unit.run, jobs=jobs))
-    except ConfigError as error:  # a malformed document is a DocumentError, a ConfigError
-        config_errors(error)
-        return EXIT_USAGE
-    except ModeError as error:
-        error_lines(str(error))
-        return EXIT_USAGE
+        plan = plan_resume(path, given)
     except Refused as error:
         error_lines(str(error))
-        return error.code
-    buzz_bin_dir = opts.buzz_bin_dir or (Path(stored.buzz_bin_dir) if stored.buzz_bin_dir else None)
-    options = RunOptions(
-        opts.timeout_multiplier or stored.timeout_multiplier,
-        stored.keep_channels,
-        buzz_bin_dir,
-        stored.keep_containers,
-        stored.settle_ms if opts.settle_ms is None else opts.settle_ms,
-    )
-    invocation = Invocation(
-        n_concurrent=opts.n_concurrent or stored.n_concurrent,
-        keep_errors=opts.keep_errors,
-        quiet=opts.quiet,
-        report=opts.report,
-        state_dir=opts.state_dir or Path(stored.state_dir),
-        relay_port=opts.relay_port or stored.relay_port,
-        relay_url=relay_url,
-        database_url=opts.database_url or (stored.database_url if relay_url else None),
-        endpoint_config=condition.endpoint_config.path,
-        check_endpoints=opts.check_endpoints,
-        controls=opts.controls,
-        execution=opts.execution,
-    )
-    return run_plan(unit, condition, modes, options, invocation)
+        return EXIT_CODES[error.end]
+    return finish(Run(plan, Execution.of(plan.config), console).execute(), plan, console)
 
 
-def _resumed_modes(unit: Unit, opts: ResumeOptions) -> tuple[Modes, str | None]:
-    """The stack and environment the run started with (and the relay URL of an external
-    stack), unless the options say otherwise."""
-    stored = unit.settings
-    stack, relay_url = opts.stack, opts.relay_url
-    if stack == "auto" and relay_url is None:
-        stack = stored.stack.value
-    if stack == "external" and relay_url is None:
-        relay_url = stored.relay_url
-    env = unit.environment if opts.env == "auto" else opts.env
-    return choose_modes(stack, env, relay_url), relay_url
-
-
-def _resumed_unit(path: Path) -> Unit:
-    """The run `path` is or belongs to, or the job directory from before runs it is (its
-    jobs are filled in once the condition is loaded: `check_plan_unchanged`)."""
-    run = run_of(path)
-    if run is not None:
-        record = RunRecord.load(run.run_json)
-        target = RunTarget(run, record, (), "named")
-        return Unit((), run.root, record.settings, record.environment.value, run.root, target)
-    config = load_job_config(JobPaths(path))
-    tasks = tuple(load_task(Path(task.dir)) for task in config.plan.tasks)
-    job = PlannedJob(config.job_name, config.plan.layer, config.plan.attempts, tasks)
-    return Unit(
-        (job,), path.absolute().parent, settings_of_job(config), config.environment.value, path
-    )
+def register(app: typer.Typer) -> None:
+    app.command(
+        short_help="Finish a run: every trial and job it still owes.",
+        cls=Command,
+        epilog=epilog(
+            (
+                ("orchestra resume jobs/<run>", "run what the run still owes, as it was started"),
+                ("orchestra resume jobs/<run> --keep-errors -n 1", "re-run only cancelled trials"),
+                (
+                    "orchestra resume jobs/<run> --stack embedded --env local",
+                    "finish a run on another stack",
+                ),
+            ),
+            RUN_EXIT_CODES,
+        ),
+    )(resume)

@@ -13,16 +13,18 @@ from orchestra.cli.errors import EXIT_PREFLIGHT, fail
 from orchestra.cli.help import Command, Group, epilog
 from orchestra.cli.options import (
     DatabaseUrl,
+    Fresh,
     RelayPort,
     RelayUrl,
     Stack,
-    StackMode,
     StateDir,
+    stack_choice,
 )
+from orchestra.documents.enums import StackMode
+from orchestra.documents.run_config import AUTO, DEFAULT_RELAY_PORT
 from orchestra.paths import DEFAULT_STATE_DIR, StatePaths
 from orchestra.stack.docker import DockerStack, docker_stack_services, stop_docker_stack
 from orchestra.stack.embedded import (
-    DEFAULT_RELAY_PORT,
     EmbeddedStack,
     relay_urls,
     running_relay_pid,
@@ -66,13 +68,8 @@ _STACK_CODES = (
     ),
 )
 def stack_up(
-    stack: Stack = StackMode.auto,
-    fresh: Annotated[
-        bool,
-        typer.Option(
-            "--fresh", help="Docker stack only: recreate its database volume (secrets are kept)."
-        ),
-    ] = False,
+    stack: Stack = AUTO,
+    fresh: Fresh = False,
     relay_url: RelayUrl = None,
     database_url: DatabaseUrl = None,
     relay_port: RelayPort = DEFAULT_RELAY_PORT,
@@ -84,16 +81,16 @@ def stack_up(
     what `buzz` needs to look around the relay.
     """
     try:
-        modes = choose_modes(stack.value, "auto", relay_url)
+        modes = choose_modes(stack_choice(stack), AUTO, relay_url)
         check_docker(modes)
     except ModeError as error:
         fail(str(error))
     except StackError as error:
         fail(str(error), EXIT_PREFLIGHT)
-    if fresh and modes.stack != "docker":
+    if fresh and modes.stack is not StackMode.DOCKER:
         typer.echo("note: --fresh applies to the Docker stack only; ignored")
     try:
-        state = load_state(state_dir)
+        state = load_state(state_dir or DEFAULT_STATE_DIR)
     except StateError as error:
         fail(str(error), EXIT_PREFLIGHT)
 
@@ -101,7 +98,7 @@ def stack_up(
         async with running_stack(
             modes,
             state,
-            relay_port=relay_port,
+            relay_port=relay_port or DEFAULT_RELAY_PORT,
             relay_url=relay_url,
             database_url=database_url,
             keep_running=True,
@@ -139,7 +136,7 @@ def stack_down(
     """Stop the stack of this state dir: the embedded relay and PostgreSQL, and the Docker
     compose project when one was brought up from here. Data is kept unless --volumes."""
     try:
-        state = load_state(state_dir, create=False)
+        state = load_state(state_dir or DEFAULT_STATE_DIR, create=False)
     except StateError:
         typer.echo("no stack state here; nothing to stop")
         return
@@ -184,7 +181,7 @@ def stack_status(
 ) -> None:
     """Print the stack's mode, relay URLs, readiness and the pinned user's key files."""
     try:
-        state = load_state(state_dir, create=False)
+        state = load_state(state_dir or DEFAULT_STATE_DIR, create=False)
     except StateError as error:
         fail(str(error))
     pid = running_relay_pid(state.paths)
@@ -196,8 +193,9 @@ def stack_status(
         ws_url, agent_url, http_url = info.relay_ws_url, info.agent_relay_url, info.relay_http_url
     else:
         typer.echo(f"mode: embedded ({f'relay pid {pid}' if pid else 'not running'})")
-        ws_url, agent_url = relay_urls(relay_port)
-        http_url = EmbeddedStack(state, relay_port).http_url
+        port = relay_port or DEFAULT_RELAY_PORT
+        ws_url, agent_url = relay_urls(port)
+        http_url = EmbeddedStack(state, port).http_url
     ready = asyncio.run(probe_relay(http_url))
     typer.echo(f"relay: {ws_url} (agents: {agent_url})")
     typer.echo(f"readiness: {http_url}/_readiness -> {'ready' if ready else 'not ready'}")

@@ -11,21 +11,26 @@ from orchestra.cli.errors import EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.help import Command, Group, epilog
 from orchestra.cli.options import (
     STACK_HELP,
+    STACK_VALUES,
     Env,
-    EnvMode,
     NConcurrent,
     RelayPort,
     RelayUrl,
-    StackMode,
     StateDir,
+    choice,
+    metavar,
 )
 from orchestra.cli.task_check import CheckOptions, check_tasks
 from orchestra.cli.task_scaffold import ScaffoldError, scaffold
 from orchestra.cli.task_stack import StackOptions
 from orchestra.config.task import BUZZ_LAYERS
+from orchestra.documents.enums import EnvKind
+from orchestra.documents.run_config import DEFAULT_RELAY_PORT, RunConfig
 from orchestra.paths import DEFAULT_STATE_DIR
 from orchestra.plural import plural
-from orchestra.stack.embedded import DEFAULT_RELAY_PORT
+
+#: the task check's trials in flight (as `benchmark`'s default)
+DEFAULT_N_CONCURRENT = RunConfig().n_concurrent
 
 task_app = typer.Typer(
     help="Write and check benchmark tasks (docs/writing-a-task.md).",
@@ -115,18 +120,20 @@ def check(
         ),
     ] = True,
     stack: Annotated[
-        StackMode | None,
+        str | None,
         typer.Option(
             "--stack",
+            parser=choice(STACK_VALUES),
+            metavar=metavar(STACK_VALUES),
             help=STACK_HELP + "  [default: embedded; external with --relay-url]",
             show_default=False,
         ),
     ] = None,
-    env: Env = EnvMode.local,
+    env: Env = EnvKind.LOCAL,
     relay_port: RelayPort = DEFAULT_RELAY_PORT,
     relay_url: RelayUrl = None,
     state_dir: StateDir = DEFAULT_STATE_DIR,
-    n_concurrent: NConcurrent = 4,
+    n_concurrent: NConcurrent = DEFAULT_N_CONCURRENT,
 ) -> None:
     """Check that each task is sound and print what is missing, one line each.
 
@@ -139,12 +146,12 @@ def check(
     """
     stack_options = StackOptions(
         work_dir=Path(),  # replaced by the check's own temporary directory
-        stack=stack.value if stack else "external" if relay_url else "embedded",
-        env=env.value,
-        relay_port=relay_port,
+        stack=stack or ("external" if relay_url else "embedded"),
+        env=env or EnvKind.LOCAL,
+        relay_port=relay_port or DEFAULT_RELAY_PORT,
         relay_url=relay_url,
         state_dir=state_dir,
-        n_concurrent=n_concurrent,
+        n_concurrent=n_concurrent or DEFAULT_N_CONCURRENT,
     )
     # `tasks/buzz-contracts/*` also matches the dataset's README.md: files are not tasks
     for skipped in (path for path in paths if path.is_file()):

@@ -1,5 +1,5 @@
 """Replaying a task's oracle and negative solutions through the real stack: the same
-`run_benchmark_command` as `orchestra benchmark -p PATH` (oracle manifest and endpoint, `-k 1`),
+`run_benchmark` as `orchestra benchmark -p PATH` (oracle manifest and endpoint, `-k 1`),
 over private copies of the tasks whose `solution/solve.sh` is the script under test."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestra.cli.benchmark import BenchmarkOptions, run_benchmark_command
+from orchestra.cli.benchmark import run_benchmark
 from orchestra.documents.io import DocumentError
-from orchestra.documents.job import DEFAULT_SETTLE_MS
+from orchestra.documents.run_config import DEFAULT_RELAY_PORT, RunConfig
 from orchestra.documents.trial import TrialResult
 from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST, PROJECT_ROOT, TaskPaths
-from orchestra.stack.embedded import DEFAULT_RELAY_PORT
 
 
 @dataclass(frozen=True)
@@ -55,40 +54,28 @@ def replay(name: str, scripts: dict[Path, Path], options: StackOptions) -> Stack
         shutil.copytree(task_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copyfile(script, TaskPaths(copy).solve_sh)
     jobs_dir = options.work_dir / name / "jobs"
-    opts = BenchmarkOptions(
-        path=dataset,
-        dataset=None,
-        include=(),
-        exclude=(),
-        layer=None,
-        attempts=1,
-        manifest=PROJECT_ROOT / DEFAULT_MANIFEST,
-        endpoint_config=PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG,
-        n_concurrent=options.n_concurrent,
-        jobs_dir=jobs_dir,
-        job_name=name,
-        dry_run=False,
-        stack=options.stack,
-        env=options.env,
-        relay_url=options.relay_url,
-        database_url=None,
-        relay_port=options.relay_port,
-        buzz_bin_dir=None,
-        state_dir=options.state_dir or options.work_dir / "state",
-        artifact_root=None,
-        timeout_multiplier=1.0,
-        keep_channels=False,
-        keep_containers=False,
-        settle_ms=DEFAULT_SETTLE_MS,
-        fresh=False,
-        keep_errors=False,
-        quiet=True,
-        run_name=name,
-        new_run=True,
+    config = RunConfig().updated(
+        {
+            "path": dataset,
+            "attempts": 1,
+            "manifest": PROJECT_ROOT / DEFAULT_MANIFEST,
+            "endpoint_config": PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG,
+            "n_concurrent": options.n_concurrent,
+            "jobs_dir": jobs_dir,
+            "job_name": name,
+            "run_name": name,
+            "new_run": True,
+            "stack": options.stack,
+            "env": options.env,
+            "relay_url": options.relay_url,
+            "relay_port": options.relay_port,
+            "state_dir": options.state_dir or options.work_dir / "state",
+            "quiet": True,
+        }
     )
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = run_benchmark_command(opts)
+        code = run_benchmark(config)
     return StackRun(code, output.getvalue(), _replays(jobs_dir / name / name))
 
 

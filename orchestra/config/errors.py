@@ -165,6 +165,10 @@ def _problem(error: ErrorDetails) -> str:
     return message
 
 
+#: the field of a problem with the whole document (a model validator's)
+TOP_LEVEL = "(top level)"
+
+
 def from_validation_error(
     file: str, exc: ValidationError, *, prefix: Sequence[str | int] = (), toml_style: bool = False
 ) -> list[ConfigError]:
@@ -173,7 +177,7 @@ def from_validation_error(
     errors: list[ConfigError] = []
     for error in exc.errors(include_url=False):
         loc = [*prefix, *(part for part in error["loc"] if not _is_internal_loc(part))]
-        errors.append(ConfigError(file, render(loc) or "(top level)", _problem(error)))
+        errors.append(ConfigError(file, render(loc) or TOP_LEVEL, _problem(error)))
     return errors
 
 

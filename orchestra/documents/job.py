@@ -10,6 +10,7 @@ from pydantic import Field
 from orchestra.config.endpoints import Endpoint, Provider
 from orchestra.documents.enums import EnvKind, ExecutorKind, StackMode, TrialStatus
 from orchestra.documents.io import Document, Sha256, Timestamp, absent
+from orchestra.documents.run_config import RunConfig
 from orchestra.documents.summary import LayerSummary
 from orchestra.documents.trial import Attempt, Count, Part, TaskRecord, TokenCounts
 
@@ -17,10 +18,6 @@ PlanLayer = Literal["regression", "workflow", "harbor", "mixed"]
 #: Why a job started no more trials before its plan was done (issue 13): the run's cost cap
 #: was reached, or the circuit breaker saw provider errors in a row.
 JobStopReason = Literal["cost_cap", "circuit_breaker"]
-
-#: `--settle-ms`: the solo settle grace's default and upper bound (orchestrator.md §2.2, §7.11)
-DEFAULT_SETTLE_MS = 250
-MAX_SETTLE_MS = 5000
 
 
 # --- config.json -------------------------------------------------------------------------------
@@ -83,24 +80,6 @@ class StackRecord(Part):
     database: bool
 
 
-class JobOptions(Part):
-    """The run's options; `endpoint_config` and `artifact_root` let `resume` reload the
-    condition the job started with (beyond §10.2's list)."""
-
-    n_concurrent: Attempt
-    timeout_multiplier: float
-    keep_channels: bool
-    jobs_dir: str
-    state_dir: str
-    relay_port: int
-    buzz_bin_dir: str | None  # null when this package's scripts are used
-    keep_containers: bool = False  # docker env: `--keep-containers`
-    #: the solo settle grace (§7.11); absent in jobs started before it existed
-    settle_ms: Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)] = DEFAULT_SETTLE_MS
-    endpoint_config: str
-    artifact_root: str
-
-
 class ResumeRecord(Part):
     at: Timestamp
     owed_trials: Count
@@ -122,7 +101,8 @@ class JobConfig(Document):
     endpoints: dict[str, EndpointRecord]
     stack: StackRecord
     environment: EnvKind
-    options: JobOptions
+    #: the run's options (beyond §10.2's list: `resume` reloads the condition from them)
+    options: RunConfig
     #: where the job's trials ran when it started (scale-out.md §7); `local` before it existed
     executor: ExecutorKind = ExecutorKind.LOCAL
     resumes: list[ResumeRecord] = Field(default_factory=list)

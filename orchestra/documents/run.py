@@ -8,32 +8,15 @@ the run again. Each job directory keeps its own layout and documents (§10).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from orchestra.config.task import Layer
-from orchestra.documents.enums import EnvKind, StackMode
+from orchestra.documents.enums import EnvKind
 from orchestra.documents.io import Document, Sha256, Timestamp
-from orchestra.documents.job import (
-    DEFAULT_SETTLE_MS,
-    MAX_SETTLE_MS,
-    EndpointRecord,
-    PlanRecord,
-    ReplayIdentity,
-    is_oracle_roster,
-)
-from orchestra.documents.trial import Attempt, Count, Part
-
-
-class RunSelection(Part):
-    """How the tasks were chosen (§2.2): the dataset path and the filters, as given."""
-
-    path: str  # absolute
-    layer: Layer | None
-    include: list[str]
-    exclude: list[str]
-    attempts: Attempt | None  # `-k`; null when the layer defaults applied
+from orchestra.documents.job import EndpointRecord, PlanRecord, ReplayIdentity, is_oracle_roster
+from orchestra.documents.run_config import RunConfig
+from orchestra.documents.trial import Count, Part
 
 
 class RunJob(Part):
@@ -42,30 +25,6 @@ class RunJob(Part):
     job_name: str
     plan: PlanRecord
     replay_identity: ReplayIdentity
-
-
-class RunSettings(Part):
-    """What `orchestra resume RUN_DIR` needs to start the jobs the same way (paths absolute).
-
-    The database URL is kept only when it carries no password (secrets are never written).
-    """
-
-    manifest: str
-    endpoint_config: str
-    artifact_root: str
-    stack: StackMode
-    relay_url: str | None  # external stack only
-    database_url: str | None
-    relay_port: int
-    state_dir: str
-    n_concurrent: Attempt
-    timeout_multiplier: float
-    keep_channels: bool
-    keep_containers: bool
-    #: the solo settle grace (§7.11); absent in runs started before it was recorded here
-    settle_ms: Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)] = DEFAULT_SETTLE_MS
-    buzz_bin_dir: str | None
-    report: bool
 
 
 class RunResume(Part):
@@ -86,10 +45,26 @@ class RunRecord(Document):
     endpoints: dict[str, EndpointRecord]
     environment: EnvKind
     plan_identity: Sha256  # over the jobs' layers and replay identities, not their names
-    selection: RunSelection
     jobs: list[RunJob]
-    settings: RunSettings
+    #: what `orchestra resume RUN_DIR` starts the jobs with (paths absolute; a database URL
+    #: only when it carries no password: secrets are never written)
+    settings: RunConfig
     resumes: list[RunResume] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_selection(cls, data: Any) -> Any:
+        """Runs started before `RunConfig` kept the task selection beside the settings and
+        the environment only at the top level."""
+        if (
+            isinstance(data, dict)
+            and "selection" in data
+            and isinstance(data.get("settings"), dict)
+        ):
+            data = dict(data)
+            legacy = {"selection": data.pop("selection"), "env": data.get("environment")}
+            data["settings"] = legacy | data["settings"]
+        return data
 
     @property
     def is_oracle(self) -> bool:

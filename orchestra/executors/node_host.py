@@ -23,18 +23,19 @@ from typing import Any
 from orchestra.config.condition import Condition
 from orchestra.config.task import Task, load_task
 from orchestra.documents.job import PlanLayer
+from orchestra.documents.run_config import TrialSettings
 from orchestra.documents.trial import NodeRecord, RetriedAttempt, TrialResult
 from orchestra.executors.packing import PackTooLarge, pack_directory, unpack_directory
 from orchestra.jobs.executor import TrialFunction
 from orchestra.jobs.plan import PlannedJob
-from orchestra.jobs.services import JobHooks, Settings, job_context
+from orchestra.jobs.services import JobHooks, JobServices, job_context
 from orchestra.paths import DEFAULT_NODE_ROOT, JobPaths, NodePaths
 from orchestra.stack.embedded import RELAY_HOST
 from orchestra.stack.ports import free_port
 from orchestra.stack.select import Modes, running_stack
 from orchestra.stack.state import seeded_state
 from orchestra.stack.watch import watching
-from orchestra.trial.context import JobContext, RunOptions
+from orchestra.trial.context import JobContext
 from orchestra.trial.state import TrialNaming
 
 #: Where a node keeps its node hosts' directories (set on the node, e.g. at `ray start`).
@@ -56,13 +57,11 @@ class NodeSetup:
     tasks: dict[str, tuple[str, bytes]]  # task name -> (directory name, packed directory)
     condition: Condition
     artifacts: dict[str, bytes]  # manifest artifact path -> its bytes
-    environment: str
-    stack_mode: str
+    modes: Modes
     relay_url: str | None  # external stack only
     database_url: str | None
-    relay_port: int  # what the job config records; a node's embedded relay takes a free port
     secrets: dict[str, str] = dataclasses.field(repr=False)
-    options: RunOptions
+    options: TrialSettings
     api_keys: dict[str, str] = dataclasses.field(repr=False)
     trial: TrialFunction
     max_packed_bytes: int
@@ -180,36 +179,31 @@ class NodeHost:
         tasks = await asyncio.to_thread(self._unpack_tasks)
         condition = await asyncio.to_thread(self._condition)
         state = seeded_state(paths.state_dir, setup.secrets)
-        modes = Modes(setup.stack_mode, setup.environment)
-        port = free_port(RELAY_HOST) if setup.stack_mode == "embedded" else setup.relay_port
+        # an embedded relay takes a free port of its node; docker and external ones have theirs
         stack = await self._exit.enter_async_context(
             running_stack(
-                modes,
+                setup.modes,
                 state,
-                relay_port=port,
+                relay_port=free_port(RELAY_HOST),
                 relay_url=setup.relay_url,
                 database_url=setup.database_url,
             )
         )
         watch = await self._exit.enter_async_context(watching(stack))
-        settings = Settings(
+        services = JobServices(
             condition=condition,
-            environment=setup.environment,
+            environment=setup.modes.env,
             stack=stack.info,
             state=state,
             options=setup.options,
             api_keys=setup.api_keys,
             jobs_dir=paths.jobs_dir,
-            n_concurrent=1,  # the driver decides how many trials are in flight
-            keep_errors=False,
-            relay_port=port,
-            endpoint_config_path=condition.endpoint_config.path,
             watch=watch,
         )
-        self._exit.push_async_callback(settings.oracle.stop)
+        self._exit.push_async_callback(services.oracle.stop)
         planned = PlannedJob(setup.job_name, setup.layer, setup.attempts, tuple(tasks.values()))
         hooks = JobHooks(self._log, self._update, self._live_cost, self._hurry)
-        ctx = await self._exit.enter_async_context(job_context(settings, planned, hooks))
+        ctx = await self._exit.enter_async_context(job_context(services, planned, hooks))
         self._log(f"stack {stack.info.mode} at {stack.info.relay_ws_url}")
         return ctx, tasks
 

@@ -27,7 +27,7 @@ from ray.util.scheduling_strategies import (
 )
 
 from orchestra.config.task import Task
-from orchestra.documents.enums import ErrorType, ExecutorKind
+from orchestra.documents.enums import ErrorType, ExecutorKind, StackMode
 from orchestra.documents.trial import (
     NodeRecord,
     RetriedAttempt,
@@ -47,9 +47,10 @@ from orchestra.executors.node_host import NodeHost, NodeSetup, TrialRequest, Tri
 from orchestra.executors.packing import MAX_PACKED_TRIAL_BYTES, pack_directory
 from orchestra.jobs.executor import JobTrials, TrialFunction
 from orchestra.jobs.plan import PlannedJob
-from orchestra.jobs.services import JobHooks, Settings
+from orchestra.jobs.services import JobHooks, JobServices
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
+from orchestra.stack.select import Modes
 from orchestra.stack.state import state_secrets
 from orchestra.trial.errors import uncancel
 from orchestra.trial.run import run_trial
@@ -132,9 +133,9 @@ class RayExecutor:
 
     @asynccontextmanager
     async def open_job(
-        self, settings: Settings, planned: PlannedJob, hooks: JobHooks
+        self, services: JobServices, planned: PlannedJob, hooks: JobHooks
     ) -> AsyncIterator[JobTrials]:
-        setup = await asyncio.to_thread(self._setup, settings, planned)
+        setup = await asyncio.to_thread(self._setup, services, planned)
         here = await asyncio.to_thread(mailbox_node)
         sink: Any = (
             ray.remote(UpdateSink)
@@ -146,7 +147,7 @@ class RayExecutor:
             )
             .remote()
         )
-        trials = RayTrials(setup, sink, hooks, JobPaths.of(settings.jobs_dir, planned.name))
+        trials = RayTrials(setup, sink, hooks, JobPaths.of(services.jobs_dir, planned.name))
         for node in await asyncio.to_thread(slot_nodes):
             trials.add_host(node.record)
         background = [
@@ -164,15 +165,15 @@ class RayExecutor:
             await trials.close()
             ray.kill(sink)
 
-    def _setup(self, settings: Settings, planned: PlannedJob) -> NodeSetup:
-        condition = settings.condition
+    def _setup(self, services: JobServices, planned: PlannedJob) -> NodeSetup:
+        condition = services.condition
         artifacts = {
             ref.path: (condition.artifact_root / ref.path).read_bytes()
             for entry in condition.manifest.roster
             for _, ref in entry.artifacts()
         }
-        stack = settings.stack
-        external = stack.mode == "external"
+        stack = services.stack
+        external = stack.mode is StackMode.EXTERNAL
         return NodeSetup(
             job_name=planned.name,
             job_key=uuid.uuid4().hex[:12],
@@ -181,14 +182,12 @@ class RayExecutor:
             tasks={t.name: (t.dir.name, pack_directory(t.dir)) for t in planned.tasks},
             condition=condition,
             artifacts=artifacts,
-            environment=settings.environment,
-            stack_mode=stack.mode,
+            modes=Modes(stack.mode, services.environment),
             relay_url=stack.relay_ws_url if external else None,
             database_url=stack.database_url if external else None,
-            relay_port=settings.relay_port,
-            secrets=state_secrets(settings.state),
-            options=settings.options,
-            api_keys=settings.api_keys,
+            secrets=state_secrets(services.state),
+            options=services.options,
+            api_keys=services.api_keys,
             trial=self.trial,
             max_packed_bytes=self.max_packed_bytes,
         )

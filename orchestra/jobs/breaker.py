@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from orchestra.documents.enums import RUN_STOPPING_ERRORS, ErrorType, TrialStatus
 from orchestra.documents.trial import TrialResult
 
-DEFAULT_PROVIDER_ERROR_LIMIT = 3
-
 
 @dataclass
 class CircuitBreaker:

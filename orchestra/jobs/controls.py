@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orchestra.documents.job import JobStopReason
+from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
-from orchestra.jobs.breaker import DEFAULT_PROVIDER_ERROR_LIMIT, CircuitBreaker
+from orchestra.jobs.breaker import CircuitBreaker
 from orchestra.jobs.cost_cap import CostCap
-from orchestra.jobs.retries import DEFAULT_RETRIES
 from orchestra.jsonio import utc_timestamp
 
 
@@ -24,26 +24,22 @@ class Stop:
 
 
 @dataclass
-class RunControls:
-    retries: int = DEFAULT_RETRIES
-    breaker: CircuitBreaker = field(
-        default_factory=lambda: CircuitBreaker(DEFAULT_PROVIDER_ERROR_LIMIT)
-    )
-    cost_cap: CostCap = field(default_factory=lambda: CostCap(None))
+class RunState:
+    """What changes while a run goes: the breaker's count, the spend, why it stopped. Made from
+    the limits in the run's config (`RunConfig`), shared by the jobs of one plan."""
+
+    breaker: CircuitBreaker
+    cost_cap: CostCap
     stop: Stop | None = None
     counted: set[str] = field(default_factory=set)  # trials already counted as finished
+    #: the jobs directory could not be written (a full disk): the run ends as if interrupted
+    fault: OSError | None = None
 
     @classmethod
-    def of(
-        cls,
-        *,
-        retries: int = DEFAULT_RETRIES,
-        provider_error_limit: int = DEFAULT_PROVIDER_ERROR_LIMIT,
-        max_cost_usd: float | None = None,
-        hard_cost_cap: bool = False,
-    ) -> RunControls:
+    def of(cls, config: RunConfig) -> RunState:
         return cls(
-            retries, CircuitBreaker(provider_error_limit), CostCap(max_cost_usd, hard_cost_cap)
+            CircuitBreaker(config.provider_error_limit),
+            CostCap(config.max_cost_usd, config.hard_cost_cap),
         )
 
     def trial_finished(self, result: TrialResult) -> Stop | None:

@@ -17,7 +17,7 @@ from orchestra.config.task import Task
 from orchestra.documents.enums import ExecutorKind
 from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.jobs.plan import PlannedJob
-from orchestra.jobs.services import JobHooks, Settings, job_context
+from orchestra.jobs.services import JobHooks, JobServices, job_context
 from orchestra.trial.context import JobContext
 from orchestra.trial.run import run_trial
 from orchestra.trial.state import TrialNaming
@@ -55,7 +55,7 @@ class Executor(Protocol):
         ...
 
     def open_job(
-        self, settings: Settings, planned: PlannedJob, hooks: JobHooks
+        self, services: JobServices, planned: PlannedJob, hooks: JobHooks
     ) -> AbstractAsyncContextManager[JobTrials]:
         """What runs the job's trials, open for the whole job."""
         ...
@@ -81,7 +81,7 @@ class LocalExecutor:
 
     @asynccontextmanager
     async def open_job(
-        self, settings: Settings, planned: PlannedJob, hooks: JobHooks
+        self, services: JobServices, planned: PlannedJob, hooks: JobHooks
     ) -> AsyncIterator[JobTrials]:
-        async with job_context(settings, planned, hooks) as ctx:
+        async with job_context(services, planned, hooks) as ctx:
             yield LocalTrials(ctx, self.trial)

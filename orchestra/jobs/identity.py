@@ -8,11 +8,12 @@ from typing import Any
 from orchestra.config.canonical import canonical_sha256
 from orchestra.config.condition import Condition
 from orchestra.config.task import Task
+from orchestra.documents.enums import EnvKind
 from orchestra.documents.job import ReplayIdentity
 
 
 def replay_components(
-    condition: Condition, environment: str, attempts: int, tasks: Sequence[Task]
+    condition: Condition, environment: EnvKind, attempts: int, tasks: Sequence[Task]
 ) -> dict[str, Any]:
     """The measurement-relevant fields; nothing else (not -n, paths, stack mode, key values)."""
     return {

@@ -16,11 +16,11 @@ from orchestra.config.errors import ConfigError, display_path, raise_if_any
 from orchestra.config.task import (
     LAYER_DEFAULT_ATTEMPTS,
     LAYERS,
-    Layer,
     Task,
     load_task,
 )
 from orchestra.documents.job import PlanLayer, PlanRecord
+from orchestra.documents.run_config import TaskSelection
 from orchestra.documents.trial import TaskRecord
 from orchestra.paths import DEFAULT_DATASET
 from orchestra.plural import plural
@@ -37,20 +37,11 @@ class PlanError(ConfigError):
         super().__init__(file, field, message, message=message)
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which tasks to run: the dataset path and the filters of §2.2."""
-
-    path: Path
-    layer: Layer | None = None
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        return (
-            f"path={display_path(self.path)}, layer={self.layer or 'any'}, "
-            f"include={json.dumps(list(self.include))}, exclude={json.dumps(list(self.exclude))}"
-        )
+def describe_selection(selection: TaskSelection) -> str:
+    return (
+        f"path={display_path(dataset_path(selection))}, layer={selection.layer or 'any'}, "
+        f"include={json.dumps(selection.include)}, exclude={json.dumps(selection.exclude)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -79,7 +70,7 @@ class PlannedJob:
 
 @dataclass(frozen=True)
 class Plan:
-    selection: Selection
+    selection: TaskSelection
     jobs: tuple[PlannedJob, ...]
     warnings: tuple[str, ...] = ()
 
@@ -91,16 +82,17 @@ class Plan:
 # --- where the tasks come from --------------------------------------------------------------
 
 
-def dataset_path(path: Path | None, dataset: str | None) -> Path:
-    """Resolve `--path` / `--dataset` (mutually exclusive; default `tasks/buzz-native`)."""
-    if path is not None and dataset is not None:
-        raise PlanError("--path and --dataset are mutually exclusive; pass one of them")
-    if dataset is not None:
-        candidate = Path(dataset)
-        if not candidate.exists() and _REGISTRY_NAME_RE.match(dataset):
-            raise PlanError("registry datasets are not supported; pass a local directory")
-        return candidate
-    return path if path is not None else DEFAULT_DATASET
+def dataset_path(selection: TaskSelection) -> Path:
+    """The task or dataset directory the selection names (default `tasks/buzz-native`)."""
+    return selection.path if selection.path is not None else DEFAULT_DATASET
+
+
+def dataset_dir(dataset: str) -> Path:
+    """`--dataset`: a local directory; a registry name is refused (`PlanError`)."""
+    candidate = Path(dataset)
+    if not candidate.exists() and _REGISTRY_NAME_RE.match(dataset):
+        raise PlanError("registry datasets are not supported; pass a local directory")
+    return candidate
 
 
 def discover_tasks(path: Path) -> list[Task]:
@@ -147,7 +139,7 @@ def matches_glob(task: Task, pattern: str) -> bool:
     return fnmatchcase(task.name, pattern) or fnmatchcase(task.short_name, pattern)
 
 
-def select_tasks(tasks: Sequence[Task], selection: Selection) -> tuple[list[Task], list[str]]:
+def select_tasks(tasks: Sequence[Task], selection: TaskSelection) -> tuple[list[Task], list[str]]:
     """Filter by layer, then include globs, then exclude globs (§2.3 item 4)."""
     warnings: list[str] = []
     selected = [t for t in tasks if selection.layer is None or t.layer == selection.layer]
@@ -158,7 +150,7 @@ def select_tasks(tasks: Sequence[Task], selection: Selection) -> tuple[list[Task
         selected = [t for t in selected if any(matches_glob(t, p) for p in selection.include)]
     selected = [t for t in selected if not any(matches_glob(t, p) for p in selection.exclude)]
     if not selected:
-        raise PlanError(f"no tasks selected ({selection.describe()})")
+        raise PlanError(f"no tasks selected ({describe_selection(selection)})")
     return selected, warnings
 
 
@@ -208,11 +200,12 @@ def plan_jobs(
     return jobs
 
 
-def make_plan(selection: Selection, attempts: int | None, base_name: str) -> Plan:
+def make_plan(selection: TaskSelection, base_name: str) -> Plan:
     """Discover, validate, filter and plan; raises `ConfigError` on any problem."""
-    tasks = discover_tasks(selection.path)
+    tasks = discover_tasks(dataset_path(selection))
     selected, warnings = select_tasks(tasks, selection)
-    return Plan(selection, plan_jobs(selected, attempts, base_name), tuple(warnings))
+    plan = plan_jobs(selected, selection.attempts, base_name)
+    return Plan(selection, plan, tuple(warnings))
 
 
 # --- dry run ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from orchestra.documents.enums import TrialStatus
 from orchestra.documents.job import JobConfig, JobResult, JobStats, JobTrialEntry
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import ConditionTally, JobRecord
-from orchestra.jobs.controls import RunControls
+from orchestra.jobs.controls import RunState
 from orchestra.jobs.tally import Counted
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths
@@ -53,20 +53,24 @@ class JobResultRecorder:
         paths: JobPaths,
         config: JobConfig,
         n_planned: int,
-        controls: RunControls | None = None,
+        run_state: RunState | None = None,
         *,
         schedule: Schedule | None = None,
+        on_fault: Callable[[OSError], None] | None = None,
     ) -> None:
-        """`schedule` None: every state change is written at once (offline writers, tests)."""
+        """`schedule` None: every state change is written at once (offline writers, tests).
+        `on_fault`: told instead of raising when the file cannot be written (a full disk), as a
+        coalesced rewrite runs where nobody could catch it."""
         self.paths = paths
         self.config = config
         self.n_planned = n_planned
-        self.controls = controls  # what may stop the run early (its `stopped` record)
+        self.controls = run_state  # what may stop the run early (its `stopped` record)
         self.trials: dict[str, Counted] = {}  # trial name -> what its latest result counts
         self.tally = ConditionTally()
         self.tally.plan(JobRecord.from_config(config, paths.root))
         self._states: dict[str, tuple[TrialStatus, str | None]] = {}  # last seen per trial
         self._schedule = schedule
+        self._on_fault = on_fault
         self._pending: Timer | None = None  # the coalesced rewrite to come
         self._next_write = 0.0  # monotonic time from which a state change writes at once
         previous = JobResult.load_if_readable(paths.result_json)  # a resume keeps started_at
@@ -166,6 +170,12 @@ class JobResultRecorder:
             self._pending.cancel()
             self._pending = None
         began = time.monotonic()
-        self.document().write(self.paths.result_json)
+        try:
+            self.document().write(self.paths.result_json)
+        except OSError as error:
+            if self._on_fault is None:
+                raise
+            self._on_fault(error)
+            return
         ended = time.monotonic()
         self._next_write = ended + max(MIN_INTERVAL_SECONDS, WRITE_COST_FACTOR * (ended - began))

@@ -14,8 +14,6 @@ from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.jobs.layout import supersede_directory
 from orchestra.paths import JobPaths
 
-DEFAULT_RETRIES = 1
-
 #: Harness faults that another attempt may not meet (orchestrator.md §12).
 RETRIED_ERRORS = frozenset(
     {

@@ -22,14 +22,14 @@ from orchestra.config.task import Task, load_task
 from orchestra.documents.enums import EnvKind
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import endpoint_records
-from orchestra.documents.run import RunJob, RunRecord, RunResume, RunSelection, RunSettings
+from orchestra.documents.run import RunJob, RunRecord, RunResume
+from orchestra.documents.run_config import RunConfig
 from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import load_job_record, orchestrator_version, plan_inventory, scan_trials
 from orchestra.jobs.plan import (
     PlanError,
     PlannedJob,
-    Selection,
     check_job_name,
     job_base_name,
     plan_jobs,
@@ -47,19 +47,16 @@ class RunRequest:
     """What a command asks to run, before a run (and so the job names) is chosen."""
 
     condition: Condition
-    environment: str
-    selection: Selection
+    environment: EnvKind
     tasks: tuple[Task, ...]
-    attempts: int | None
-    settings: RunSettings
+    config: RunConfig  # as the run stores it
 
     def jobs(self, base_name: str) -> tuple[PlannedJob, ...]:
-        return plan_jobs(self.tasks, self.attempts, base_name)
+        return plan_jobs(self.tasks, self.config.selection.attempts, base_name)
 
     def record(self, run_name: str, jobs: Sequence[PlannedJob]) -> RunRecord:
         """The `run.json` of a new run with these jobs."""
         planned = run_jobs(self.condition, self.environment, jobs)
-        selection = self.selection
         return RunRecord(
             run_name=run_name,
             id=str(uuid.uuid4()),
@@ -68,21 +65,16 @@ class RunRequest:
             condition=self.condition.name,
             manifest_sha256=self.condition.manifest_sha256,
             endpoints=endpoint_records(self.condition.used_endpoints()),
-            environment=EnvKind(self.environment),
+            environment=self.environment,
             plan_identity=plan_identity(planned),
-            selection=RunSelection(
-                path=selection.path.absolute().as_posix(),
-                layer=selection.layer,
-                include=list(selection.include),
-                exclude=list(selection.exclude),
-                attempts=self.attempts,
-            ),
             jobs=planned,
-            settings=self.settings,
+            settings=self.config,
         )
 
 
-def run_jobs(condition: Condition, environment: str, jobs: Sequence[PlannedJob]) -> list[RunJob]:
+def run_jobs(
+    condition: Condition, environment: EnvKind, jobs: Sequence[PlannedJob]
+) -> list[RunJob]:
     """The jobs as a run record lists them: name, plan and replay identity (§2.5)."""
     return [
         RunJob(
@@ -119,7 +111,7 @@ def plan_differences(stored: Sequence[RunJob], current: Sequence[RunJob]) -> lis
 
 
 def check_plan_unchanged(
-    paths: RunPaths, record: RunRecord, condition: Condition, environment: str
+    paths: RunPaths, record: RunRecord, condition: Condition, environment: EnvKind
 ) -> tuple[PlannedJob, ...]:
     """The run's jobs as `orchestra resume` runs them, with their tasks loaded from the
     directories the plan recorded; `PlanError` naming the fields when the tasks, the condition
@@ -275,9 +267,9 @@ def find_unfinished_run(
             continue
         try:
             stored = RunRecord.load(paths.run_json)
-            if (stored.plan_identity, stored.selection.path) != (
+            if (stored.plan_identity, stored.settings.selection.path) != (
                 current.plan_identity,
-                current.selection.path,
+                current.settings.selection.path,
             ):
                 continue
             if not run_progress(paths, stored, keep_errors=True).finished:

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from orchestra.documents.enums import EnvKind, ExecutorKind, TrialStatus
-from orchestra.documents.job import JobConfig, JobOptions, ManifestRecord, endpoint_records
+from orchestra.documents.enums import ExecutorKind, TrialStatus
+from orchestra.documents.job import JobConfig, ManifestRecord, endpoint_records
+from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import RetriedAttempt, TrialResult
-from orchestra.jobs.controls import Stop
+from orchestra.jobs.controls import RunState, Stop
 from orchestra.jobs.executor import Executor, JobTrials, LocalExecutor
 from orchestra.jobs.identity import replay_components, replay_record
 from orchestra.jobs.layout import Inventory, open_job, orchestrator_version
@@ -21,10 +22,11 @@ from orchestra.jobs.leftovers import claim_job, reap_job
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
 from orchestra.jobs.retries import retried, supersede
-from orchestra.jobs.services import JobHooks, Settings
-from orchestra.jsonio import utc_timestamp
+from orchestra.jobs.services import JobHooks, JobServices
+from orchestra.jsonio import naming, utc_timestamp
 from orchestra.paths import JobPaths
 from orchestra.stack.readiness import StackError
+from orchestra.stack.watch import StackWatch
 
 
 class Progress(Protocol):
@@ -71,12 +73,14 @@ class JobOutcome:
 
 
 def job_config(
-    planned: PlannedJob, settings: Settings, executor: ExecutorKind = ExecutorKind.LOCAL
+    planned: PlannedJob,
+    services: JobServices,
+    config: RunConfig,
+    executor: ExecutorKind = ExecutorKind.LOCAL,
 ) -> JobConfig:
     """The `config.json` of a new job (§10.2); a resume keeps the stored one's id and dates."""
-    condition = settings.condition
-    components = replay_components(condition, settings.environment, planned.attempts, planned.tasks)
-    options = settings.options
+    condition = services.condition
+    components = replay_components(condition, services.environment, planned.attempts, planned.tasks)
     return JobConfig(
         job_name=planned.name,
         id=str(uuid.uuid4()),
@@ -91,38 +95,36 @@ def job_config(
             normalized=condition.manifest.normalized(),
         ),
         endpoints=endpoint_records(condition.used_endpoints()),
-        stack=settings.stack.config_record(),
-        environment=EnvKind(settings.environment),
-        options=JobOptions(
-            n_concurrent=settings.n_concurrent,
-            timeout_multiplier=options.timeout_multiplier,
-            keep_channels=options.keep_channels,
-            jobs_dir=settings.jobs_dir.absolute().as_posix(),
-            state_dir=settings.state.paths.root.absolute().as_posix(),
-            relay_port=settings.relay_port,
-            buzz_bin_dir=options.buzz_bin_dir.as_posix() if options.buzz_bin_dir else None,
-            keep_containers=options.keep_containers,
-            settle_ms=options.settle_ms,
-            endpoint_config=settings.endpoint_config_path.absolute().as_posix(),
-            artifact_root=condition.artifact_root.as_posix(),
-        ),
+        stack=services.stack.config_record(),
+        environment=services.environment,
+        options=config,
         executor=executor,
     )
 
 
+@dataclass
+class RunShare:
+    """What the jobs of one run share besides their services: the run's (stored) config and
+    its mutable state."""
+
+    config: RunConfig
+    state: RunState
+
+
 async def run_job(
     planned: PlannedJob,
-    settings: Settings,
+    services: JobServices,
+    run: RunShare,
     progress: Progress,
     interrupt: Interrupt,
     executor: Executor | None = None,
 ) -> JobOutcome:
     """Run the job's owed trials through `executor` (default: in this process)."""
-    paths = JobPaths.of(settings.jobs_dir, planned.name)
+    paths = JobPaths.of(services.jobs_dir, planned.name)
     lock = claim_job(paths)
     try:
         return await _run_claimed_job(
-            planned, settings, progress, interrupt, paths, executor or LocalExecutor()
+            planned, services, run, progress, interrupt, paths, executor or LocalExecutor()
         )
     finally:
         lock.release()
@@ -130,7 +132,8 @@ async def run_job(
 
 async def _run_claimed_job(
     planned: PlannedJob,
-    settings: Settings,
+    services: JobServices,
+    run: RunShare,
     progress: Progress,
     interrupt: Interrupt,
     paths: JobPaths,
@@ -139,7 +142,7 @@ async def _run_claimed_job(
     log = functools.partial(_append, paths.job_log)
     await reap_job(paths, log)  # trials an orchestrator that died left running
     slots = [(attempt, task.name) for attempt, task in planned.slots()]
-    controls = settings.controls
+    controls = run.state
     result: JobResultRecorder  # set once the executor is open; the hooks run only after that
 
     def stop_run(stop: Stop | None) -> None:
@@ -161,15 +164,20 @@ async def _run_claimed_job(
     def on_live_cost(trial_name: str, cost_usd: float) -> None:
         stop_run(controls.live_cost(trial_name, cost_usd))
 
+    def on_fault(error: OSError) -> None:
+        controls.fault = controls.fault or error
+        if not interrupt.requested.is_set():
+            interrupt.trigger()
+
     hooks = JobHooks(log, on_update, on_live_cost, interrupt.hurry)
     # The executor opens before the job's documents: the docker env builds the task images
     # there, and a failed build is a preflight error (exit 2) that leaves no job result behind.
-    async with executor.open_job(settings, planned, hooks) as trials:
+    async with executor.open_job(services, planned, hooks) as trials:
         config, inventory, _ = open_job(
             paths,
-            job_config(planned, settings, executor.kind),
+            job_config(planned, services, run.config, executor.kind),
             slots=slots,
-            keep_errors=settings.keep_errors,
+            keep_errors=run.config.keep_errors,
             executor=executor.kind,
         )
         result = JobResultRecorder(
@@ -178,6 +186,7 @@ async def _run_claimed_job(
             planned.n_trials,
             controls,
             schedule=asyncio.get_running_loop().call_later,
+            on_fault=on_fault,
         )
         result.seed(inventory.kept.values())
         result.write()
@@ -188,13 +197,13 @@ async def _run_claimed_job(
             f"{len(inventory.superseded)} superseded"
         )
         try:
-            dispatch = Dispatch(planned, settings, paths, trials, result, log)
+            dispatch = Dispatch(planned, services.watch, run, paths, trials, result, log)
             await dispatch.run(inventory, interrupt, finished.append)
         finally:
             progress.end_job()
             result.write()
-    if settings.watch.failure is not None:  # the command prints how to resume the run
-        raise StackError(f"stack unavailable: {settings.watch.failure}")
+    if services.watch.failure is not None:  # the command prints how to resume the run
+        raise StackError(f"stack unavailable: {services.watch.failure}")
     return JobOutcome(
         planned.name, paths.root, finished, interrupt.requested.is_set(), controls.stop
     )
@@ -206,7 +215,8 @@ class Dispatch:
     after a harness error as the run's controls allow."""
 
     planned: PlannedJob
-    settings: Settings
+    watch: StackWatch
+    shared: RunShare
     paths: JobPaths
     trials: JobTrials
     result: JobResultRecorder
@@ -215,8 +225,8 @@ class Dispatch:
     async def run(
         self, inventory: Inventory, interrupt: Interrupt, done: Callable[[TrialResult], None]
     ) -> None:
-        controls, watch = self.settings.controls, self.settings.watch
-        slots_free = asyncio.Semaphore(self.settings.n_concurrent)
+        controls, watch = self.shared.state, self.watch
+        slots_free = asyncio.Semaphore(self.shared.config.n_concurrent)
 
         async def run_one(attempt: int, task_name: str) -> None:
             try:
@@ -240,12 +250,12 @@ class Dispatch:
 
     async def slot(self, attempt: int, task_name: str) -> TrialResult:
         """One planned slot: its trial, rerun while it ends in a retried harness error."""
-        controls, watch = self.settings.controls, self.settings.watch
+        controls, watch = self.shared.state, self.watch
         task = next(task for task in self.planned.tasks if task.name == task_name)
         earlier: list[RetriedAttempt] = []
         while True:
             trial = await self.trials.run(task, attempt, earlier)
-            if len(earlier) >= controls.retries or controls.stop or not retried(trial):
+            if len(earlier) >= self.shared.config.retries or controls.stop or not retried(trial):
                 return trial
             if not await watch.usable():  # a rerun waits for a restarting stack
                 return trial
@@ -256,5 +266,8 @@ class Dispatch:
 
 def _append(path: Path, line: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{utc_timestamp()} {line}\n")
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"{utc_timestamp()} {line}\n")
+    except OSError as error:
+        raise naming(error, path) from None

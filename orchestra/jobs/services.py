@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestra.config.condition import Condition
+from orchestra.documents.enums import EnvKind
+from orchestra.documents.run_config import TrialSettings
 from orchestra.documents.trial import TrialResult
-from orchestra.jobs.controls import RunControls
 from orchestra.jobs.plan import PlannedJob
 from orchestra.paths import JobPaths
 from orchestra.stack.images import task_images
@@ -23,7 +24,7 @@ from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
 from orchestra.stack.watch import StackWatch
-from orchestra.trial.context import JobContext, OracleHost, RunOptions
+from orchestra.trial.context import JobContext, OracleHost
 from orchestra.trial.env.docker import DockerKind
 from orchestra.trial.env.local import LocalKind
 from orchestra.trial.env.protocol import EnvironmentKind
@@ -32,27 +33,23 @@ from orchestra.trial.relay_ops import ClientPool
 
 
 @dataclass
-class Settings:
-    """Everything the command line decided, shared by the jobs of one plan."""
+class JobServices:
+    """What the trials of a job share where they run: the condition, the stack, the state,
+    the trial knobs and the keys; the local executor and each Ray node host build one."""
 
     condition: Condition
-    environment: str
+    environment: EnvKind
     stack: StackInfo
     state: BenchmarkState
-    options: RunOptions
+    options: TrialSettings
     api_keys: dict[str, str]
     jobs_dir: Path
-    n_concurrent: int
-    keep_errors: bool
-    relay_port: int
-    endpoint_config_path: Path
     oracle: OracleHost = field(default_factory=OracleHost)
     #: the jobs directory that holds the run (`jobs_dir`): hidden, with every run in it, from
     #: sandboxed agents; None: `jobs_dir` itself
     jobs_root: Path | None = None
     sandbox: SandboxSupport = field(default_factory=sandbox_support)
     watch: StackWatch = field(default_factory=StackWatch)
-    controls: RunControls = field(default_factory=RunControls)
 
 
 @dataclass
@@ -65,53 +62,53 @@ class JobHooks:
     hurry: asyncio.Event  # a second SIGINT/SIGTERM: no more grace periods (§7.6)
 
 
-async def environment_kind(settings: Settings, planned: PlannedJob) -> EnvironmentKind:
+async def environment_kind(services: JobServices, planned: PlannedJob) -> EnvironmentKind:
     """How each trial of the job gets its environment and verifier (§5.8); the one place env
     kinds plug in.
 
     docker env: every selected task's agent layer is built (or found by its digest tag) here,
     before any trial; a failed build is a preflight failure (exit 2) naming the task.
     """
-    bin_dir = settings.options.buzz_bin_dir
-    if settings.environment == "local":
-        hidden = [settings.state.paths.root, settings.jobs_root or settings.jobs_dir]
-        socket_dir = settings.stack.database_socket_dir
+    bin_dir = services.options.buzz_bin_dir
+    if services.environment is EnvKind.LOCAL:
+        hidden = [services.state.paths.root, services.jobs_root or services.jobs_dir]
+        socket_dir = services.stack.database_socket_dir
         hidden += [socket_dir] if socket_dir is not None else []
-        return LocalKind(bin_dir, local_launcher(settings.sandbox, bin_dir, hidden=hidden))
+        return LocalKind(bin_dir, local_launcher(services.sandbox, bin_dir, hidden=hidden))
     return DockerKind(
-        await task_images(settings.state.paths, planned.tasks),
+        await task_images(services.state.paths, planned.tasks),
         job_name=planned.name,
-        overrides=settings.condition.manifest.environment,
+        overrides=services.condition.manifest.environment,
         buzz_bin_dir=bin_dir,
-        keep_containers=settings.options.keep_containers,
+        keep_containers=services.options.keep_containers,
     )
 
 
 @asynccontextmanager
 async def job_context(
-    settings: Settings, planned: PlannedJob, hooks: JobHooks
+    services: JobServices, planned: PlannedJob, hooks: JobHooks
 ) -> AsyncIterator[JobContext]:
     """The services the job's trials share, open for the job and closed after it."""
-    environments = await environment_kind(settings, planned)
-    registry = Registry(settings.stack.database_url)
+    environments = await environment_kind(services, planned)
+    registry = Registry(services.stack.database_url)
     await registry.open()
-    stable_clients = ClientPool(settings.stack.relay_ws_url)
-    watch = settings.watch
+    stable_clients = ClientPool(services.stack.relay_ws_url)
+    watch = services.watch
     watch.after_restart.append(registry.reopen)
     watch.listeners.append(hooks.log)
     try:
         yield JobContext(
             job_name=planned.name,
-            job_paths=JobPaths.of(settings.jobs_dir, planned.name),
-            condition=settings.condition,
-            stack=settings.stack,
+            job_paths=JobPaths.of(services.jobs_dir, planned.name),
+            condition=services.condition,
+            stack=services.stack,
             environments=environments,
-            state=settings.state,
-            options=settings.options,
-            api_keys=settings.api_keys,
+            state=services.state,
+            options=services.options,
+            api_keys=services.api_keys,
             stable_clients=stable_clients,
             registry=registry,
-            oracle=settings.oracle,
+            oracle=services.oracle,
             log=hooks.log,
             on_trial_update=hooks.on_update,
             on_live_cost=hooks.on_live_cost,
@@ -121,9 +118,9 @@ async def job_context(
     finally:
         watch.after_restart.remove(registry.reopen)
         watch.listeners.remove(hooks.log)
-        if settings.oracle.server is not None:
+        if services.oracle.server is not None:
             hooks.log(
-                f"oracle: {settings.oracle.server.unauthorized_requests} unauthorized request(s)"
+                f"oracle: {services.oracle.server.unauthorized_requests} unauthorized request(s)"
             )
         await stable_clients.close()
         await registry.close()

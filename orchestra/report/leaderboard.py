@@ -36,7 +36,7 @@ def condition_key(record: JobRecord) -> ConditionKey:
     if record.started:
         config = load_job_config(JobPaths(Path(record.path)))
         endpoints = config.replay_identity.fields.get("endpoints", "")
-        multiplier = config.options.timeout_multiplier
+        multiplier = config.options.trial.timeout_multiplier
     return ConditionKey(record.condition, record.manifest_sha256, endpoints, multiplier)
 
 

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import asyncpg
 
+from orchestra.documents.enums import StackMode
 from orchestra.jsonio import write_text_atomic
 from orchestra.paths import StatePaths
 from orchestra.processes import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
@@ -183,7 +184,7 @@ class DockerStack:
     @property
     def info(self) -> StackInfo:
         return StackInfo(
-            "docker", ORCHESTRATOR_RELAY_URL, AGENT_RELAY_URL, database_url(self.state)
+            StackMode.DOCKER, ORCHESTRATOR_RELAY_URL, AGENT_RELAY_URL, database_url(self.state)
         )
 
     async def start(self) -> StackInfo:

@@ -17,6 +17,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from orchestra.documents.enums import StackMode
+from orchestra.documents.run_config import DEFAULT_RELAY_PORT
 from orchestra.locks import OwnerLock
 from orchestra.paths import StatePaths
 from orchestra.processes import alive, kill_group, stop_group, tied
@@ -27,7 +29,6 @@ from orchestra.stack.readiness import StackError, probe_relay, wait_until_ready
 from orchestra.stack.state import BenchmarkState
 
 RELAY_HOST = "127.0.0.1"
-DEFAULT_RELAY_PORT = 3600
 STOP_GRACE_SECONDS = 10.0
 LOG_TAIL_LINES = 50
 #: how long a restarted stack may take to answer again before the job gives up (§5.1)
@@ -111,7 +112,9 @@ class EmbeddedStack:
         """What the stack is, once started (the same after a restart)."""
         if self._info is None:
             ws_url, agent_url = relay_urls(self.port)
-            self._info = StackInfo("embedded", ws_url, agent_url, self.postgres.database_url)
+            self._info = StackInfo(
+                StackMode.EMBEDDED, ws_url, agent_url, self.postgres.database_url
+            )
         return self._info
 
     async def preflight(self) -> None:

@@ -36,7 +36,7 @@ def scripts_dir() -> Path:
 
 @dataclass(frozen=True)
 class StackInfo:
-    mode: str
+    mode: StackMode
     relay_ws_url: str  # what the orchestrator dials
     agent_relay_url: str  # what agents get
     database_url: str | None = None  # never written to any file (may carry a password)
@@ -56,7 +56,7 @@ class StackInfo:
     def config_record(self) -> StackRecord:
         """The job config's `stack` object (§10.2)."""
         return StackRecord(
-            mode=StackMode(self.mode),
+            mode=self.mode,
             relay_ws_url=self.relay_ws_url,
             relay_http_url=self.relay_http_url,
             agent_relay_url=self.agent_relay_url,

@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from orchestra.documents.enums import EnvKind, StackMode
+from orchestra.documents.run_config import AUTO, EnvChoice, StackChoice
 from orchestra.errors import OrchestraError
 from orchestra.stack.docker import (
     AGENT_RELAY_URL,
@@ -39,8 +41,8 @@ class ModeError(OrchestraError):
 
 @dataclass(frozen=True)
 class Modes:
-    stack: str
-    env: str
+    stack: StackMode
+    env: EnvKind
 
 
 def docker_engine_problem() -> str | None:
@@ -74,13 +76,13 @@ def docker_available() -> bool:
 def check_docker(modes: Modes) -> None:
     """§2.4 "Docker is reachable" for a docker stack or env: a `StackError` (exit 2) saying what
     is missing and the way out, before anything starts."""
-    if "docker" not in (modes.stack, modes.env):
+    if StackMode.DOCKER is not modes.stack and EnvKind.DOCKER is not modes.env:
         return
     problem = docker_engine_problem()
-    if problem is None and modes.stack == "docker" and compose_command() is None:
+    if problem is None and modes.stack is StackMode.DOCKER and compose_command() is None:
         problem = "Docker Compose v2 is not installed (docker compose or docker-compose)"
     if problem is not None:
-        flag = "--stack docker" if modes.stack == "docker" else "--env docker"
+        flag = "--stack docker" if modes.stack is StackMode.DOCKER else "--env docker"
         raise StackError(f"{flag} needs Docker: {problem} ({NO_DOCKER_WAY_OUT})")
 
 
@@ -88,27 +90,29 @@ def compose_project() -> str:
     return os.environ.get(COMPOSE_PROJECT_VARIABLE) or COMPOSE_PROJECT
 
 
-def choose_modes(stack: str, env: str, relay_url: str | None) -> Modes:
-    if relay_url is not None and stack == "auto":
-        stack = "external"
-    if stack == "external" and relay_url is None:
+def choose_modes(stack: StackChoice, env: EnvChoice, relay_url: str | None) -> Modes:
+    if relay_url is not None and stack == AUTO:
+        stack = StackMode.EXTERNAL
+    if stack is StackMode.EXTERNAL and relay_url is None:
         raise ModeError("--stack external requires --relay-url")
-    if relay_url is not None and stack != "external":
+    if relay_url is not None and stack is not StackMode.EXTERNAL:
         raise ModeError(f"--relay-url is only valid with --stack external (got --stack {stack})")
-    if stack == "auto":
+    if stack == AUTO:
         # an explicit env has exactly one stack it works with; otherwise Docker decides (§5.1)
-        if env == "auto":
-            stack = "docker" if docker_available() else "embedded"
+        if env == AUTO:
+            docker = docker_available()
         else:
-            stack = "docker" if env == "docker" else "embedded"
-    if env == "auto":
-        if stack == "external":
-            env = "docker" if docker_available() else "local"
+            docker = env is EnvKind.DOCKER
+        stack = StackMode.DOCKER if docker else StackMode.EMBEDDED
+    if env == AUTO:
+        if stack is StackMode.EXTERNAL:
+            docker = docker_available()
         else:
-            env = "docker" if stack == "docker" else "local"
-    if stack == "embedded" and env != "local":
+            docker = stack is StackMode.DOCKER
+        env = EnvKind.DOCKER if docker else EnvKind.LOCAL
+    if stack is StackMode.EMBEDDED and env is not EnvKind.LOCAL:
         raise ModeError("--stack embedded requires --env local")
-    if stack == "docker" and env != "docker":
+    if stack is StackMode.DOCKER and env is not EnvKind.DOCKER:
         raise ModeError("--stack docker requires --env docker")
     return Modes(stack, env)
 
@@ -141,14 +145,14 @@ async def running_stack(
     that was started (unless `keep_running`, as `orchestra stack up` does: then nothing is tied
     to this process). The docker stack is never stopped here (§5.3: `orchestra stack down`
     does); `fresh` recreates its volume."""
-    if modes.stack == "docker":
+    if modes.stack is StackMode.DOCKER:
         docker = DockerStack(state, fresh=fresh, project=compose_project())
         info = await docker.start()
         assert info.database_url is not None
         await apply_schema(info.database_url)
         yield docker
         return
-    if modes.stack == "embedded":
+    if modes.stack is StackMode.EMBEDDED:
         stack = EmbeddedStack(state, relay_port, detached=keep_running)
         try:
             info = await stack.start()
@@ -159,10 +163,10 @@ async def running_stack(
             if not keep_running:
                 await stack.stop()
         return
-    if modes.stack == "external":
+    if modes.stack is StackMode.EXTERNAL:
         assert relay_url is not None
-        agent_url = docker_reachable_url(relay_url) if modes.env == "docker" else relay_url
-        info = StackInfo("external", relay_url, agent_url, database_url)
+        agent_url = docker_reachable_url(relay_url) if modes.env is EnvKind.DOCKER else relay_url
+        info = StackInfo(StackMode.EXTERNAL, relay_url, agent_url, database_url)
         await wait_until_ready(info.relay_http_url)
         if database_url is not None:
             try:
@@ -185,11 +189,13 @@ def per_node_stack_info(
     """What a job's config records when the stack runs on the Ray nodes (scale-out.md §4):
     the URLs of such a stack on one node at `relay_port` (an embedded relay on a node takes a
     free port, which the node's job.log line names); one external relay is itself."""
-    if modes.stack == "external":
+    if modes.stack is StackMode.EXTERNAL:
         assert relay_url is not None
-        agent_url = docker_reachable_url(relay_url) if modes.env == "docker" else relay_url
-        return StackInfo("external", relay_url, agent_url, database_url)
-    if modes.stack == "docker":
-        return StackInfo("docker", ORCHESTRATOR_RELAY_URL, AGENT_RELAY_URL, PER_NODE_DATABASE)
+        agent_url = docker_reachable_url(relay_url) if modes.env is EnvKind.DOCKER else relay_url
+        return StackInfo(StackMode.EXTERNAL, relay_url, agent_url, database_url)
+    if modes.stack is StackMode.DOCKER:
+        return StackInfo(
+            StackMode.DOCKER, ORCHESTRATOR_RELAY_URL, AGENT_RELAY_URL, PER_NODE_DATABASE
+        )
     ws_url, agent_url = relay_urls(relay_port)
-    return StackInfo("embedded", ws_url, agent_url, PER_NODE_DATABASE)
+    return StackInfo(StackMode.EMBEDDED, ws_url, agent_url, PER_NODE_DATABASE)

@@ -2,9 +2,9 @@
 
 The watch waits on the stack's own processes (the embedded relay and PostgreSQL: a death is seen
 the moment it happens) and polls `/_readiness` (which also checks the database) for the stacks
-it has no processes of. When the stack stops answering it ends the current `Outage`: every trial
+it has no processes of. When the stack stops answering it ends the current `HealthySpell`: every trial
 that runs through it fails `StackUnavailable` at once (`during`), the stack is restarted, and
-the trials started afterwards belong to a fresh outage. A stack that cannot come back is
+the trials started afterwards belong to a fresh spell. A stack that cannot come back is
 `failure`: the job starts nothing more and the command ends with exit 2 (resumable).
 """
 
@@ -47,7 +47,7 @@ class HealableStack(Protocol):
         """Bring the stack back; `StackError` when it cannot."""
 
 
-class Outage:
+class HealthySpell:
     """One spell of the stack being up; `happened` is set when it ends."""
 
     def __init__(self) -> None:
@@ -59,16 +59,16 @@ class Outage:
         self.happened.set()
 
 
-async def during(outage: Outage, work: Awaitable[T]) -> T:
+async def during(spell: HealthySpell, work: Awaitable[T]) -> T:
     """`work`, unless the stack fails first: then it is cancelled and `StackUnavailable`
     raised. A failure of `work` once the stack has failed is the stack's too (a relay call,
     or an agent that lost its relay)."""
-    if outage.happened.is_set():
+    if spell.happened.is_set():
         if asyncio.iscoroutine(work):
             work.close()
-        raise StackUnavailable(outage.reason)
+        raise StackUnavailable(spell.reason)
     task = asyncio.ensure_future(work)
-    ended = asyncio.ensure_future(outage.happened.wait())
+    ended = asyncio.ensure_future(spell.happened.wait())
     try:
         await asyncio.wait([task, ended], return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -77,13 +77,13 @@ async def during(outage: Outage, work: Awaitable[T]) -> T:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-    if task.cancelled() and outage.happened.is_set():
-        raise StackUnavailable(outage.reason)
+    if task.cancelled() and spell.happened.is_set():
+        raise StackUnavailable(spell.reason)
     try:
         return task.result()
     except Exception as error:
-        if outage.happened.is_set() and not isinstance(error, StackUnavailable):
-            raise StackUnavailable(outage.reason) from error
+        if spell.happened.is_set() and not isinstance(error, StackUnavailable):
+            raise StackUnavailable(spell.reason) from error
         raise
 
 
@@ -94,7 +94,7 @@ class StackWatch:
         self.stack = stack
         #: told one line per event (the console, the running job's log)
         self.listeners: list[Callable[[str], None]] = []
-        self.current = Outage()
+        self.current = HealthySpell()
         self.failure: str | None = None
         self._usable = asyncio.Event()
         self._usable.set()
@@ -130,7 +130,7 @@ class StackWatch:
                 self.notify(f"stack could not be restarted: {error}")
                 self._usable.set()
                 return
-            self.current = Outage()
+            self.current = HealthySpell()
             self.notify(f"stack restarted in {time.monotonic() - started:.1f} s")
             self._usable.set()
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from orchestra.agents.oracle.server import OracleServer
 from orchestra.config.condition import Condition
-from orchestra.documents.job import DEFAULT_SETTLE_MS
+from orchestra.documents.run_config import TrialSettings
 from orchestra.documents.trial import TrialResult
 from orchestra.paths import JobPaths
 from orchestra.stack.info import StackInfo
@@ -18,15 +17,6 @@ from orchestra.stack.state import BenchmarkState
 from orchestra.stack.watch import StackWatch
 from orchestra.trial.env.protocol import EnvironmentKind
 from orchestra.trial.relay_ops import ClientPool
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    timeout_multiplier: float = 1.0
-    keep_channels: bool = False
-    buzz_bin_dir: Path | None = None
-    keep_containers: bool = False  # docker env: trial containers outlive their trials
-    settle_ms: int = DEFAULT_SETTLE_MS
 
 
 class OracleHost:
@@ -62,7 +52,7 @@ class JobContext:
     stack: StackInfo
     environments: EnvironmentKind  # makes each trial's environment and verifier
     state: BenchmarkState
-    options: RunOptions
+    options: TrialSettings  # the run's knobs every trial reads
     api_keys: dict[str, str]  # api_key_env name -> value, resolved at preflight
     stable_clients: ClientPool
     registry: Registry

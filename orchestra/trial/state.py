@@ -30,7 +30,7 @@ from orchestra.documents.trial import (
 from orchestra.documents.trial import VerifierInputs as VerifierInputsRecord
 from orchestra.nostr.keys import Keys
 from orchestra.paths import TrialPaths, make_trial_name
-from orchestra.stack.watch import Outage
+from orchestra.stack.watch import HealthySpell
 from orchestra.trial.accounting import NO_ACCOUNTING, TrialAccounting
 from orchestra.trial.completion import Completion, CompletionWatch
 from orchestra.trial.context import JobContext
@@ -143,7 +143,7 @@ class TrialState:
     trial_clients: ClientPool  # the fresh agent identities' clients, closed at finalize
     identity: TrialIdentity  # the keys config.json and result.json share
     #: the stack's current spell of health: once it ends, the trial cannot use the stack
-    outage: Outage
+    outage: HealthySpell
     retried_from: list[RetriedAttempt] = field(default_factory=list)  # earlier attempts rerun
     # --- one object per phase, written by that phase only ------------------------------------
     setup: SetupState = field(default_factory=SetupState)

@@ -304,7 +304,7 @@ def test_a_scripted_mention_buzz_acp_logs_late_is_waited_for(
     )
     assert run.returncode == 0, run.stderr
     job = tmp_path / "jobs" / "late" / "late"
-    assert json.loads((job / "config.json").read_text())["options"]["settle_ms"] == 100
+    assert json.loads((job / "config.json").read_text())["options"]["trial"]["settle_ms"] == 100
     [result_file] = job.glob("*/result.json")
     result = json.loads(result_file.read_text())
     assert result["status"] == "scored" and result["stop_reason"] == "turn_end"

@@ -1,61 +1,45 @@
 """The resume command a stopped run prints: exact, and never a secret."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from runs_support import DATASET, run_request
 
-from orchestra.cli.runs import (
-    Invocation,
-    Unit,
-    masked_database_url,
-    resume_command,
-    storable_database_url,
-)
+from orchestra.cli.run_output import resume_command
+from orchestra.documents.enums import EnvKind, StackMode
 from orchestra.jobs.run import choose_run
+from orchestra.run.prepare import RunPlan
+from orchestra.run.scope import RunScope, masked_database_url, storable_database_url
 from orchestra.stack.select import Modes
-from orchestra.trial.context import RunOptions
-
-
-def invocation(**changes: object) -> Invocation:
-    fields: dict = {
-        "n_concurrent": 2, "keep_errors": False, "quiet": False, "report": False,
-        "state_dir": Path("/state"), "relay_port": 3600, "relay_url": None,
-        "database_url": None, "endpoint_config": Path("endpoints/oracle.json").absolute(),
-    }  # fmt: skip
-    return Invocation(**(fields | changes))
 
 
 @pytest.fixture
-def unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Unit:
+def plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunPlan:
     monkeypatch.setattr("sys.argv", ["/opt/venv/bin/orchestra", "benchmark"])
-    target, _ = choose_run(
-        tmp_path, run_request(DATASET / "user-mention"), run_name="r", job_name=None,
-        new_run=False,
-    )  # fmt: skip
-    record = target.record
-    return Unit(target.jobs, target.paths.root, record.settings, "local", target.paths.root, target)
+    request = run_request(DATASET / "user-mention")
+    target, _ = choose_run(tmp_path, request, run_name="r", job_name=None, new_run=False)
+    stored = target.record.settings
+    scope = RunScope(target.jobs, target.paths.root, stored, target.paths.root, target)
+    return RunPlan(scope, request.condition, Modes(StackMode.EMBEDDED, EnvKind.LOCAL), stored)
 
 
-def test_the_resume_command_repeats_only_what_the_run_does_not_store(unit: Unit) -> None:
-    modes, options = Modes("embedded", "local"), RunOptions()
-    plain = resume_command(unit, modes, options, invocation())
-    assert plain == f"/opt/venv/bin/orchestra resume {unit.path}"
-    changed = resume_command(
-        unit,
-        Modes("external", "local"),
-        RunOptions(timeout_multiplier=2.0),
-        invocation(
-            n_concurrent=1, keep_errors=True, quiet=True, relay_url="ws://relay:3600",
-            database_url="postgresql://bench:hunter2@db:5432/buzz",
-        ),
-    )  # fmt: skip
-    assert changed == (
-        f"/opt/venv/bin/orchestra resume {unit.path} -n 1 --timeout-multiplier 2 "
-        "--stack external --relay-url ws://relay:3600 "
-        "--database-url postgresql://bench:PASSWORD@db:5432/buzz --keep-errors -q"
+def test_the_resume_command_repeats_only_what_the_run_does_not_store(plan: RunPlan) -> None:
+    assert resume_command(plan) == f"/opt/venv/bin/orchestra resume {plan.scope.path}"
+    given = {
+        "n_concurrent": 1, "keep_errors": True, "quiet": True, "timeout_multiplier": 2.0,
+        "stack": "external", "relay_url": "ws://relay:3600",
+        "database_url": "postgresql://bench:hunter2@db:5432/buzz",
+    }  # fmt: skip
+    changed = replace(
+        plan, modes=Modes(StackMode.EXTERNAL, EnvKind.LOCAL), config=plan.config.updated(given)
     )
-    assert "hunter2" not in changed
+    assert resume_command(changed) == (
+        f"/opt/venv/bin/orchestra resume {plan.scope.path} --n-concurrent 1 --keep-errors "
+        "--stack external --relay-url ws://relay:3600 "
+        "--database-url postgresql://bench:PASSWORD@db:5432/buzz --timeout-multiplier 2 --quiet"
+    )
+    assert "hunter2" not in resume_command(changed)
 
 
 def test_a_database_url_with_a_password_is_never_stored() -> None:

@@ -95,9 +95,9 @@ def test_documents_written_before_the_settle_grace_existed_still_load(tmp_path: 
     (tmp_path / "result.json").write_text(json.dumps(result))
     assert TrialResult.load(tmp_path / "result.json").unaccounted_events == []
     config = job_config().model_dump(mode="json")
-    del config["options"]["settle_ms"]
+    del config["options"]["trial"]["settle_ms"]
     (tmp_path / "config.json").write_text(json.dumps(config))
-    assert JobConfig.load(tmp_path / "config.json").options.settle_ms == 250
+    assert JobConfig.load(tmp_path / "config.json").options.trial.settle_ms == 250
 
 
 def test_status_vocabulary() -> None:

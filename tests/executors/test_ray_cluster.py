@@ -75,7 +75,7 @@ VOLATILE = frozenset({
 })  # fmt: skip
 ONLY_UNDER_RAY = {"node"}
 #: Where the executors' documents rightly differ (checked on their own).
-EXECUTOR_FIELDS = {"executor"}
+EXECUTOR_FIELDS = {"executor", "ray_address", "ray_slots_per_node"}
 
 
 @pytest.fixture(scope="module")
@@ -336,7 +336,10 @@ def test_sigint_cancels_every_trial_and_leaves_no_process_on_any_node(
     assert {t["node"]["node_id"] for t in trials.values()} == set(cluster.workers)
     wait_until(lambda: not node_processes(cluster.node_dir), GONE_WITHIN_SECONDS, "node processes gone")  # fmt: skip
     wait_until(lambda: not node_hosts_alive(), GONE_WITHIN_SECONDS, "node hosts gone")
-    assert "--executor ray --ray-address" in stderr.split("to resume it:")[-1], stderr
+    # the run stores its executor: the resume command needs no --executor
+    assert "--executor" not in stderr.split("to resume it:")[-1], stderr
+    options = json.loads((job_dir(scratch, "interrupted") / "config.json").read_text())["options"]
+    assert (options["executor"], options["ray_address"]) == ("ray", cluster.address), options
 
 
 def test_a_node_whose_stack_fails_gets_no_more_trials(cluster: RayCluster, scratch: Path) -> None:

@@ -58,11 +58,11 @@ def test_an_unreachable_cluster_is_a_preflight_failure_naming_it(tmp_path: Path)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--ray-address", "127.0.0.1:1"], "error: --ray-address goes with --executor ray"),
-        (["--ray-slots-per-node", "2"], "error: --ray-slots-per-node goes with --executor ray"),
+        (["--ray-address", "127.0.0.1:1"], "error: ray_address goes with executor ray"),
+        (["--ray-slots-per-node", "2"], "error: ray_slots_per_node goes with executor ray"),
         (
             ["--executor", "ray", "--ray-address", "x:1", "--ray-slots-per-node", "2"],
-            "error: --ray-slots-per-node starts a local cluster; it cannot go with --ray-address",
+            "error: ray_slots_per_node starts a local cluster; it cannot go with ray_address",
         ),
     ],
 )

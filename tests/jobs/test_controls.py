@@ -8,8 +8,9 @@ import pytest
 from documents_support import STARTED, trial_result
 
 from orchestra.agents.acp.records import TurnFailed
+from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
-from orchestra.jobs.controls import RunControls
+from orchestra.jobs.controls import RunState
 from orchestra.jobs.retries import retried
 from orchestra.trial.provider import is_provider_failure
 
@@ -29,7 +30,7 @@ def finished(attempt: int, status: str = "scored", error: str | None = None, cos
 
 
 def test_the_breaker_trips_once_on_provider_errors_in_a_row() -> None:
-    controls = RunControls.of(provider_error_limit=3)
+    controls = RunState.of(RunConfig(provider_error_limit=3))
     sequence = [
         finished(1, "error", "ProviderUnavailable"),
         finished(2, "error", "ProviderUnavailable"),
@@ -49,24 +50,24 @@ def test_the_breaker_trips_once_on_provider_errors_in_a_row() -> None:
 
 @pytest.mark.parametrize("error", ["ProviderAuthFailed", "ProviderBillingFailed"])
 def test_a_refused_key_or_an_empty_balance_stops_the_run_at_once(error: str) -> None:
-    controls = RunControls.of(provider_error_limit=3)
+    controls = RunState.of(RunConfig(provider_error_limit=3))
     stop = controls.trial_finished(finished(1, "error", error))
     assert stop is not None and stop.reason == "circuit_breaker"
     assert stop.message.endswith(f"which no retry or later trial can fix: {error} happened")
 
 
 def test_other_errors_reset_the_breaker_and_zero_disables_it() -> None:
-    controls = RunControls.of(provider_error_limit=2)
+    controls = RunState.of(RunConfig(provider_error_limit=2))
     for attempt, error in enumerate(["ProviderUnavailable", "StackUnavailable"], start=1):
         controls.trial_finished(finished(attempt, "error", error))
     assert controls.trial_finished(finished(3, "error", "ProviderUnavailable")) is None
-    disabled = RunControls.of(provider_error_limit=0)
+    disabled = RunState.of(RunConfig(provider_error_limit=0))
     results = [finished(n, "error", "ProviderUnavailable") for n in range(1, 10)]
     assert all(disabled.trial_finished(r) is None for r in results)
 
 
 def test_the_cost_cap_counts_finished_and_live_cost_once() -> None:
-    controls = RunControls.of(max_cost_usd=1.0)
+    controls = RunState.of(RunConfig(max_cost_usd=1.0))
     assert controls.trial_finished(finished(1, cost=0.4)) is None
     assert controls.trial_finished(finished(1, cost=0.4)) is None  # the same trial again
     assert controls.live_cost("user-mention__2", 0.3) is None
@@ -76,7 +77,7 @@ def test_the_cost_cap_counts_finished_and_live_cost_once() -> None:
     assert stop.spent_usd == pytest.approx(1.0)
     assert controls.trial_finished(finished(2, cost=0.6)) is None  # stopped already
     assert controls.cost_cap.spent_usd == pytest.approx(1.1)  # 0.4 + 0.6 + 0.1 in flight
-    assert RunControls.of().live_cost("x", 1e9) is None  # no cap
+    assert RunState.of(RunConfig()).live_cost("x", 1e9) is None  # no cap
 
 
 @pytest.mark.parametrize(

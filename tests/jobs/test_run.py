@@ -8,6 +8,7 @@ import pytest
 from documents_support import job_config, trial_result
 from runs_support import DATASET, run_request, start_run
 
+from orchestra.documents.enums import EnvKind
 from orchestra.documents.run import RunRecord
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.plan import PlanError
@@ -39,7 +40,7 @@ def test_a_new_run_records_its_whole_plan_before_any_trial(tmp_path: Path) -> No
     record = RunRecord.load(tmp_path / name / "run.json")
     assert [job.job_name for job in record.jobs] == [f"{name}-regression", f"{name}-workflow"]
     assert [job.plan.attempts for job in record.jobs] == [1, 3] and record.n_planned == 4
-    assert record.resumes == [] and record.selection.path == DATASET.as_posix()
+    assert record.resumes == [] and record.settings.selection.path == DATASET
     assert not (tmp_path / name / f"{name}-regression").exists()  # only the record so far
     progress = run_progress(target.paths, record, keep_errors=False)
     assert (progress.planned, progress.owed, progress.unfinished) == (4, 4, 4)
@@ -171,7 +172,7 @@ def test_resume_refuses_a_plan_whose_tasks_changed(tmp_path: Path) -> None:
                                                  condition, "local")] == ["r"]  # fmt: skip
     (copy / "instruction.md").write_text("something else\n")
     with pytest.raises(PlanError, match=r"run r cannot be resumed: .*\(tasks\); start a new run"):
-        check_plan_unchanged(RunPaths(tmp_path / "jobs" / "r"), record, condition, "local")
+        check_plan_unchanged(RunPaths(tmp_path / "jobs" / "r"), record, condition, EnvKind.LOCAL)
 
 
 def test_cleanup_finds_the_sandboxes_of_runs_and_of_old_jobs(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from orchestra.stack.info import StackInfo
 from orchestra.stack.readiness import StackError
-from orchestra.stack.watch import Outage, StackUnavailable, StackWatch, during
+from orchestra.stack.watch import HealthySpell, StackUnavailable, StackWatch, during
 
 
 class StandInStack:
@@ -41,7 +41,7 @@ class StandInStack:
 
 
 async def test_during_returns_the_work_or_fails_the_moment_the_stack_does() -> None:
-    outage = Outage()
+    outage = HealthySpell()
     assert await during(outage, asyncio.sleep(0, "done")) == "done"
     cancelled = asyncio.Event()
 
@@ -62,7 +62,7 @@ async def test_during_returns_the_work_or_fails_the_moment_the_stack_does() -> N
 
 
 async def test_a_failure_after_the_stack_went_down_is_the_stacks() -> None:
-    outage = Outage()
+    outage = HealthySpell()
 
     async def fails_after_the_outage() -> None:
         outage.end("database gone")
@@ -71,7 +71,7 @@ async def test_a_failure_after_the_stack_went_down_is_the_stacks() -> None:
     with pytest.raises(StackUnavailable, match="database gone"):
         await during(outage, fails_after_the_outage())
     with pytest.raises(ValueError):  # a failure of its own while the stack is up stays one
-        await during(Outage(), asyncio.to_thread(int, "x"))
+        await during(HealthySpell(), asyncio.to_thread(int, "x"))
 
 
 async def test_a_death_ends_the_outage_and_the_stack_is_restarted(free_port: int) -> None:

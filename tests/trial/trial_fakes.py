@@ -22,6 +22,7 @@ from orchestra.buzz import BuzzClient, BuzzError
 from orchestra.config.condition import load_condition
 from orchestra.config.task import Task, load_task
 from orchestra.documents.enums import SandboxKind
+from orchestra.documents.run_config import TrialSettings
 from orchestra.nostr.keys import Keys
 from orchestra.nostr.kinds import Kind
 from orchestra.paths import (
@@ -36,7 +37,7 @@ from orchestra.processes import first_of
 from orchestra.stack.info import StackInfo
 from orchestra.stack.registry import Registry
 from orchestra.stack.state import BenchmarkState
-from orchestra.trial.context import JobContext, OracleHost, RunOptions
+from orchestra.trial.context import JobContext, OracleHost
 from orchestra.trial.env.protocol import LOOPBACK, EnvFacts, ExecResult
 from orchestra.trial.relay_ops import ClientPool
 from orchestra.verify.inputs import VerifierInputs
@@ -409,7 +410,7 @@ def job_context(
         stack=StackInfo(mode="external", relay_ws_url=relay_url, agent_relay_url=relay_url),
         environments=kind,
         state=state,
-        options=RunOptions(timeout_multiplier=timeout_multiplier),
+        options=TrialSettings(timeout_multiplier=timeout_multiplier),
         api_keys={},
         stable_clients=stable_clients or ClientPool(relay_url),
         registry=Registry(None),

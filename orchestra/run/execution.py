@@ -1,7 +1,7 @@
-"""`--executor`, `--ray-address`, `--ray-slots-per-node` on `benchmark` and `resume`
-(scale-out.md §1): the options, the executor they make, and what they add to preflight, the dry
-run and the printed resume command. The executor is not part of the replay identity (§2.5):
-a run may be resumed under either one.
+"""Where a run's trials run (`executor`, `ray_address`, `ray_slots_per_node`; scale-out.md §1):
+the executor those options make, what they add to preflight and the dry run, and the stack the
+driver's trials use. The executor is not part of the replay identity (§2.5): a run may be
+resumed under either one.
 
 Ray is imported only when `--executor ray` is asked for (the `ray` extra is optional).
 """
@@ -12,13 +12,9 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Annotated
 
-import typer
-
-from orchestra.cli.errors import fail
-from orchestra.documents.enums import ExecutorKind
+from orchestra.documents.enums import EnvKind, ExecutorKind, StackMode
+from orchestra.documents.run_config import AUTO, RunConfig, StackChoice
 from orchestra.executors.cluster import RayOptions
 from orchestra.jobs.executor import Executor, LocalExecutor, TrialFunction
 from orchestra.jobs.layout import orchestrator_version
@@ -27,40 +23,6 @@ from orchestra.stack.select import Modes, per_node_stack_info, running_stack
 from orchestra.stack.state import BenchmarkState
 from orchestra.stack.watch import StackWatch, watching
 from orchestra.trial.run import run_trial
-
-
-class ExecutorChoice(StrEnum):
-    local = "local"
-    ray = "ray"
-
-
-ExecutorOption = Annotated[
-    ExecutorChoice,
-    typer.Option(
-        "--executor",
-        help="Where trials run: local (this process) or ray (the nodes of a Ray cluster that "
-        "offer buzz_trial slots; needs the ray extra).",
-    ),
-]
-RayAddress = Annotated[
-    str | None,
-    typer.Option(
-        "--ray-address",
-        metavar="ADDR",
-        help="--executor ray: the cluster to join (ray.init address).  "
-        "[default: $RAY_ADDRESS, else auto]",
-    ),
-]
-RaySlotsPerNode = Annotated[
-    int | None,
-    typer.Option(
-        "--ray-slots-per-node",
-        min=1,
-        metavar="N",
-        help="--executor ray, development only: start a throwaway one-node local cluster with "
-        "N buzz_trial slots instead of joining one.",
-    ),
-]
 
 
 @dataclass(frozen=True)
@@ -75,38 +37,23 @@ class Execution:
     def kind(self) -> ExecutorKind:
         return ExecutorKind.LOCAL if self.ray is None else ExecutorKind.RAY
 
-    def stack_choice(self, stack: str, env: str, relay_url: str | None) -> str:
+    @classmethod
+    def of(cls, config: RunConfig, trial: TrialFunction = run_trial) -> Execution:
+        if config.executor is ExecutorKind.LOCAL:
+            return cls(trial=trial)
+        return cls(RayOptions(config.ray_address, config.ray_slots_per_node), trial)
+
+    def stack_choice(self, config: RunConfig) -> StackChoice:
         """`--stack auto` under Ray is each node's embedded stack (scale-out.md §4), unless
         the environment or a relay URL asks for another."""
-        if self.ray is None or stack != "auto" or relay_url is not None or env == "docker":
-            return stack
-        return "embedded"
-
-    def resume_args(self) -> list[str]:
-        """What `orchestra resume` needs to run the rest the same way."""
-        if self.ray is None:
-            return []
-        args = ["--executor", "ray"]
-        if self.ray.address is not None:
-            args += ["--ray-address", self.ray.address]
-        if self.ray.slots_per_node is not None:
-            args += ["--ray-slots-per-node", str(self.ray.slots_per_node)]
-        return args
-
-
-def execution_of(
-    executor: ExecutorChoice, ray_address: str | None, ray_slots_per_node: int | None
-) -> Execution:
-    """The options as one value (exit 1 on a Ray option without `--executor ray`)."""
-    if executor is ExecutorChoice.local:
-        if ray_address is not None:
-            fail("--ray-address goes with --executor ray")
-        if ray_slots_per_node is not None:
-            fail("--ray-slots-per-node goes with --executor ray")
-        return Execution()
-    if ray_address is not None and ray_slots_per_node is not None:
-        fail("--ray-slots-per-node starts a local cluster; it cannot go with --ray-address")
-    return Execution(RayOptions(ray_address, ray_slots_per_node))
+        if (
+            self.ray is None
+            or config.stack != AUTO
+            or config.relay_url is not None
+            or config.env is EnvKind.DOCKER
+        ):
+            return config.stack
+        return StackMode.EMBEDDED
 
 
 def start_executor(execution: Execution) -> Executor:
@@ -162,26 +109,25 @@ async def driver_stack(
     execution: Execution,
     modes: Modes,
     state: BenchmarkState,
-    *,
-    relay_port: int,
-    relay_url: str | None,
-    database_url: str | None,
-    fresh: bool,
+    config: RunConfig,
 ) -> AsyncIterator[tuple[StackInfo, StackWatch]]:
     """The stack the command's trials use and its watch: the local executor's is started and
     watched here; under Ray each node host runs and watches its own (scale-out.md §4), and the
     jobs record what such a stack is."""
     if execution.ray is not None:
-        yield per_node_stack_info(modes, relay_port, relay_url, database_url), StackWatch()
+        stack_info = per_node_stack_info(
+            modes, config.relay_port, config.relay_url, config.database_url
+        )
+        yield stack_info, StackWatch()
         return
     async with (
         running_stack(
             modes,
             state,
-            relay_port=relay_port,
-            relay_url=relay_url,
-            database_url=database_url,
-            fresh=fresh,
+            relay_port=config.relay_port,
+            relay_url=config.relay_url,
+            database_url=config.database_url,
+            fresh=config.fresh,
         ) as stack,
         watching(stack, _warn) as watch,
     ):

@@ -3,10 +3,10 @@
 
 from collections.abc import Sequence
 
-from orchestra.cli.execution import Execution, start_executor
 from orchestra.config.task import Task
 from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.jobs.executor import LocalExecutor
+from orchestra.run.execution import Execution, start_executor
 from orchestra.trial.context import JobContext
 from orchestra.trial.run import run_trial
 from orchestra.trial.state import TrialNaming

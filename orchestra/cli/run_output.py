@@ -1,0 +1,114 @@
+"""What `benchmark` and `resume` print when their run ended, the command that finishes a plan
+that is not done, and the exit code of each way a run ends (orchestrator.md §2.4)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from orchestra.cli.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PREFLIGHT,
+    EXIT_TRIAL_ERRORS,
+    EXIT_USAGE,
+    error_lines,
+)
+from orchestra.cli.options import RESUME_OPTIONS, flag
+from orchestra.cli.terminal import print_summary
+from orchestra.config.errors import display_path
+from orchestra.documents.run_config import RunConfig
+from orchestra.jobs.aggregate import aggregate
+from orchestra.run.outcome import RunEnd, RunOutcome
+from orchestra.run.prepare import RunPlan
+from orchestra.run.scope import masked_database_url
+
+PROGRAM = "orchestra"
+
+EXIT_CODES = {
+    RunEnd.DONE: EXIT_OK,
+    RunEnd.TRIAL_ERRORS: EXIT_TRIAL_ERRORS,
+    RunEnd.STOPPED: EXIT_PREFLIGHT,  # stopped early: not everything was run (issue 13)
+    RunEnd.INTERRUPTED: EXIT_INTERRUPTED,
+    # a full disk ends the run as an interrupt does: nothing lost, resumable
+    RunEnd.MACHINE_FAULT: EXIT_INTERRUPTED,
+    RunEnd.USAGE: EXIT_USAGE,
+    RunEnd.PREFLIGHT: EXIT_PREFLIGHT,
+}
+
+
+def finish(outcome: RunOutcome, plan: RunPlan, console: Console) -> int:
+    """Print how the run ended (errors, the summary, early stops, reports, and the resume
+    command as the last line when the plan is not done); the exit code."""
+    if outcome.errors:
+        error_lines("\n".join(outcome.errors))
+    if outcome.ran:
+        _print_summary(outcome, plan, console)
+    if outcome.resumable:
+        sys.stdout.flush()
+        sys.stderr.write(f"the plan is not finished; to resume it:\n{resume_command(plan)}\n")
+        sys.stderr.flush()
+    return EXIT_CODES[outcome.end]
+
+
+def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None:
+    from orchestra.cli.report_commands import write_reports
+
+    scope = plan.scope
+    console.print()
+    print_summary(aggregate(scope.records()), console)
+    for job in outcome.jobs:
+        if job.stop is not None:
+            console.print(
+                f"job {job.name} stopped early ({job.stop.reason}): {job.stop.message}",
+                markup=False,
+                highlight=False,
+            )
+    for job_dirs, out_dir in scope.report_dirs(plan.config.report):
+        files = write_reports(job_dirs, out_dir)
+        console.print(f"reports: {files.report_json}, {files.junit_xml}, {files.report_html}")
+
+
+def program() -> str:
+    """How this command was invoked (`.venv/bin/orchestra`), when it can be run the same way."""
+    invoked = sys.argv[0] if sys.argv else ""
+    return invoked if Path(invoked).name == PROGRAM else PROGRAM
+
+
+def resume_command(plan: RunPlan) -> str:
+    """`orchestra resume <dir>` with every option of this command that the run does not
+    store already (a database password masked, never printed)."""
+    stored = plan.scope.stored
+    current = plan.config.updated({"stack": plan.modes.stack, "env": plan.modes.env})
+    args = [program(), "resume", display_path(plan.scope.path)]
+    for name, alias in RESUME_OPTIONS.items():
+        value, before = _option(current, name), _option(stored, name)
+        if isinstance(value, bool):
+            args += [flag(alias)] if value and not before else []
+        elif value is not None and _compared(value) != _compared(before):
+            args += [flag(alias), _shown(name, value)]
+    return shlex.join(args)
+
+
+def _option(config: RunConfig, name: str) -> Any:
+    return (
+        getattr(config.trial, name)
+        if name in type(config.trial).model_fields
+        else getattr(config, name)
+    )
+
+
+def _compared(value: Any) -> Any:
+    return Path(value).absolute() if isinstance(value, Path) else value
+
+
+def _shown(name: str, value: Any) -> str:
+    if name == "database_url":
+        return masked_database_url(str(value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -1,0 +1,302 @@
+"""`Run`: one `benchmark` or `resume` run below the command line (§2.3-§2.5): preflight, the
+stack's lifetime, the jobs one after the other with the rule that stops them, the signals that
+interrupt them, and a typed outcome. The command line parses, calls, prints and maps the
+outcome to an exit code; `bench/scale.py` and the tests call this directly."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from orchestra.documents.enums import EnvKind, SandboxKind, TrialStatus
+from orchestra.documents.io import DocumentError
+from orchestra.errors import OrchestraError
+from orchestra.jobs.controls import RunState
+from orchestra.jobs.cost_estimate import estimate_cost
+from orchestra.jobs.executor import Executor
+from orchestra.jobs.layout import JobConfigMismatch
+from orchestra.jobs.leftovers import JobInUse, reap_jobs_dir
+from orchestra.jobs.plan import Plan, render_dry_run
+from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
+from orchestra.jobs.services import JobServices
+from orchestra.paths import JobPaths
+from orchestra.report.power import dry_run_power_text
+from orchestra.report.progress import Progress
+from orchestra.run.execution import (
+    Execution,
+    driver_stack,
+    dry_run_text,
+    start_executor,
+    stop_executor,
+)
+from orchestra.run.outcome import Refused, RunEnd, RunOutcome, refusal_of
+from orchestra.run.preflight import Preflight, check_endpoints, preflight
+from orchestra.run.prepare import RunPlan
+from orchestra.stack.readiness import StackError
+from orchestra.stack.select import check_docker
+from orchestra.stack.state import BenchmarkState, StateError, load_state
+from orchestra.streams import when_stdout_gone
+from orchestra.trial.env.sandbox import SandboxSupport, sandbox_support
+
+#: A closed terminal (SIGHUP) stops a run as Ctrl-C and SIGTERM do (§2.4 exit 130).
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def note(line: str) -> None:
+    """A line on stderr, whatever the terminal's width."""
+    print(line, file=sys.stderr, flush=True)
+
+
+class Run:
+    """One run of `plan` (`plan_benchmark` or `plan_resume`): its progress on `console`, its
+    notes through `warn`."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        execution: Execution,
+        console: Console,
+        *,
+        warn: Callable[[str], None] = note,
+    ) -> None:
+        self.plan = plan
+        self.config = plan.config
+        self.scope = plan.scope
+        self.execution = execution
+        self.console = console
+        self.warn = warn
+
+    # --- the dry run ---------------------------------------------------------------------------
+
+    def dry_run(self, *, allow_missing_keys: bool = False) -> RunOutcome:
+        """Every check the real run makes before it starts the stack; the plan printed;
+        nothing written. Every failed check ends it as a usage error (§2.4) but the live
+        endpoint check, asked for with `check_endpoints`."""
+        plan, scope = self.plan, self.scope
+        try:
+            api_keys = preflight(
+                scope,
+                plan.condition,
+                plan.modes,
+                self.config,
+                allow_missing_keys=allow_missing_keys,
+            )
+            owed = scope.owed(self.config.keep_errors)
+        except Refused as error:
+            return RunOutcome(RunEnd.USAGE, [str(error)], missing_keys=error.missing_keys)
+        except DocumentError as error:
+            return RunOutcome(RunEnd.USAGE, [str(error)])
+        text = render_dry_run(
+            Plan(self.config.selection, scope.jobs, plan.warnings),
+            plan.condition,
+            stack_mode=plan.modes.stack,
+            env_mode=plan.modes.env,
+            environ=os.environ,
+            run=scope.describe(owed),
+        )
+        print(text, end="")
+        # Power said out loud (issue 29): the smallest change a comparison of this plan can detect
+        print(dry_run_power_text([(len(job.tasks), job.attempts) for job in scope.jobs]), end="")
+        estimate = estimate_cost(
+            self.config.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
+        )
+        if estimate is None:
+            print(
+                f"Cost estimate  none (no earlier job of this condition in {self.config.jobs_dir})"
+            )
+        else:
+            print(estimate.line())
+        try:
+            print(dry_run_text(self.execution), end="")
+        except OrchestraError as error:  # the cluster cannot be reached or offers no slot
+            return RunOutcome(refusal_of(error), [str(error)])
+        if self.config.check_endpoints:
+            try:
+                check_endpoints(plan.condition, api_keys, self._say)
+            except Preflight as error:
+                return RunOutcome(RunEnd.PREFLIGHT, [str(error)])
+        return RunOutcome(RunEnd.DONE, scope=scope)
+
+    # --- the real run ----------------------------------------------------------------------------
+
+    def execute(self) -> RunOutcome:
+        """Preflight, then the jobs on a running stack; how the run ended."""
+        plan, scope = self.plan, self.scope
+        for warning in plan.warnings:
+            self.warn(f"warning: {warning}")
+        try:
+            api_keys = preflight(scope, plan.condition, plan.modes, self.config)
+            owed = scope.owed(self.config.keep_errors)
+            if self.execution.ray is None:  # under Ray, Docker is the nodes' business
+                check_docker(plan.modes)
+            state = load_state(self.config.state_dir)
+            executor = start_executor(self.execution)
+        except Refused as error:
+            return RunOutcome.refused(error, scope)
+        except DocumentError as error:
+            return RunOutcome(RunEnd.USAGE, [str(error)], scope)
+        except (StackError, StateError) as error:
+            return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope)
+        except OrchestraError as error:  # the Ray cluster (or its extra)
+            return RunOutcome(refusal_of(error), [str(error)], scope)
+        try:
+            return self._execute(api_keys, owed, state, executor)
+        finally:
+            stop_executor(self.execution)
+
+    def _execute(
+        self, api_keys: dict[str, str], owed: int, state: BenchmarkState, executor: Executor
+    ) -> RunOutcome:
+        plan, scope, config = self.plan, self.scope, self.config
+        interrupt = Interrupt()
+        sandbox = sandbox_support()
+        if plan.modes.env is EnvKind.LOCAL and sandbox.kind is SandboxKind.NONE:
+            self.warn(sandbox.warning())
+        if config.check_endpoints:  # before the run is announced: a failure creates nothing
+            try:
+                check_endpoints(plan.condition, api_keys, self._say)
+            except Preflight as error:
+                return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope)
+        self._say(scope.describe(owed))
+        if plan.condition.is_oracle:
+            self.console.print(
+                "[yellow]oracle condition: agents replay the reference solutions; "
+                "scores measure the pipeline, not a model[/yellow]"
+            )
+        try:
+            try:
+                scope.begin(owed)
+                shared = RunShare(scope.stored, RunState.of(config))
+                jobs = self._jobs(api_keys, state, sandbox, executor, interrupt, shared)
+                outcomes = asyncio.run(jobs)
+                if shared.state.fault is not None:
+                    raise shared.state.fault
+            except* OSError as errors:
+                raise MachineFault.of(errors, scope.jobs_root) from None
+        except MachineFault as fault:  # nothing is lost: a resume runs what is owed
+            return RunOutcome(RunEnd.MACHINE_FAULT, [str(fault)], scope, resumable=True)
+        except (StackError, JobInUse) as error:
+            # the terminal's Ctrl-C also reaches the stack's children (pip, docker): their
+            # failure is then the interruption, not a stack fault
+            if interrupt.requested.is_set():
+                self.warn("interrupted while the stack was starting; no trial ran")
+                return RunOutcome(RunEnd.INTERRUPTED, scope=scope, resumable=True)
+            return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope, resumable=True)
+        except (JobConfigMismatch, DocumentError) as error:
+            return RunOutcome(RunEnd.USAGE, [str(error)], scope)
+        return self._ended(outcomes, interrupt.requested.is_set())
+
+    def _ended(self, outcomes: list[JobOutcome], interrupted: bool) -> RunOutcome:
+        results = [result for outcome in outcomes for result in outcome.results]
+        stopped = any(outcome.stop is not None for outcome in outcomes)
+        unfinished = len(results) < self.scope.n_planned
+        if interrupted:
+            end = RunEnd.INTERRUPTED
+        elif stopped:
+            end = RunEnd.STOPPED  # not everything was run (issue 13)
+        elif unfinished or any(r.status is not TrialStatus.SCORED for r in results):
+            end = RunEnd.TRIAL_ERRORS
+        else:
+            end = RunEnd.DONE
+        resumable = interrupted or stopped or unfinished
+        return RunOutcome(end, scope=self.scope, jobs=outcomes, resumable=resumable, ran=True)
+
+    async def _jobs(
+        self,
+        api_keys: dict[str, str],
+        state: BenchmarkState,
+        sandbox: SandboxSupport,
+        executor: Executor,
+        interrupt: Interrupt,
+        shared: RunShare,
+    ) -> list[JobOutcome]:
+        """The jobs in plan order on the stack, until one does not run all its trials."""
+        plan, scope, config = self.plan, self.scope, self.config
+        loop = asyncio.get_running_loop()
+        for sig in INTERRUPT_SIGNALS:
+            loop.add_signal_handler(sig, interrupt.trigger)
+
+        def output_gone() -> None:
+            # On the loop's next turn, so a Ctrl-C that closed the pipe (`… | grep`) is seen first.
+            loop.call_soon_threadsafe(self._output_gone, interrupt)
+
+        when_stdout_gone(output_gone)
+        skip = {JobPaths.of(scope.jobs_dir, job.name).root for job in scope.jobs}
+        for line in await reap_jobs_dir(scope.jobs_root, skip=skip):
+            self.console.print(f"reaped a dead run's leftovers: {line}", markup=False)
+        outcomes: list[JobOutcome] = []
+        async with driver_stack(self.execution, plan.modes, state, config) as (stack_info, watch):
+            services = JobServices(
+                condition=plan.condition,
+                environment=plan.modes.env,
+                stack=stack_info,
+                state=state,
+                options=config.trial,
+                api_keys=api_keys,
+                jobs_dir=scope.jobs_dir,
+                jobs_root=scope.jobs_root,
+                sandbox=sandbox,
+                watch=watch,
+            )
+            progress = Progress(self.console, quiet=config.quiet)
+            try:
+                for job in scope.jobs:
+                    outcome = await run_job(job, services, shared, progress, interrupt, executor)
+                    outcomes.append(outcome)
+                    done = outcome.count(TrialStatus.SCORED) + outcome.count(TrialStatus.ERROR)
+                    if outcome.interrupted or outcome.stop is not None or done < job.n_trials:
+                        break
+            finally:
+                await services.oracle.stop()
+        return outcomes
+
+    def _output_gone(self, interrupt: Interrupt) -> None:
+        if interrupt.requested.is_set():
+            return  # Ctrl-C in `… | grep` ends grep too: then the closed pipe is no news
+        self.warn(
+            "note: standard output closed; the run goes on without printing and writes its "
+            f"results to {self.scope.path} (Ctrl-C cancels it)"
+        )
+
+    def _say(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+class MachineFault(Exception):
+    """The machine failed the run: an OS error writing the jobs directory (a full disk, a
+    read-only or vanished filesystem). `str()` is one line naming the path and the error."""
+
+    @classmethod
+    def of(cls, errors: BaseExceptionGroup[OSError], jobs_root: Path) -> MachineFault:
+        """The first such error of `errors`; any other OS error is raised again as it was."""
+        faults = errors.subgroup(lambda error: _is_machine_fault(error, jobs_root))
+        if faults is None:
+            raise errors
+        error = _first(faults)
+        where = error.filename if error.filename is not None else jobs_root
+        return cls(f"cannot write {where}: {error.strerror or error}")
+
+
+#: what a full or failing disk raises, wherever the write was
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+
+
+def _is_machine_fault(error: BaseException, jobs_root: Path) -> bool:
+    if not isinstance(error, OSError):
+        return False
+    if error.errno in DISK_ERRNOS:
+        return True
+    path = Path(str(error.filename)) if error.filename is not None else None
+    return path is not None and path.absolute().is_relative_to(jobs_root.absolute())
+
+
+def _first(group: BaseExceptionGroup[OSError]) -> OSError:
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
