@@ -60,7 +60,9 @@ def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None
 
     scope = plan.scope
     console.print()
-    print_summary(aggregate(scope.records()), console)
+    # `--json` is `summarize`'s option: after a run the hint is the whole command
+    summarize = shlex.join([program(), "summarize", "--json", display_path(scope.path)])
+    print_summary(aggregate(scope.records()), console, every_column=summarize)
     for job in outcome.jobs:
         if job.stop is not None:
             console.print(

@@ -22,7 +22,7 @@ from orchestra.cli.options import (
 )
 from orchestra.cli.task_check import CheckOptions, check_tasks
 from orchestra.cli.task_scaffold import ScaffoldError, scaffold
-from orchestra.cli.task_stack import StackOptions
+from orchestra.cli.task_stack import StackOptions, check_run
 from orchestra.config.task import BUZZ_LAYERS
 from orchestra.documents.enums import EnvKind
 from orchestra.documents.run_config import DEFAULT_RELAY_PORT, RunConfig
@@ -144,15 +144,11 @@ def check(
     benchmark -p PATH` runs them); the verifier gives the oracle trial's verdict again, within
     its timeout, where no agent workspace exists.
     """
-    stack_options = StackOptions(
-        work_dir=Path(),  # replaced by the check's own temporary directory
-        stack=stack or ("external" if relay_url else "embedded"),
-        env=env or EnvKind.LOCAL,
-        relay_port=relay_port or DEFAULT_RELAY_PORT,
-        relay_url=relay_url,
-        state_dir=state_dir,
-        n_concurrent=n_concurrent or DEFAULT_N_CONCURRENT,
-    )
+    given = {"relay_port": relay_port, "relay_url": relay_url, "state_dir": state_dir}
+    given |= {"n_concurrent": n_concurrent, "env": env}
+    given["stack"] = stack or ("external" if relay_url else None)
+    # the work directory is replaced by the check's own temporary directory
+    stack_options = StackOptions(Path(), check_run({k: v for k, v in given.items() if v}))
     # `tasks/buzz-contracts/*` also matches the dataset's README.md: files are not tasks
     for skipped in (path for path in paths if path.is_file()):
         typer.echo(f"{skipped}: skipped (a file, not a task directory)")

@@ -7,27 +7,29 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestra.cli.benchmark import run_benchmark
 from orchestra.documents.io import DocumentError
-from orchestra.documents.run_config import DEFAULT_RELAY_PORT, RunConfig
+from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
 from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST, PROJECT_ROOT, TaskPaths
 
 
+def check_run(given: dict[str, object] | None = None) -> RunConfig:
+    """The run options a check starts from: the embedded stack and the local environment (not
+    `auto`: a check must not depend on whether Docker is up), with `given` on top."""
+    return RunConfig().updated({"stack": "embedded", "env": "local", **(given or {})})
+
+
 @dataclass(frozen=True)
 class StackOptions:
-    """Where the check's runs go and which stack and environment they use."""
+    """Where the check's runs go, and the run options they share (stack, environment, relay,
+    state directory, concurrency): the rest of each replay's `RunConfig` is the check's own."""
 
     work_dir: Path
-    stack: str = "embedded"
-    env: str = "local"
-    relay_port: int = DEFAULT_RELAY_PORT
-    relay_url: str | None = None
-    state_dir: Path | None = None
-    n_concurrent: int = 4
+    run: RunConfig = field(default_factory=check_run)
 
 
 @dataclass(frozen=True)
@@ -54,22 +56,16 @@ def replay(name: str, scripts: dict[Path, Path], options: StackOptions) -> Stack
         shutil.copytree(task_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copyfile(script, TaskPaths(copy).solve_sh)
     jobs_dir = options.work_dir / name / "jobs"
-    config = RunConfig().updated(
+    config = options.run.updated(
         {
             "path": dataset,
             "attempts": 1,
             "manifest": PROJECT_ROOT / DEFAULT_MANIFEST,
             "endpoint_config": PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG,
-            "n_concurrent": options.n_concurrent,
             "jobs_dir": jobs_dir,
             "job_name": name,
             "run_name": name,
             "new_run": True,
-            "stack": options.stack,
-            "env": options.env,
-            "relay_url": options.relay_url,
-            "relay_port": options.relay_port,
-            "state_dir": options.state_dir or options.work_dir / "state",
             "quiet": True,
         }
     )

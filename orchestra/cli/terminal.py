@@ -22,5 +22,5 @@ def summary_width(console: Console) -> int | None:
     return console.width if console.is_terminal else None
 
 
-def print_summary(document: Summary, console: Console) -> None:
-    render_summary(document, console, summary_width(console))
+def print_summary(document: Summary, console: Console, *, every_column: str = "--json") -> None:
+    render_summary(document, console, summary_width(console), every_column=every_column)

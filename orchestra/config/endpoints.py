@@ -210,7 +210,7 @@ def load_endpoint_config(path: Path) -> EndpointConfig:
         try:
             endpoint = Endpoint.model_validate(raw)
         except ValidationError as exc:
-            errors.extend(from_validation_error(shown, exc, prefix=(name,)))
+            errors.extend(from_validation_error(shown, exc, prefix=(name,), model=Endpoint))
             continue
         found = _endpoint_problems(shown, name, endpoint)
         errors.extend(found)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Iterable, Sequence
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from orchestra.errors import OrchestraError
@@ -145,8 +148,10 @@ _PROBLEMS = {
 }
 
 
-def _problem(error: ErrorDetails) -> str:
+def _problem(error: ErrorDetails, known_keys: Sequence[str] = ()) -> str:
     kind = error["type"]
+    if kind == "extra_forbidden":
+        return _PROBLEMS[kind] + did_you_mean(str(error["loc"][-1]), known_keys)
     if kind in _PROBLEMS:
         return _PROBLEMS[kind]
     message = str(error["msg"])
@@ -170,15 +175,71 @@ TOP_LEVEL = "(top level)"
 
 
 def from_validation_error(
-    file: str, exc: ValidationError, *, prefix: Sequence[str | int] = (), toml_style: bool = False
+    file: str,
+    exc: ValidationError,
+    *,
+    prefix: Sequence[str | int] = (),
+    toml_style: bool = False,
+    model: type[BaseModel] | None = None,
 ) -> list[ConfigError]:
-    """Translate pydantic errors into one `ConfigError` per problem, each naming its path."""
+    """Translate pydantic errors into one `ConfigError` per problem, each naming its path; with
+    the `model` validated, an unknown key gets the closest key it allows ("did you mean")."""
     render = toml_field if toml_style else dotted_field
     errors: list[ConfigError] = []
     for error in exc.errors(include_url=False):
-        loc = [*prefix, *(part for part in error["loc"] if not _is_internal_loc(part))]
-        errors.append(ConfigError(file, render(loc) or TOP_LEVEL, _problem(error)))
+        own_loc = [part for part in error["loc"] if not _is_internal_loc(part)]
+        known = keys_at(model, own_loc[:-1]) if model is not None else ()
+        loc = [*prefix, *own_loc]
+        errors.append(ConfigError(file, render(loc) or TOP_LEVEL, _problem(error, known)))
     return errors
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """` (did you mean "x"?)` for the closest candidate (difflib), or "" when none is close."""
+    close = difflib.get_close_matches(word, list(candidates), n=1)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def keys_at(model: type[BaseModel], loc: Sequence[str | int]) -> tuple[str, ...]:
+    """The field names of the model found by following `loc` from `model` (through nested
+    models, lists and mappings); () when `loc` leads to no model."""
+    current: Any = model
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return ()
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return tuple(current.model_fields)
+    return ()
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(str(part))
+        return None if field is None else field.annotation
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if isinstance(origin, type) and issubclass(origin, Mapping) and len(args) == 2:
+        return args[1]
+    if isinstance(origin, type) and issubclass(origin, Sequence) and args:
+        return args[0]
+    return None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """`Annotated[X, …]` → X; `X | None` → X (a union of several models stays as it is)."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
 
 
 def _is_internal_loc(part: str | int) -> bool:

@@ -151,7 +151,7 @@ def load_fixture(task_dir: Path) -> Fixture:
     try:
         fixture = Fixture.model_validate(data)
     except ValidationError as exc:
-        raise_if_any(from_validation_error(shown, exc))
+        raise_if_any(from_validation_error(shown, exc, model=Fixture))
         raise
     raise_if_any([ConfigError(shown, field, text) for field, text in _cross_checks(fixture)])
     return fixture

@@ -116,7 +116,7 @@ def load_harbor_toml(paths: TaskPaths) -> tuple[HarborTaskToml | None, list[Conf
     except ConfigError as exc:
         return None, list(exc.errors)
     except ValidationError as exc:
-        return None, from_validation_error(shown, exc, toml_style=True)
+        return None, from_validation_error(shown, exc, toml_style=True, model=HarborTaskToml)
     return toml, []
 
 

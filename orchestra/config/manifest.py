@@ -247,7 +247,7 @@ def load_manifest(path: Path) -> Manifest:
     try:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
-        raise_if_any(from_validation_error(shown, exc))
+        raise_if_any(from_validation_error(shown, exc, model=Manifest))
         raise  # unreachable: a ValidationError always carries at least one error
     raise_if_any([ConfigError(shown, field, text) for field, text in _cross_checks(manifest)])
     return manifest
@@ -370,6 +370,17 @@ def read_artifact(root: Path, ref: ArtifactRef) -> bytes:
     return data
 
 
+def _artifact_root_hint(manifest_path: Path, root: Path) -> str:
+    """Where artifact paths were looked up and, for the default root, the way out for a
+    manifest copied away from the files it pins."""
+    if root.absolute() != default_artifact_root(manifest_path):
+        return f"(the artifact root is {display_path(root)}, from --artifact-root)"
+    return (
+        f"(the artifact root is {display_path(root)}, the parent of the manifest's directory; "
+        "pass --artifact-root DIR for a manifest copied out of its repository)"
+    )
+
+
 def verify_artifacts(manifest: Manifest, manifest_path: Path, root: Path) -> list[ConfigError]:
     """Re-hash every prompt, persona and skill file (preflight, §3.3)."""
     shown = display_path(manifest_path)
@@ -379,9 +390,8 @@ def verify_artifacts(manifest: Manifest, manifest_path: Path, root: Path) -> lis
             where = f"roster[{index}].{field}"
             path = artifact_file(root, ref)
             if not path.is_file():
-                errors.append(
-                    ConfigError(shown, f"{where}.path", f"file not found: {display_path(path)}")
-                )
+                found = f"file not found: {display_path(path)} {_artifact_root_hint(manifest_path, root)}"
+                errors.append(ConfigError(shown, f"{where}.path", found))
                 continue
             try:
                 read_artifact(root, ref)

@@ -181,6 +181,27 @@ class Task:
         return (strip_canary(text) if self.is_harbor else text).rstrip()
 
 
+def lacking_task_toml(path: Path) -> list[Path]:
+    """Directories that look like tasks but have no `task.toml` (discovery ignores them,
+    §2.3 item 1): `path` itself, else the non-hidden directories directly under it."""
+    if not path.is_dir() or TaskPaths(path).task_toml.is_file():
+        return []
+    if _has_task_parts(path):
+        return [path]
+    children = (child for child in path.iterdir() if not child.name.startswith("."))
+    return sorted(
+        (child for child in children if child.is_dir() and _has_task_parts(child)
+         and not TaskPaths(child).task_toml.is_file()),
+        key=lambda child: child.name,
+    )  # fmt: skip
+
+
+def _has_task_parts(directory: Path) -> bool:
+    paths = TaskPaths(directory)
+    parts = (paths.instruction_md, paths.fixture_toml, paths.environment_dir, paths.tests_dir)
+    return any(part.exists() for part in parts)
+
+
 def load_task(task_dir: Path) -> Task:
     """Validate one task directory; every problem is reported together (§2.3 item 2). Without
     a `buzz-fixture.toml` it is a Harbor task (`load_harbor_task`)."""
@@ -195,7 +216,7 @@ def load_task(task_dir: Path) -> Task:
     except ConfigError as exc:
         errors.extend(exc.errors)
     except ValidationError as exc:
-        errors.extend(from_validation_error(shown, exc, toml_style=True))
+        errors.extend(from_validation_error(shown, exc, toml_style=True, model=TaskToml))
     if toml is not None:
         errors.extend(_required_field_errors(shown, toml))
     errors.extend(_missing_file_errors(paths))

@@ -30,10 +30,16 @@ class Phase(StrEnum):
 
 
 class StopReason(StrEnum):
-    """How the agent phase ended normally (§7.11); null in result.json when it did not."""
+    """How the agent phase ended (§7.11); null in result.json when it never ended by a rule.
+
+    The one list of stop reasons: the trial documents, the solo rule (which reports the
+    orchestrator's last turn by the member of its ACP stop reason's name, when there is one)
+    and the reports all read it from here."""
 
     DONE_MESSAGE = "done_message"
     TURN_END = "turn_end"
+    #: the solo rule held, but the orchestrator's last turn failed and was given up
+    TURN_FAILED = "turn_failed"
     # A solo turn end whose last turn the model ended so (issue 30): its refusal, or a context
     # it filled beyond what trimming could fix. Scored like `turn_end`.
     REFUSAL = "refusal"
@@ -41,6 +47,12 @@ class StopReason(StrEnum):
     TIMEOUT = "timeout"
     AGENT_BUDGET = "agent_budget"
     TRIAL_BUDGET = "trial_budget"
+
+    @classmethod
+    def of_turn(cls, acp_stop_reason: str | None) -> StopReason:
+        """A completed turn's ACP stop reason as the trial's: its own member when this list
+        has one (a refusal, say), else `turn_end` (`end_turn`, and reasons this list lacks)."""
+        return next((member for member in cls if member.value == acp_stop_reason), cls.TURN_END)
 
 
 class ErrorType(StrEnum):

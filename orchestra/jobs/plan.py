@@ -17,12 +17,13 @@ from orchestra.config.task import (
     LAYER_DEFAULT_ATTEMPTS,
     LAYERS,
     Task,
+    lacking_task_toml,
     load_task,
 )
 from orchestra.documents.job import PlanLayer, PlanRecord
 from orchestra.documents.run_config import TaskSelection
 from orchestra.documents.trial import TaskRecord
-from orchestra.paths import DEFAULT_DATASET
+from orchestra.paths import DEFAULT_DATASET, TaskPaths
 from orchestra.plural import plural
 
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -150,8 +151,27 @@ def select_tasks(tasks: Sequence[Task], selection: TaskSelection) -> tuple[list[
         selected = [t for t in selected if any(matches_glob(t, p) for p in selection.include)]
     selected = [t for t in selected if not any(matches_glob(t, p) for p in selection.exclude)]
     if not selected:
-        raise PlanError(f"no tasks selected ({describe_selection(selection)})")
+        raise PlanError(
+            f"no tasks selected ({describe_selection(selection)}){_why_none(tasks, selection)}"
+        )
     return selected, warnings
+
+
+def _why_none(tasks: Sequence[Task], selection: TaskSelection) -> str:
+    """The `task.toml` a directory that looks like a task lacks, when that explains an empty
+    selection (discovery ignores such directories, §2.3 item 1)."""
+    path = dataset_path(selection)
+    lacking = lacking_task_toml(path)
+    if tasks:  # the filters removed every task: did a glob name a directory without task.toml?
+        lacking = [d for d in lacking if any(fnmatchcase(d.name, p) for p in selection.include)]
+    elif not lacking:
+        where = display_path(path)
+        return f": no task.toml in {where} or in any directory directly under it"
+    if not lacking:
+        return ""
+    return ": " + "; ".join(
+        f"{display_path(TaskPaths(d).task_toml)}: file not found" for d in lacking
+    )
 
 
 # --- jobs ------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from orchestra.report.html_style import STYLE, page_head
 from orchestra.report.html_trajectory import TRAJECTORY_STYLE
 from orchestra.report.html_trend import report_trend_section
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
-from orchestra.report.render import ORACLE_NOTE, pass_at_k_text, rate_text
+from orchestra.report.render import ORACLE_NOTE, pass_at_k_text, rate_text, shown
 
 
 def _tokens(summary: dict[str, Any]) -> str:
@@ -182,25 +182,48 @@ def _condition_block(condition: dict[str, Any]) -> str:
 </section>"""
 
 
-def _trial_index(trials: list[dict[str, Any]], pending: list[dict[str, Any]]) -> str:
+def origin_columns(jobs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """(header, trial key) of the columns that tell apart the rows of a report combining
+    several conditions (`Condition`) or several jobs of one condition (`Job`); none otherwise."""
+    conditions = [job["condition"] for job in jobs]
+    columns = []
+    if len(set(conditions)) > 1:
+        columns.append(("Condition", "condition"))
+    if len(conditions) > len(set(conditions)):
+        columns.append(("Job", "job_name"))
+    return tuple(columns)
+
+
+def _trial_index(
+    trials: list[dict[str, Any]],
+    pending: list[dict[str, Any]],
+    columns: tuple[tuple[str, str], ...],
+) -> str:
+    def origin(row: dict[str, Any]) -> str:
+        return "".join(f"<td>{escape(shown(row[key]))}</td>" for _, key in columns)
+
     rows = [
         f"<tr {trial_attributes(trial_anchor(i), str(t['task_name']), outcome(t), failing_dimensions(t))}>"
+        f"{origin(t)}"
         f'<td><a href="#{trial_anchor(i)}">{escape(str(t["trial_name"]))}</a></td>'
         f'<td>{escape(str(t["task_name"]))}</td><td class="num">{escape(str(t["attempt"]))}</td>'
-        f'<td>{status_cell(t)}</td><td class="num">{escape(str(t["reward"]))}</td>'
-        f"<td>{escape(str(t['stop_reason']))}</td>"
+        f'<td>{status_cell(t)}</td><td class="num">{escape(shown(t["reward"]))}</td>'
+        f"<td>{escape(shown(t['stop_reason']))}</td>"
         f"<td>{escape(', '.join(failing_dimensions(t)) or '-')}</td></tr>"
         for i, t in enumerate(trials)
     ]
     rows += [
         f"<tr {trial_attributes(f'pending-{i}', str(slot['task_name']), 'not run', ())}>"
+        f"{origin(slot)}"
         f'<td class="empty">not run</td><td>{escape(str(slot["task_name"]))}</td>'
         f'<td class="num">{slot["attempt"]}</td><td class="status-cancelled">not run</td>'
         "<td></td><td></td><td></td></tr>"
         for i, slot in enumerate(pending)
     ]
+    heads = "".join(f"<th>{header}</th>" for header, _ in columns)
     return (
-        '<section class="block"><h2>Trials</h2><table class="index"><tr><th>Trial</th><th>Task</th>'
+        f'<section class="block"><h2>Trials</h2><table class="index"><tr>{heads}<th>Trial</th>'
+        "<th>Task</th>"
         '<th class="num">Attempt</th><th>Outcome</th><th class="num">Reward</th>'
         f"<th>Stop reason</th><th>Failing metrics</th></tr>{''.join(rows)}</table></section>"
     )
@@ -212,9 +235,13 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
     trials = report["trials"]
     body = [_condition_block(condition) for condition in report["conditions"]]
     body.append(report_trend_section(report))  # several runs of a condition: html_trend.py
-    pending = [slot for job in report["jobs"] for slot in job["pending"]]
+    pending = [
+        {**slot, "job_name": job["name"], "condition": job["condition"]}
+        for job in report["jobs"]
+        for slot in job["pending"]
+    ]
     body.append(filter_bar(trials, pending))
-    body.append(_trial_index(trials, pending))
+    body.append(_trial_index(trials, pending, origin_columns(report["jobs"])))
     expanded = len(trials) <= OPEN_TRIALS_UP_TO
     body += [render_trial(trial, i, out_dir, expanded=expanded) for i, trial in enumerate(trials)]
     head = page_head(f"Buzz Orchestra report: {jobs}", STYLE + TRAJECTORY_STYLE + BAR_STYLE)

@@ -38,7 +38,7 @@ table.summary td.num.tokens { white-space: normal; }
 table.inputs code, p.digest code { overflow-wrap: anywhere; }
 table.agents { font-size: 12px; }
 table.agents th { white-space: normal; }
-table.agents th, table.agents td { padding: 3px 4px; overflow-wrap: anywhere; }
+table.agents th, table.agents td { padding: 3px 4px; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px;
         margin: 6px 0 10px; }
 table { border-collapse: collapse; width: 100%; }

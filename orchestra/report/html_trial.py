@@ -15,6 +15,7 @@ from orchestra.report.html_agents import agents_table
 from orchestra.report.html_filter import failing_dimensions, outcome, trial_attributes
 from orchestra.report.html_trajectory import has_trajectories, render_trajectories
 from orchestra.report.html_transcript import message_anchor, render_transcript
+from orchestra.report.render import shown
 
 
 def trial_anchor(index: int) -> str:
@@ -119,8 +120,8 @@ def _facts(trial: dict[str, Any]) -> str:
     )
     facts = (
         ("status", status_cell(trial)),
-        ("stop reason", escape(str(trial["stop_reason"]))),
-        ("reward", escape(str(trial["reward"]))),
+        ("stop reason", escape(shown(trial["stop_reason"]))),
+        ("reward", escape(shown(trial["reward"]))),
         (
             "tokens in / cached / out",
             escape(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import write_text_atomic
+from orchestra.report.render import shown
 
 # XML 1.0 cannot carry most C0 controls even escaped; verifier output and tracebacks may.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -38,13 +39,13 @@ def _pretty(value: object) -> str:
 
 def _failure_text(trial: dict[str, Any]) -> str:
     rewards = trial["rewards"] or {}
-    lines = [f"reward: {trial['reward']}", "metrics:"]
+    lines = [f"reward: {shown(trial['reward'])}", "metrics:"]
     lines += [
         f"  {name}: {value}{'  <- failed' if name in trial['failing_metrics'] else ''}"
         for name, value in sorted(rewards.items())
     ]
     lines += [
-        f"stop reason: {trial['stop_reason']}",
+        f"stop reason: {shown(trial['stop_reason'])}",
         "verifier details:",
         _pretty(trial["details"]),
     ]
@@ -54,7 +55,9 @@ def _failure_text(trial: dict[str, Any]) -> str:
 def _token_line(tokens: object) -> str:
     if not isinstance(tokens, dict):
         return "-"
-    return " ".join(f"{key}={tokens.get(key)}" for key in ("input", "cached_input", "output"))
+    return " ".join(
+        f"{key}={shown(tokens.get(key))}" for key in ("input", "cached_input", "output")
+    )
 
 
 def _error_text(trial: dict[str, Any], info: dict[str, Any]) -> str:
@@ -75,9 +78,9 @@ def _summary_text(trial: dict[str, Any]) -> str:
     return "\n".join(
         (
             f"trial: {trial['trial_name']} (layer {trial['layer']}, attempt {trial['attempt']})",
-            f"status: {trial['status']}; stop reason: {trial['stop_reason']}",
-            f"reward: {trial['reward']}; metrics: {metrics or '-'}",
-            f"cost: {trial['cost_usd']}; tokens: {_token_line(trial['tokens'])}",
+            f"status: {trial['status']}; stop reason: {shown(trial['stop_reason'])}",
+            f"reward: {shown(trial['reward'])}; metrics: {metrics or '-'}",
+            f"cost: {shown(trial['cost_usd'])}; tokens: {_token_line(trial['tokens'])}",
             f"trial directory: {trial['files']['dir']}",
         )
     )

@@ -33,6 +33,11 @@ ORACLE_NOTE = (
 )
 
 
+def shown(value: object) -> str:
+    """A value for a reader: `—` for a missing one (null in the documents), never `None`."""
+    return "—" if value is None else str(value)
+
+
 def rate_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
@@ -198,9 +203,13 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
     return rows
 
 
-def render_summary(document: Summary, console: Console, width: int | None = None) -> None:
+def render_summary(
+    document: Summary, console: Console, width: int | None = None, *, every_column: str = "--json"
+) -> None:
     """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes),
-    with the intervals of issue 29."""
+    with the intervals of issue 29; `every_column` is what shows the columns a narrow table
+    leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a whole
+    command after a run)."""
     for condition in with_intervals(document).conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
@@ -218,7 +227,10 @@ def render_summary(document: Summary, console: Console, width: int | None = None
             if totals:
                 console.print(f"all tasks: {', '.join(totals)}", highlight=False)
             hidden = ", ".join(c.header for c in table.dropped)
-            console.print(f"not shown at this width: {hidden} (--json has every column)")
+            console.print(
+                f"not shown at this width: {hidden} ({every_column} has every column)",
+                highlight=False,
+            )
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
         for estimate_line in estimate_lines(condition.totals):
             console.print(estimate_line, markup=False, highlight=False)

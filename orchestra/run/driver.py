@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from orchestra.documents.enums import EnvKind, SandboxKind, TrialStatus
+from orchestra.documents.enums import EnvKind, SandboxKind, StackMode, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.errors import OrchestraError
 from orchestra.jobs.controls import RunState
@@ -39,6 +39,7 @@ from orchestra.run.execution import (
 from orchestra.run.outcome import Refused, RunEnd, RunOutcome, refusal_of
 from orchestra.run.preflight import Preflight, check_endpoints, preflight
 from orchestra.run.prepare import RunPlan
+from orchestra.stack.embedded import EmbeddedStack
 from orchestra.stack.readiness import StackError
 from orchestra.stack.select import check_docker
 from orchestra.stack.state import BenchmarkState, StateError, load_state
@@ -137,6 +138,9 @@ class Run:
             if self.execution.ray is None:  # under Ray, Docker is the nodes' business
                 check_docker(plan.modes)
             state = load_state(self.config.state_dir)
+            if self.execution.ray is None and plan.modes.stack == StackMode.EMBEDDED:
+                # a busy relay port is a preflight failure: checked before the run is written
+                asyncio.run(EmbeddedStack(state, self.config.relay_port).preflight())
             executor = start_executor(self.execution)
         except Refused as error:
             return RunOutcome.refused(error, scope)

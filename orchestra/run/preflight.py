@@ -42,11 +42,12 @@ class MissingKeys(Preflight):
 
 
 def check_condition(condition: Condition) -> None:
-    """Artifact hashes, endpoints the config lacks, unsupported providers (exit 2): checked
-    before the run is chosen, whose record names the endpoints."""
+    """Artifact hashes, endpoints the config lacks, unsupported providers: validation errors
+    of the manifest and endpoint config (exit 1, §2.4), checked before the run is chosen,
+    whose record names the endpoints."""
     problems = condition_problems(condition)
     if problems:
-        raise Refused(RunEnd.PREFLIGHT, "\n".join(map(str, problems)))
+        raise Refused(RunEnd.USAGE, "\n".join(map(str, problems)))
 
 
 def api_keys_of(condition: Condition, *, allow_missing: bool = False) -> dict[str, str]:

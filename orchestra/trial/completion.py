@@ -27,13 +27,6 @@ BUDGET_STOPS = {
 }
 
 
-#: A solo agent's last turn stop reasons (event log) that name how the trial's turn end came.
-_MODEL_TURN_ENDS = {
-    "refusal": StopReason.REFUSAL,
-    "context_exhausted": StopReason.CONTEXT_EXHAUSTED,
-}
-
-
 class AgentProcessExited(Exception):
     pass
 
@@ -171,11 +164,11 @@ class CompletionWatch:
                 quiet = self._solo_quiet()
                 unaccounted = self._unaccounted() if quiet else ()
                 solo.observe(now, state.ends, quiet, unaccounted, self._activity_signature())
-                ended = _MODEL_TURN_ENDS.get(state.last_stop_reason or "", StopReason.TURN_END)
+                stop = state.last_turn or StopReason.TURN_END
                 if solo.settled(now):
-                    return Completion(ended, self._last_authored())
+                    return Completion(stop, self._last_authored())
                 if solo.given_up(now):
-                    return Completion(ended, self._last_authored(), None, unaccounted)
+                    return Completion(stop, self._last_authored(), None, unaccounted)
             if now >= deadline:
                 return Completion(StopReason.TIMEOUT, None)
             wake_at = min(deadline, solo.next_deadline())

@@ -29,6 +29,7 @@ from orchestra.agents.acp.records import (
     UsageCounters,
     read_record,
 )
+from orchestra.documents.enums import StopReason
 from orchestra.trial.filewatch import watch_file
 
 
@@ -75,6 +76,8 @@ class AgentLogState:
     starts: int = 0
     ends: int = 0
     turns_completed: int = 0
+    #: how the last turn that ended ended, as a trial stop reason (None: none ended yet)
+    last_turn: StopReason | None = None
     delivered: set[str] = field(default_factory=set)
     queued: list[str] = field(default_factory=list)
     discarded: set[str] = field(default_factory=set)
@@ -83,7 +86,6 @@ class AgentLogState:
     sessions: dict[str, SessionUsage] = field(default_factory=dict)
     active_seconds: float = 0.0
     notes: list[dict[str, object]] = field(default_factory=list)
-    last_stop_reason: str | None = None  # of the newest `turn_completed`
     _active_since: float | None = None
 
     @property
@@ -125,11 +127,12 @@ class AgentLogState:
             case TurnCompleted():
                 self.ends += 1
                 self.turns_completed += 1
-                self.last_stop_reason = record.stop_reason
+                self.last_turn = StopReason.of_turn(record.stop_reason)
                 if record.usage is not None and record.usage.session is not None:
                     self._session(record.session_id).absorb(record.usage.session)
             case TurnFailed():
                 self.ends += 1
+                self.last_turn = StopReason.TURN_FAILED
                 if record.will_retry is True:
                     self.awaiting_retry.append(frozenset(record.event_ids or ()))
                 elif record.will_retry is False:

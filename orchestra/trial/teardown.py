@@ -12,12 +12,8 @@ from orchestra.trial.state import TrialState
 from orchestra.trial.trajectories import trajectory_sources, write_trajectories
 
 USAGE_SETTLE_SECONDS = 30.0
-SETTLED_STOP_REASONS = (
-    StopReason.DONE_MESSAGE,
-    StopReason.TURN_END,
-    StopReason.REFUSAL,
-    StopReason.CONTEXT_EXHAUSTED,
-)
+#: Stops that leave agents mid-turn; after every other (a rule held) the turns are settled.
+UNSETTLED_STOP_REASONS = (StopReason.TIMEOUT, StopReason.AGENT_BUDGET, StopReason.TRIAL_BUDGET)
 
 
 async def settle_usage(state: TrialState) -> None:
@@ -27,7 +23,7 @@ async def settle_usage(state: TrialState) -> None:
     if (
         watch is not None
         and completion is not None
-        and completion.stop_reason in SETTLED_STOP_REASONS
+        and completion.stop_reason not in UNSETTLED_STOP_REASONS
     ):
         await watch.wait_turns_end(USAGE_SETTLE_SECONDS)
 

@@ -425,7 +425,9 @@ def test_artifact_mismatch_and_missing_file(tmp_path: Path) -> None:
     assert found == [
         f"{path}: roster[0].persona.sha256: does not match {tmp_path}/manifests/personas/extra.md: "
         f"sha256 is {actual}, the manifest pins {'0' * 64}",
-        f"{path}: roster[0].skills[0].path: file not found: {tmp_path}/skills/none.md",
+        f"{path}: roster[0].skills[0].path: file not found: {tmp_path}/skills/none.md "
+        f"(the artifact root is {tmp_path}, the parent of the manifest's directory; "
+        "pass --artifact-root DIR for a manifest copied out of its repository)",
     ]
     with pytest.raises(ArtifactHashMismatch, match="the manifest pins 0000"):
         read_artifact(root, manifest.roster[0].persona)  # type: ignore[arg-type]

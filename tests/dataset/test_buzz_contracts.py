@@ -20,7 +20,7 @@ from solution_headers import read_expectation
 from orchestra.cli import task_template
 from orchestra.cli.task_check import CheckOptions, TaskCheck, check_tasks, negative_solution
 from orchestra.cli.task_scaffold import ScaffoldError, scaffold
-from orchestra.cli.task_stack import StackOptions, replay
+from orchestra.cli.task_stack import StackOptions, check_run, replay
 from orchestra.config.task import load_task
 from orchestra.paths import PROJECT_ROOT, TaskPaths
 
@@ -121,7 +121,9 @@ def test_check_replays_through_the_real_stack(stack_scratch: Path, free_port: in
     scaffold(sound, "regression")
     scaffold(swapped, "regression")
     shutil.copyfile(swapped / "solution" / "negative.sh", TaskPaths(swapped).solve_sh)
-    stack = StackOptions(work_dir=Path(), relay_port=free_port, state_dir=stack_scratch / "state")
+    stack = StackOptions(
+        Path(), check_run({"relay_port": free_port, "state_dir": stack_scratch / "state"})
+    )
     results: list[TaskCheck] = check_tasks([sound, swapped], CheckOptions(stack))
     assert results[0].problems == []
     assert results[1].problems == [
@@ -139,9 +141,8 @@ def test_contract_negatives_are_caught_by_the_metric_their_header_names(
     `# caught-by:` metric 0.0 and every `# expect:` line holding (the oracle side is
     `orchestra task check`'s, run by the test above on a scaffolded task)."""
     stack = StackOptions(
-        work_dir=stack_scratch / "negatives",
-        relay_port=free_port,
-        state_dir=stack_scratch / "state",
+        stack_scratch / "negatives",
+        check_run({"relay_port": free_port, "state_dir": stack_scratch / "state"}),
     )
     scripts = {CONTRACTS / task: NEGATIVES / f"{task}.sh" for task in CONTRACT_TASKS}
     run = replay("negative", scripts, stack)

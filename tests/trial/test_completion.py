@@ -278,3 +278,26 @@ async def test_a_cancellation_that_comes_with_a_change_is_not_lost() -> None:
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(waiter, 5)
+
+
+async def test_a_solo_agent_whose_turn_failed_does_not_stop_with_turn_end() -> None:
+    """Issue 31 item 4: an agent that never finished a turn (its only turn failed and was given
+    up) stopped the trial with `turn_end`; the stop reason says the turn failed."""
+    t = trial()
+    t.seen("task")
+    t.log("turn_started", event_ids=["task"])
+    t.log("turn_delivered", event_ids=["task"])
+    t.log("turn_failed", will_retry=False, event_ids=["task"], error="HTTP 500")
+    result = await t.watch.wait(10)
+    assert result.stop_reason == "turn_failed"
+
+
+async def test_a_turn_that_failed_then_succeeded_on_the_next_mention_is_a_turn_end() -> None:
+    t = trial()
+    t.seen("task")
+    t.log("turn_started", event_ids=["task"])
+    t.log("turn_failed", will_retry=False, event_ids=["task"], error="HTTP 500")
+    t.seen("again")
+    t.turn("again")
+    result = await t.watch.wait(10)
+    assert result.stop_reason == "turn_end"
