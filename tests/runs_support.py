@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from orchestra.config.condition import load_condition
+from orchestra.config.condition import Condition, load_condition
 from orchestra.config.task import load_task
 from orchestra.documents.enums import EnvKind, StackMode
 from orchestra.documents.run import RunRecord
@@ -18,10 +18,14 @@ DATASET = PROJECT_ROOT / "tasks" / "buzz-native"
 
 
 def run_request(
-    *task_dirs: Path, attempts: int | None = None, dataset: Path = DATASET
+    *task_dirs: Path,
+    attempts: int | None = None,
+    dataset: Path = DATASET,
+    condition: Condition | None = None,
 ) -> RunRequest:
-    """What `orchestra benchmark --env local` under the default (oracle) condition asks for."""
-    condition = load_condition(
+    """What `orchestra benchmark --env local` under `condition` (default: the oracle's) asks
+    for."""
+    condition = condition or load_condition(
         PROJECT_ROOT / DEFAULT_MANIFEST, PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG, verify=False
     )
     config = RunConfig(

@@ -125,6 +125,8 @@ class ConditionSummary(Part):
     error_types: dict[str, list[str]]  # §12 type (or status) -> trial names
     #: agent id -> its summary, in roster order; absent in documents written before it existed
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
+    #: endpoint name -> the model id sent (issue 30); conditions differing here are never pooled
+    models: dict[str, str] = Field(default_factory=dict)
 
 
 class Summary(Part):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
 
 from orchestra.config.task import LAYERS
 from orchestra.documents.enums import TrialStatus
-from orchestra.documents.job import JobConfig, PlanRecord
+from orchestra.documents.job import EndpointRecord, JobConfig, PlanRecord
 from orchestra.documents.summary import (
     AgentSummary,
     ConditionSummary,
@@ -22,7 +22,7 @@ from orchestra.documents.summary import (
     TaskSummary,
 )
 from orchestra.documents.trial import AgentTokens, BuzzAgent, TokenCounts, TrialResult
-from orchestra.jobs.tally import Counted, Tally
+from orchestra.jobs.tally import TOKEN_FIELDS, Counted, Tally, token_tuple
 
 LAYER_ORDER = LAYERS
 
@@ -50,13 +50,15 @@ class JobRecord:
     stopped: str | None = None  # the job result's early stop, if any (issue 13)
     stop_message: str | None = None
     spent_usd: float | None = None
+    #: endpoint name -> the model id its agents send (`served_models`); part of the grouping
+    models: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: JobConfig, path: Path) -> JobRecord:
         """The plan part of the record (no trials yet)."""
         return cls.of_plan(
             config.job_name, path, config.manifest.condition, config.manifest.sha256,
-            config.plan, oracle=config.is_oracle,
+            config.plan, oracle=config.is_oracle, models=served_models(config.endpoints),
         )  # fmt: skip
 
     @classmethod
@@ -69,6 +71,7 @@ class JobRecord:
         plan: PlanRecord,
         *,
         oracle: bool,
+        models: dict[str, str],
         started: bool = True,
     ) -> JobRecord:
         return cls(
@@ -80,7 +83,19 @@ class JobRecord:
             tasks=[PlannedTask(task.name, task.layer, task.digest) for task in plan.tasks],
             oracle=oracle,
             started=started,
+            models=models,
         )
+
+    @property
+    def condition_key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+        """What jobs must share to be pooled as one condition: the name, the manifest hash
+        and the model ids served (issue 30: one endpoint name may serve different models)."""
+        return self.condition, self.manifest_sha256, tuple(sorted(self.models.items()))
+
+
+def served_models(endpoints: Mapping[str, EndpointRecord]) -> dict[str, str]:
+    """Endpoint name -> the model id its agents send: the endpoint's `model`, else its name."""
+    return {name: endpoint.model or name for name, endpoint in sorted(endpoints.items())}
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -185,11 +200,11 @@ def _group_summary(tasks: dict[str, TaskSummary], tally: Tally) -> GroupSummary:
 
 def aggregate(jobs: Iterable[JobRecord]) -> Summary:
     """The `--json` document of §11.2: `{conditions: [...]}`."""
-    by_condition: dict[tuple[str, str], list[JobRecord]] = {}
+    by_condition: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[JobRecord]] = {}
     for job in jobs:
-        by_condition.setdefault((job.condition, job.manifest_sha256), []).append(job)
+        by_condition.setdefault(job.condition_key, []).append(job)
     conditions = []
-    for (condition, manifest_sha256), records in by_condition.items():
+    for (condition, manifest_sha256, models), records in by_condition.items():
         tally = ConditionTally()
         for job in records:
             tally.plan(job)
@@ -205,6 +220,7 @@ def aggregate(jobs: Iterable[JobRecord]) -> Summary:
             ConditionSummary(
                 condition=condition,
                 manifest_sha256=manifest_sha256,
+                models=dict(models),
                 oracle=any(job.oracle for job in records),
                 jobs=[
                     JobRef(
@@ -231,18 +247,14 @@ class _AgentTally:
     agent: BuzzAgent
     trials: int = 0
     messages: int = 0
-    input: int = 0
-    cached_input: int = 0
-    output: int = 0
+    tokens: list[int] = field(default_factory=lambda: [0] * len(TOKEN_FIELDS))
     cost_usd: float = 0.0
 
     def add(self, agent: BuzzAgent, used: AgentTokens | None) -> None:
         self.trials += 1
         self.messages += agent.messages or 0
         if used is not None:
-            self.input += used.input
-            self.cached_input += used.cached_input
-            self.output += used.output
+            self.tokens = [sum(pair) for pair in zip(self.tokens, token_tuple(used), strict=True)]
             self.cost_usd += used.cost_usd
 
 
@@ -264,9 +276,7 @@ def agent_summaries(trials: Sequence[TrialResult]) -> dict[str, AgentSummary]:
             trials=tally.trials,
             messages=tally.messages,
             transcript_share=tally.messages / written if written else None,
-            tokens=TokenCounts(
-                input=tally.input, cached_input=tally.cached_input, output=tally.output
-            ),
+            tokens=TokenCounts(**dict(zip(TOKEN_FIELDS, tally.tokens, strict=True))),
             cost_usd=tally.cost_usd,
         )
         for agent_id, tally in tallies.items()

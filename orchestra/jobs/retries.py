@@ -4,11 +4,14 @@ A trial that ends `error` for a cause outside the agent under test is rerun in t
 to N times; each failed attempt moves to `.superseded/` with its result, and the final trial's
 `result.json` lists them in `retried_from`. Agent outcomes (timeouts, budgets, wrong answers)
 are scores and never rerun; errors a rerun cannot heal (a refused key, a task's own verifier,
-a configuration problem, a bug) are not rerun either.
+a configuration problem, a bug) are not rerun either, nor a provider failure the agent already
+retried until its retry budget was used up (issue 30: another attempt would only spend the same
+budget against the same provider; the circuit breaker decides whether the run goes on).
 """
 
 from __future__ import annotations
 
+from orchestra.agents.llm.budget import budget_used_up
 from orchestra.documents.enums import ErrorType, TrialStatus
 from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.jobs.layout import supersede_directory
@@ -38,7 +41,13 @@ def retried(result: TrialResult) -> bool:
         result.status is TrialStatus.ERROR
         and info is not None
         and info.exception_type in RETRIED_ERRORS
+        and not budget_used_up(info.exception_message)
     )
+
+
+def will_rerun(result: TrialResult, retries: int, stopped: bool) -> bool:
+    """The slot runs again after this result: a retried error, reruns left, the run going on."""
+    return not stopped and len(result.retried_from) < retries and retried(result)
 
 
 def supersede(paths: JobPaths, result: TrialResult) -> RetriedAttempt:

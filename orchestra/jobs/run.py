@@ -24,7 +24,7 @@ from orchestra.documents.io import DocumentError
 from orchestra.documents.job import endpoint_records
 from orchestra.documents.run import RunJob, RunRecord, RunResume
 from orchestra.documents.run_config import RunConfig
-from orchestra.jobs.aggregate import JobRecord
+from orchestra.jobs.aggregate import JobRecord, served_models
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import load_job_record, orchestrator_version, plan_inventory, scan_trials
 from orchestra.jobs.plan import (
@@ -318,7 +318,7 @@ def run_job_records(paths: RunPaths, record: RunRecord) -> list[JobRecord]:
             continue
         not_started = JobRecord.of_plan(
             job.job_name, job_paths.root, record.condition, record.manifest_sha256, job.plan,
-            oracle=record.is_oracle, started=False,
+            oracle=record.is_oracle, models=served_models(record.endpoints), started=False,
         )  # fmt: skip
         records.append(not_started)
     return records

@@ -21,7 +21,7 @@ from orchestra.jobs.layout import Inventory, open_job, orchestrator_version
 from orchestra.jobs.leftovers import claim_job, reap_job
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
-from orchestra.jobs.retries import retried, supersede
+from orchestra.jobs.retries import supersede, will_rerun
 from orchestra.jobs.services import JobHooks, JobServices
 from orchestra.jsonio import naming, utc_timestamp
 from orchestra.paths import JobPaths
@@ -35,6 +35,8 @@ class Progress(Protocol):
     def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None: ...
 
     def trial_update(self, result: TrialResult) -> None: ...
+
+    def rerunning(self, result: TrialResult, rerun: int, reruns: int) -> None: ...
 
     def stopped(self, reason: str, message: str) -> None: ...
 
@@ -157,9 +159,17 @@ async def _run_claimed_job(
 
     def on_update(trial_result: TrialResult) -> None:
         result.update(trial_result)
-        progress.trial_update(trial_result)
-        if trial_result.status.terminal:
-            stop_run(controls.trial_finished(trial_result))
+        if not trial_result.status.terminal:
+            progress.trial_update(trial_result)
+            return
+        stop = controls.trial_finished(trial_result)
+        retries = run.config.retries
+        if will_rerun(trial_result, retries, controls.stop is not None):
+            # not the slot's final line: the counts keep the slot running
+            progress.rerunning(trial_result, len(trial_result.retried_from) + 1, retries)
+        else:
+            progress.trial_update(trial_result)
+        stop_run(stop)
 
     def on_live_cost(trial_name: str, cost_usd: float) -> None:
         stop_run(controls.live_cost(trial_name, cost_usd))
@@ -197,7 +207,9 @@ async def _run_claimed_job(
             f"{len(inventory.superseded)} superseded"
         )
         try:
-            dispatch = Dispatch(planned, services.watch, run, paths, trials, result, log)
+            dispatch = Dispatch(
+                planned, services.watch, run, paths, trials, result, log, progress.trial_update
+            )
             await dispatch.run(inventory, interrupt, finished.append)
         finally:
             progress.end_job()
@@ -221,6 +233,8 @@ class Dispatch:
     trials: JobTrials
     result: JobResultRecorder
     log: Callable[[str], None]
+    #: shows a slot's final result (again: only the first showing of a status prints)
+    final: Callable[[TrialResult], None]
 
     async def run(
         self, inventory: Inventory, interrupt: Interrupt, done: Callable[[TrialResult], None]
@@ -255,9 +269,10 @@ class Dispatch:
         earlier: list[RetriedAttempt] = []
         while True:
             trial = await self.trials.run(task, attempt, earlier)
-            if len(earlier) >= self.shared.config.retries or controls.stop or not retried(trial):
-                return trial
-            if not await watch.usable():  # a rerun waits for a restarting stack
+            rerun = will_rerun(trial, self.shared.config.retries, controls.stop is not None)
+            # a rerun waits for a restarting stack
+            if not rerun or not await watch.usable():
+                self.final(trial)  # a rerun announced when the trial ended did not happen
                 return trial
             earlier.append(supersede(self.paths, trial))
             self.result.forget(trial.trial_name)

@@ -20,6 +20,8 @@ from orchestra.documents.summary import Rates, UsageSummary
 from orchestra.documents.trial import TokenCounts, TrialResult
 
 SUCCESS_THRESHOLD = 1.0 - 1e-9
+#: The token counts summed, in `Counted.tokens` and `Tally.tokens` order.
+TOKEN_FIELDS = ("input", "cached_input", "output", "cache_write_input")
 
 
 def metric_passed(value: float | None) -> bool:
@@ -68,6 +70,11 @@ class ExactSum:
         return float(keys.pop())
 
 
+def token_tuple(tokens: TokenCounts) -> tuple[int, int, int, int]:
+    """The counts in `TOKEN_FIELDS` order."""
+    return tokens.input, tokens.cached_input, tokens.output, tokens.cache_write_input
+
+
 @dataclass(frozen=True, slots=True)
 class Counted:
     """What the sums and the job `result.json`'s trial list need of a trial's result: a few
@@ -81,7 +88,7 @@ class Counted:
     reward: float | None
     succeeded: bool
     failing: tuple[str, ...]  # scored: the metrics other than `reward` below 1.0
-    tokens: tuple[int, int, int] | None  # input, cached, output; None: no agent was started
+    tokens: tuple[int, int, int, int] | None  # TOKEN_FIELDS; None: no agent was started
     cost_usd: float
     seconds: float | None  # started to finished, once finished
 
@@ -102,7 +109,7 @@ class Counted:
                 for name, value in (trial.rewards or {}).items()
                 if scored and name != "reward" and value < 1.0
             ),
-            tokens=None if tokens is None else (tokens.input, tokens.cached_input, tokens.output),
+            tokens=None if tokens is None else token_tuple(tokens),
             cost_usd=trial.cost_usd or 0.0,
             seconds=seconds_between(trial.started_at, trial.finished_at)
             if trial.finished_at
@@ -119,7 +126,7 @@ class Tally:
     successes: int = 0
     rewards: ExactSum = field(default_factory=ExactSum)  # over scored trials
     billed: int = 0  # trials that started agents (tokens recorded)
-    tokens: list[int] = field(default_factory=lambda: [0, 0, 0])  # input, cached, output
+    tokens: list[int] = field(default_factory=lambda: [0] * len(TOKEN_FIELDS))
     cost: ExactSum = field(default_factory=ExactSum)
     timed: int = 0  # trials with a finish time
     seconds: ExactSum = field(default_factory=ExactSum)
@@ -194,7 +201,7 @@ class Tally:
         )
 
     def token_counts(self) -> TokenCounts:
-        return TokenCounts(input=self.tokens[0], cached_input=self.tokens[1], output=self.tokens[2])
+        return TokenCounts(**dict(zip(TOKEN_FIELDS, self.tokens, strict=True)))
 
     def usage(self) -> UsageSummary:
         cost = self.cost.value

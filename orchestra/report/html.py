@@ -36,7 +36,13 @@ from orchestra.report.html_style import STYLE, page_head
 from orchestra.report.html_trajectory import TRAJECTORY_STYLE
 from orchestra.report.html_trend import report_trend_section
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
-from orchestra.report.render import ORACLE_NOTE, pass_at_k_text, rate_text, shown
+from orchestra.report.render import (
+    ORACLE_NOTE,
+    pass_at_k_text,
+    rate_text,
+    served_models_text,
+    shown,
+)
 
 
 def _tokens(summary: dict[str, Any]) -> str:
@@ -164,6 +170,7 @@ def _team(condition: dict[str, Any]) -> str:
 
 def _condition_block(condition: dict[str, Any]) -> str:
     jobs = ", ".join(escape(job["name"]) for job in condition["jobs"])
+    models = escape(served_models_text(condition["models"]))
     errors = "".join(
         f"<li><b>{escape(kind)}</b>: {len(names)} ({escape(', '.join(names))})</li>"
         for kind, names in condition["error_types"].items()
@@ -171,7 +178,7 @@ def _condition_block(condition: dict[str, Any]) -> str:
     return f"""
 <section class="block">
 <h2>Condition {escape(condition["condition"])}</h2>
-<div>manifest <code>{escape(condition["manifest_sha256"][:12])}…</code> · jobs: {jobs}</div>
+<div>manifest <code>{escape(condition["manifest_sha256"][:12])}…</code> · jobs: {jobs}{models}</div>
 {f'<p class="note">{escape(ORACLE_NOTE)}</p>' if condition.get("oracle") else ""}
 {_summary_table(condition)}
 {estimates_block(condition["totals"])}

@@ -186,8 +186,8 @@ def junit_xml(report: dict[str, Any]) -> str:
                 (
                     condition_properties(condition)
                     for condition in report["conditions"]
-                    if (condition["condition"], condition["manifest_sha256"])
-                    == (job["condition"], job["manifest_sha256"])
+                    if (condition["condition"], condition["manifest_sha256"], condition["models"])
+                    == (job["condition"], job["manifest_sha256"], job["models"])
                 ),
                 [],
             ),

@@ -1,7 +1,7 @@
 """`orchestra leaderboard`: conditions ranked, each with its interval, and who beats whom.
 
 Jobs are pooled by condition hash: the condition name, its manifest, the endpoint fingerprint
-(models and prices, §2.5) and the timeout multiplier. Two runs of one name that differ in any of
+(§2.5: provider, base URL, settings and the model id sent) and the timeout multiplier. Two runs of one name that differ in any of
 those are never pooled silently: they are shown apart, each labelled with what differs. Each
 entry shows the mean pass rate over tasks with its 95 % interval, the §11.1 pass rate, pass^k,
 cost, tokens and mean time per trial; below, every pair compared as `orchestra compare` would
@@ -27,8 +27,9 @@ from orchestra.report.report_json import report_of_records
 class ConditionKey:
     condition: str
     manifest_sha256: str
-    endpoints: str  # hash of the endpoint fingerprint (models, prices)
+    endpoints: str  # hash of the endpoint fingerprint (§2.5)
     timeout_multiplier: float | None
+    models: tuple[tuple[str, str], ...] = ()  # endpoint name -> model id sent
 
 
 def condition_key(record: JobRecord) -> ConditionKey:
@@ -37,7 +38,8 @@ def condition_key(record: JobRecord) -> ConditionKey:
         config = load_job_config(JobPaths(Path(record.path)))
         endpoints = config.replay_identity.fields.get("endpoints", "")
         multiplier = config.options.trial.timeout_multiplier
-    return ConditionKey(record.condition, record.manifest_sha256, endpoints, multiplier)
+    models = tuple(sorted(record.models.items()))
+    return ConditionKey(record.condition, record.manifest_sha256, endpoints, multiplier, models)
 
 
 def _labels(keys: Sequence[ConditionKey]) -> dict[ConditionKey, str]:
@@ -48,7 +50,9 @@ def _labels(keys: Sequence[ConditionKey]) -> dict[ConditionKey, str]:
         parts = []
         if len({k.manifest_sha256 for k in same_name}) > 1:
             parts.append(f"manifest {key.manifest_sha256[:8]}")
-        if len({k.endpoints for k in same_name}) > 1:
+        if len({k.models for k in same_name}) > 1:
+            parts.append("model " + ", ".join(model for _, model in key.models))
+        elif len({k.endpoints for k in same_name}) > 1:
             parts.append(f"endpoints {key.endpoints[:8] or 'unknown'}")
         if len({k.timeout_multiplier for k in same_name}) > 1:
             parts.append(f"timeout ×{key.timeout_multiplier:g}" if key.timeout_multiplier else "")
@@ -66,6 +70,7 @@ def _entry(label: str, key: ConditionKey, report: dict[str, Any]) -> dict[str, A
         "condition": key.condition,
         "manifest_sha256": key.manifest_sha256,
         "endpoints_sha256": key.endpoints,
+        "models": dict(key.models),
         "timeout_multiplier": key.timeout_multiplier,
         "jobs": [job["name"] for job in report["jobs"]],
         "n_tasks": totals["n_tasks"],

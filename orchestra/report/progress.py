@@ -4,7 +4,8 @@ On a terminal a live view sits at the bottom: the elapsed time with an ETA, the 
 then every running trial with its phase and how long it has run; finished trials are printed
 above it. Anywhere else (a file, a pipe into `grep` or `tee`) there is no live view: one
 unwrapped line per event (`started …`, `scored … reward=…`; an error's further lines indented
-below it), and the overall line when a job ends.
+below it), and the overall line when a job ends. A slot rerun after a harness error prints one
+`retrying` line for the attempt that failed and one final line, for its last attempt.
 """
 
 from __future__ import annotations
@@ -111,6 +112,23 @@ class Progress:
                 )
                 for line in explained:
                     self.console.print(Text(f"          {line}", style="dim"))
+        if self._live is not None:
+            self._live.refresh()
+
+    def rerunning(self, result: TrialResult, rerun: int, reruns: int) -> None:
+        """`result` ended in a harness error and its slot runs again (rerun `rerun` of
+        `reruns`): not a final line, and the slot still counts as running."""
+        self._set_status(result.slot, TrialStatus.RUNNING)
+        self._running.pop(result.trial_name, None)
+        if not self.quiet:
+            detail, _ = _detail(result)
+            label = f"{result.task_name} #{result.attempt}"
+            self.console.print(
+                Text.assemble(
+                    (f"{'retrying':9}", "yellow"),
+                    f" {label} ({result.trial_name}){detail}; rerun {rerun}/{reruns}",
+                )
+            )
         if self._live is not None:
             self._live.refresh()
 

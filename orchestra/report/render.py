@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable
 
 from rich.console import Console
+from rich.markup import escape
 
 from orchestra.config.errors import display_path
 from orchestra.documents.enums import ErrorType
@@ -203,6 +204,12 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
     return rows
 
 
+def served_models_text(models: dict[str, str]) -> str:
+    """The endpoints that send a model id other than their name (issue 30), or ""."""
+    named = [f"{name}={model}" for name, model in models.items() if model != name]
+    return f"  models: {', '.join(named)}" if named else ""
+
+
 def render_summary(
     document: Summary, console: Console, width: int | None = None, *, every_column: str = "--json"
 ) -> None:
@@ -215,6 +222,7 @@ def render_summary(
         console.print(
             f"Condition [bold]{condition.condition}[/bold]  "
             f"(manifest {condition.manifest_sha256[:8]}…)  jobs: {jobs}"
+            f"{escape(served_models_text(condition.models))}"
         )
         if condition.oracle:
             console.print(f"[yellow]{ORACLE_NOTE}[/yellow]")
@@ -336,6 +344,7 @@ CSV_FIELDS = (
     "pass_rate_high",
     "pass_hat_k",
     "flaky",
+    "cache_write_input_tokens",  # issue 30
 )
 
 
@@ -378,6 +387,7 @@ def summary_csv(document: Summary) -> str:
                         ),
                         task.pass_hat_ks.get(pass_k.k) if pass_k else None,
                         task.flaky,
+                        task.tokens.cache_write_input,
                     ]
                 )
     return buffer.getvalue()

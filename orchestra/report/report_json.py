@@ -163,15 +163,15 @@ def _outcomes(trials: Sequence[TrialResult]) -> dict[str, Any]:
     return {"metrics": metric_counts(trials), "stop_reasons": stop_reason_counts(trials)}
 
 
-def _add_outcomes(summary: dict[str, Any], trials: Sequence[TrialResult]) -> None:
+def _add_outcomes(summary: dict[str, Any], records: Sequence[JobRecord]) -> None:
     """Per task, layer and condition: metric pass counts and stop reasons, beside §11's numbers."""
     for condition in summary["conditions"]:
-        of_condition = [
-            t
-            for t in trials
-            if (t.condition, t.manifest_sha256)
-            == (condition["condition"], condition["manifest_sha256"])
-        ]
+        key = (
+            condition["condition"],
+            condition["manifest_sha256"],
+            tuple(sorted(condition["models"].items())),
+        )
+        of_condition = [t for r in records if r.condition_key == key for t in r.trials]
         for layer_name, layer in condition["layers"].items():
             of_layer = [t for t in of_condition if t.layer == layer_name]
             layer.update(_outcomes(of_layer))
@@ -200,7 +200,7 @@ def build_report(paths: Sequence[Path]) -> dict[str, Any]:
 def report_of_records(records: Sequence[JobRecord]) -> dict[str, Any]:
     """The report document of these jobs."""
     summary = with_intervals(aggregate(records)).model_dump(mode="json")
-    _add_outcomes(summary, [result for record in records for result in record.trials])
+    _add_outcomes(summary, records)
     trials = [
         trial_entry(record, result)
         for record in records
@@ -215,6 +215,7 @@ def report_of_records(records: Sequence[JobRecord]) -> dict[str, Any]:
                 "path": record.path,
                 "condition": record.condition,
                 "manifest_sha256": record.manifest_sha256,
+                "models": record.models,
                 "attempts": record.attempts,
                 "oracle": record.oracle,
                 "planned_tasks": [

@@ -79,6 +79,8 @@ class _Assembly:
         step = self._step(line, "agent", line.text)
         if line.reasoning:
             step["reasoning_content"] = line.reasoning
+        if line.stop_reason:
+            step["extra"] = {"stop_reason": line.stop_reason}
         usage = line.usage
         prompt, cached, completion = (
             usage.prompt_tokens or 0,

@@ -8,10 +8,11 @@ import pytest
 from documents_support import STARTED, trial_result
 
 from orchestra.agents.acp.records import TurnFailed
+from orchestra.agents.llm.errors import LLMError
 from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.controls import RunState
-from orchestra.jobs.retries import retried
+from orchestra.jobs.retries import retried, will_rerun
 from orchestra.trial.provider import is_provider_failure
 
 
@@ -96,6 +97,24 @@ def test_the_cost_cap_counts_finished_and_live_cost_once() -> None:
 )
 def test_only_harness_errors_are_rerun(status: str, error: str | None, rerun: bool) -> None:
     assert retried(finished(1, status, error)) is rerun
+
+
+def test_a_provider_failure_the_agent_retried_to_its_budget_is_not_rerun() -> None:
+    """Issue 30: the agent's retry budget already retried it; a rerun would spend another
+    budget on the same dead provider."""
+    error = LLMError("llm_http_error", "HTTP 500: upstream down", status=500)
+    error.exhaust_budget("4/4")
+    spent = finished(1, "error", "ProviderUnavailable")
+    assert spent.exception_info is not None
+    spent.exception_info.exception_message = (
+        f"endpoint e at http://127.0.0.1:9/v1: HTTP 500: agent solo gave up a turn: {error.detail}"
+    )
+    assert not retried(spent)
+    assert not will_rerun(spent, retries=1, stopped=False)
+    other = finished(1, "error", "ProviderUnavailable")  # e.g. the network dropped mid-turn
+    assert will_rerun(other, retries=1, stopped=False)
+    assert not will_rerun(other, retries=1, stopped=True)
+    assert not will_rerun(other, retries=0, stopped=False)
 
 
 @pytest.mark.parametrize(

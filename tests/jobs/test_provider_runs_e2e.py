@@ -457,3 +457,6 @@ def test_retries_rerun_a_provider_error_once_and_supersede_it(
     job = run.job_result()
     assert [t["trial_name"] for t in job["trials"]] == [result["trial_name"]]
     assert job["stats"]["n_errors"] == 0 and job["finished_at"] is not None
+    # The slot prints one `retrying` line for the failed attempt and one final line.
+    lines = [line.split()[0] for line in done.stdout.splitlines() if "user-mention #1" in line]
+    assert lines == ["started", "retrying", "scored"], output(done)

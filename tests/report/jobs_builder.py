@@ -75,6 +75,7 @@ class TrialSpec:
     stop_reason: str | None = "turn_end"
     exception_type: str | None = None
     tokens: tuple[int, int, int] = (5000, 100, 150)
+    cache_write_input: int = 0  # prompt tokens written to the provider's cache (part of input)
     cost_usd: float = 0.01
     seconds: int = 10
     evidence: bool = True
@@ -157,6 +158,7 @@ def _trial_result(
     rewards = spec.rewards if scored else None
     phases = ("setup", "agent", "teardown", "evidence", "verify", "finalize")
     step = spec.seconds / len(phases)
+    cache_write = {"cache_write_input": spec.cache_write_input} if spec.cache_write_input else {}
     return {
         "schema_version": 1,
         "trial_id": f"id-{trial_name}",
@@ -194,11 +196,13 @@ def _trial_result(
             "input": spec.tokens[0],
             "cached_input": spec.tokens[1],
             "output": spec.tokens[2],
+            **cache_write,
             "per_agent": {
                 AGENT: {
                     "input": spec.tokens[0],
                     "cached_input": spec.tokens[1],
                     "output": spec.tokens[2],
+                    **cache_write,
                     "turns": 1,
                     "cost_usd": spec.cost_usd,
                 }
@@ -289,8 +293,13 @@ def build_job(
     attempts: int = 1,
     condition: str = CONDITION,
     timeout_multiplier: float = 1.0,
+    endpoints: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """Write `<jobs_dir>/<name>/` with its config, trials and job result; return the job dir."""
+    """Write `<jobs_dir>/<name>/` with its config, trials and job result; return the job dir.
+    `endpoints`: the config's endpoint records (default: the oracle), also in the identity."""
+    identity: dict[str, Any] = {"condition": MANIFEST_SHA}
+    if endpoints is not None:
+        identity["endpoints"] = endpoints
     paths = JobPaths.of(jobs_dir, name)
     tasks: dict[str, TrialSpec] = {}
     for spec in trials:
@@ -302,7 +311,7 @@ def build_job(
         "id": f"uuid-{name}",
         "created_at": _timestamp(0),
         "orchestrator_version": "0.0.0",
-        "replay_identity": replay_record({"condition": MANIFEST_SHA}).model_dump(),
+        "replay_identity": replay_record(identity).model_dump(),
         "plan": {
             "layer": layers.pop() if len(layers) == 1 else "mixed",
             "attempts": attempts,
@@ -314,8 +323,8 @@ def build_job(
         },
         "manifest": {"path": "manifests/buzz-native-solo-oracle.yaml", "sha256": MANIFEST_SHA,
                      "condition": condition, "normalized": {}},
-        "endpoints": {"oracle": {"provider": "oracle", "api_key_env": None, "base_url": None,
-                                 "env_keys": []}},
+        "endpoints": endpoints or {"oracle": {"provider": "oracle", "api_key_env": None,
+                                              "base_url": None, "env_keys": []}},
         "stack": {"mode": "embedded", "relay_ws_url": "ws://127.0.0.1:3600",
                   "relay_http_url": "http://127.0.0.1:3600", "agent_relay_url": "ws://127.0.0.1:3600",
                   "database": True},

@@ -97,3 +97,34 @@ def test_a_stop_is_printed_with_its_reason() -> None:
     assert out.getvalue() == (
         "stopped   cost_cap: the run's cost reached $1.1000 (--max-cost-usd 0.5); no new trials\n"
     )
+
+
+def test_a_rerun_slot_prints_one_final_line_and_counts_once() -> None:
+    """Issue 30: the attempt that is rerun is a `retrying` line, not a final `error` line with
+    the counter at 0 errors, and the rerun does not print a second `started` line."""
+    progress, out = printed()
+    progress.start_job("j", 1, [])
+    info = {
+        "exception_type": "ProviderUnavailable",
+        "exception_message": "endpoint e: HTTP 500: agent solo gave up a turn",
+        "exception_traceback": "",
+        "occurred_at": STARTED,
+        "phase": "agent",
+    }
+    progress.trial_update(trial_result("buzz-native/a", trial_name="a__1", status="running"))
+    failed = trial_result("buzz-native/a", trial_name="a__1", status="error", exception_info=info)
+    progress.rerunning(failed, 1, 1)
+    assert progress._counts().startswith("0/1 done (0 scored, 0 errors), 0 cancelled, 1 running")
+    rerun = trial_result("buzz-native/a", trial_name="a__2", status="running")
+    progress.trial_update(rerun)
+    progress.trial_update(
+        trial_result("buzz-native/a", trial_name="a__2", status="error", exception_info=info)
+    )
+    progress.end_job()
+    lines = out.getvalue().splitlines()
+    assert [line.split()[0] for line in lines] == ["started", "retrying", "error", "j:"]
+    assert lines[1] == (
+        "retrying  buzz-native/a #1 (a__1) ProviderUnavailable: endpoint e: HTTP 500: agent solo "
+        "gave up a turn; rerun 1/1"
+    )
+    assert lines[3].startswith("j: 1/1 done (0 scored, 1 error), 0 cancelled, 0 running")

@@ -117,6 +117,20 @@ def test_calls_left_without_a_result_are_marked_and_stray_results_dropped() -> N
     ]
 
 
+def test_a_refusal_keeps_its_stop_reason_in_the_step() -> None:
+    refused = response("s1", text="I can't help with that.").model_copy(
+        update={"stop_reason": "refusal"}
+    )
+    lines = [user("s1", "do something bad"), refused, user("s1", "fine"), response("s1", text="ok")]
+    trajectory, _ = assemble(lines, session_id="t:a", price=PRICE, fallback=FALLBACK)
+    assert trajectory is not None
+    document = trajectory.to_document()
+    assert [step.get("extra") for step in document["steps"]] == [
+        None, {"stop_reason": "refusal"}, None, None
+    ]  # fmt: skip
+    assert document["steps"][1]["message"] == "I can't help with that."
+
+
 def test_no_lines_make_no_trajectory() -> None:
     assert assemble([], session_id="t:a", price=PRICE, fallback=FALLBACK) == (
         None,

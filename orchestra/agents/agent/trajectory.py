@@ -110,6 +110,7 @@ class TrajectoryRecorder:
                     cached_tokens=usage.cached_tokens,
                     extra=cache_write_extra(usage.cache_write_tokens),
                 ),
+                stop_reason="refusal" if response.outcome == "refusal" else None,
             )
         )
 

@@ -10,12 +10,25 @@ that recovers is not penalised for its earlier failures.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
 #: Defaults of `BUZZ_AGENT_RETRY_BUDGET` and `BUZZ_AGENT_RETRY_BUDGET_SECS`.
 DEFAULT_RETRIES = 4
 DEFAULT_SECS = 40
+_USED_UP = re.compile(r"\(retry budget \d+/\d+ used up\)")
+
+
+def used_up_note(spent: str) -> str:
+    """What ends the detail of a failure the budget no longer retries."""
+    return f"(retry budget {spent} used up)"
+
+
+def budget_used_up(message: str) -> bool:
+    """A failure's message says the agent's retry budget was used up on it: the agent has
+    retried it as long as a retry could help (the orchestrator does not rerun the trial)."""
+    return _USED_UP.search(message) is not None
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from orchestra.agents.llm.budget import used_up_note
 from orchestra.agents.llm.failures import POLICIES, FailureClass, classify
 
 ErrorKind = Literal["llm_http_error", "llm_network_error", "llm_bad_response"]
@@ -47,7 +48,7 @@ class LLMError(Exception):
     def exhaust_budget(self, spent: str) -> None:
         """The process's retry budget (budget.py) is used up: no one retries this failure."""
         self.budget_exhausted = True
-        self.detail = f"{self.detail} (retry budget {spent} used up)"
+        self.detail = f"{self.detail} {used_up_note(spent)}"
 
     @property
     def is_context_overflow(self) -> bool:

@@ -72,6 +72,9 @@ class Step(Part):
     tool_calls: list[ToolCall] | None = None
     observation: Observation | None = None
     metrics: Metrics | None = None
+    # ATIF's step-level extension object; holds `stop_reason` for a response that ended its
+    # turn other than by its text (`refusal`).
+    extra: dict[str, Any] | None = None
 
     @field_validator("timestamp")
     @classmethod

@@ -55,6 +55,8 @@ class AgentLine(Line):
     reasoning: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Metrics
+    #: the provider refused: its text is the refusal (the ATIF step's `extra.stop_reason`)
+    stop_reason: Literal["refusal"] | None = None
 
 
 class ToolResultLine(Line):

@@ -4,12 +4,15 @@ next request each reply leads to is a valid SDK request, and the turn ends as it
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_llm import FakeLLM, Reply
 from wire_cases import REFUSAL, anthropic_reply, chat_reply, responses_reply
 from wire_sdk import sdk_reply, validate_request
+
+from orchestra.agents.trajectory.sidefile import AgentLine, read_side_file
 
 ROUTE_OF_PATH = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
 
@@ -51,9 +54,13 @@ async def test_parallel_tool_calls_then_text(fake_llm, start_agent, route: str) 
 
 
 @pytest.mark.parametrize("route", ["chat", "responses"])
-async def test_refusal_ends_the_turn_as_refusal(fake_llm, start_agent, route: str) -> None:
+async def test_refusal_ends_the_turn_as_refusal(
+    fake_llm, start_agent, tmp_path: Path, route: str
+) -> None:
     fake_llm.script(reply(route, "refusal"), reply(route, "text"))
-    async with start_agent(env_for(fake_llm, route)) as agent:
+    side_file = tmp_path / "solo.trajectory.jsonl"
+    env = env_for(fake_llm, route) | {"BUZZ_AGENT_TRAJECTORY_LOG": str(side_file)}
+    async with start_agent(env) as agent:
         session = await agent.new_session(tools=False)
         refused = await agent.prompt(session, "do something bad")
         after = await agent.prompt(session, "something else")
@@ -62,6 +69,12 @@ async def test_refusal_ends_the_turn_as_refusal(fake_llm, start_agent, route: st
     assert said == [REFUSAL, "Done."]
     _, second = validated(fake_llm, route)
     assert REFUSAL in repr(second)  # the refusal is part of the history the model sees
+    # The trajectory keeps why the refused turn ended, not only the refusal's text.
+    responses = [line for line in read_side_file(side_file).lines if isinstance(line, AgentLine)]
+    assert [(line.text, line.stop_reason) for line in responses] == [
+        (REFUSAL, "refusal"),
+        ("Done.", None),
+    ]
 
 
 @pytest.mark.parametrize("route", ["chat", "responses"])

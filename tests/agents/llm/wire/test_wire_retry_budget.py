@@ -8,7 +8,7 @@ import pytest
 from acp import RequestError
 from fake_llm import chat_text, error_reply
 
-from orchestra.agents.llm.budget import RetryBudget
+from orchestra.agents.llm.budget import RetryBudget, budget_used_up
 
 
 async def test_an_always_failing_provider_uses_up_the_budget_once(fake_llm, start_agent) -> None:
@@ -23,6 +23,7 @@ async def test_an_always_failing_provider_uses_up_the_budget_once(fake_llm, star
     assert failure.value.data["retryable"] is False
     assert failure.value.data["class"] == "server_error"
     assert "retry budget 2/2 used up" in failure.value.data["detail"]
+    assert budget_used_up(failure.value.data["detail"])  # so the trial is not rerun (jobs/)
     assert "(retry budget 1/2)" in stderr and "(retry budget 2/2)" in stderr
 
 
