@@ -20,6 +20,9 @@ from orchestra.cli.options import (
     BuzzBinDir,
     CheckEndpoints,
     ConfigFile,
+    ConfirmAgainst,
+    ConfirmAttempts,
+    ConfirmTarget,
     DatabaseUrl,
     Dataset,
     DryRun,
@@ -116,6 +119,9 @@ def benchmark(
     executor: Executor = DEFAULTS.executor,
     ray_address: RayAddress = None,
     ray_slots_per_node: RaySlotsPerNode = None,
+    confirm_against: ConfirmAgainst = None,
+    confirm_attempts: ConfirmAttempts = None,
+    confirm_target: ConfirmTarget = None,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline, no API key).
 

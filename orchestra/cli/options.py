@@ -390,6 +390,39 @@ RaySlotsPerNode = Annotated[
     ),
 ]
 
+# Confirmation reruns (issue 29 item 5; docs/statistics.md "Confirmation reruns").
+ConfirmAgainst = Annotated[
+    Path | None,
+    typer.Option(
+        "--confirm-against",
+        metavar="BASELINE",
+        help="Compare each task as it finishes against this baseline (a run or job directory, "
+        "or a report.json); a task that regresses gets extra attempts that confirm it or call "
+        "it noise (exit 3 on a confirmed regression).",
+    ),
+]
+ConfirmAttempts = Annotated[
+    int | None,
+    typer.Option(
+        "--confirm-attempts",
+        min=1,
+        metavar="N",
+        help="--confirm-against: at most N extra attempts per regressed task (fewer once the "
+        "verdict cannot change).  [default: 4]",
+    ),
+]
+ConfirmTarget = Annotated[
+    float | None,
+    typer.Option(
+        "--confirm-target",
+        min=0.0,
+        max=1.0,
+        metavar="P",
+        help="--confirm-against: the reliability target a task's attempts are tested against "
+        "(one-sided exact binomial; below it: 'below contract').  [default: 0.8]",
+    ),
+]
+
 #: the options `orchestra resume` takes, by the `RunConfig` field each sets
 RESUME_OPTIONS: dict[str, Any] = {
     "n_concurrent": NConcurrent,

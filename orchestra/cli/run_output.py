@@ -31,6 +31,7 @@ PROGRAM = "orchestra"
 
 EXIT_CODES = {
     RunEnd.DONE: EXIT_OK,
+    RunEnd.CONFIRMED_REGRESSION: EXIT_TRIAL_ERRORS,  # 3, as `orchestra compare` (issue 29)
     RunEnd.TRIAL_ERRORS: EXIT_TRIAL_ERRORS,
     RunEnd.STOPPED: EXIT_PREFLIGHT,  # stopped early: not everything was run (issue 13)
     RunEnd.INTERRUPTED: EXIT_INTERRUPTED,
@@ -48,6 +49,7 @@ def finish(outcome: RunOutcome, plan: RunPlan, console: Console) -> int:
         error_lines("\n".join(outcome.errors))
     if outcome.ran:
         _print_summary(outcome, plan, console)
+        _print_confirmations(outcome, console)
     if outcome.resumable:
         sys.stdout.flush()
         sys.stderr.write(f"the plan is not finished; to resume it:\n{resume_command(plan)}\n")
@@ -73,6 +75,22 @@ def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None
     for job_dirs, out_dir in scope.report_dirs(plan.config.report):
         files = write_reports(job_dirs, out_dir)
         console.print(f"reports: {files.report_json}, {files.junit_xml}, {files.report_html}")
+
+
+def _print_confirmations(outcome: RunOutcome, console: Console) -> None:
+    """--confirm-against: a line per regressed task, the confirmed ones named last."""
+    if outcome.scope is None or outcome.scope.stored.confirm_against is None:
+        return
+    lines = [found.line() for found in outcome.confirmations]
+    confirmed = [found for found in outcome.confirmations if found.confirmed]
+    if confirmed:
+        names = ", ".join(found.task for found in confirmed)
+        tests = sorted({str(found.verdict.decided_by) for found in confirmed})
+        lines.append(f"confirmed regression: {names} (decided by the {' and the '.join(tests)})")
+    elif not outcome.confirmations:
+        lines.append("no task regressed against the baseline: no confirmation attempts")
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def program() -> str:

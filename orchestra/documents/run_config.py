@@ -97,6 +97,11 @@ class RunConfig(Part):
     executor: ExecutorKind = ExecutorKind.LOCAL
     ray_address: str | None = None
     ray_slots_per_node: Positive | None = None
+    # confirmation reruns (issue 29 item 5): a task that regresses against this baseline (a
+    # run or job directory, or a report.json) gets up to `confirm_attempts` extra attempts
+    confirm_against: Path | None = None
+    confirm_attempts: Positive = 4
+    confirm_target: Annotated[float, Field(gt=0, lt=1)] = 0.8
     # --- this command only ---
     new_run: bool = Field(default=False, exclude=True)
     keep_errors: bool = Field(default=False, exclude=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -67,13 +68,18 @@ def supersede_directory(paths: JobPaths, trial_name: str) -> None:
 
 
 def plan_inventory(
-    trials: list[ExistingTrial], slots: list[tuple[int, str]], *, keep_errors: bool
+    trials: list[ExistingTrial],
+    slots: list[tuple[int, str]],
+    *,
+    keep_errors: bool,
+    optional: Sequence[tuple[int, str]] = (),
 ) -> Inventory:
     """Which trials a resume keeps (scored, and errors with `keep_errors` but never an
     `OrchestratorLost`: it measured nothing; one per slot), which it supersedes and which slots
-    it still owes; reads nothing, moves nothing (§2.5)."""
+    it still owes; reads nothing, moves nothing (§2.5). An `optional` slot (a confirmation
+    attempt) keeps its trial but is never owed."""
     inventory = Inventory()
-    wanted = {(task, attempt) for attempt, task in slots}
+    wanted = {(task, attempt) for attempt, task in [*slots, *optional]}
     kept_statuses = {TrialStatus.SCORED} | ({TrialStatus.ERROR} if keep_errors else set())
     for trial in trials:
         result = trial.result
@@ -92,13 +98,17 @@ def plan_inventory(
 
 
 def take_inventory(
-    paths: JobPaths, slots: list[tuple[int, str]], *, keep_errors: bool
+    paths: JobPaths,
+    slots: list[tuple[int, str]],
+    *,
+    keep_errors: bool,
+    optional: Sequence[tuple[int, str]] = (),
 ) -> Inventory:
     """`plan_inventory` of the job's trials, then every superseded trial directory moved to
     `.superseded/`, never deleted. Every trial is read before anything moves, so a malformed
     one stops the resume with nothing changed."""
     trials = scan_trials(paths)
-    inventory = plan_inventory(trials, slots, keep_errors=keep_errors)
+    inventory = plan_inventory(trials, slots, keep_errors=keep_errors, optional=optional)
     for name in inventory.superseded:
         supersede_directory(paths, name)
     return inventory
@@ -111,6 +121,7 @@ def open_job(
     slots: list[tuple[int, str]],
     keep_errors: bool,
     executor: ExecutorKind = ExecutorKind.LOCAL,
+    optional: Sequence[tuple[int, str]] = (),
 ) -> tuple[JobConfig, Inventory, bool]:
     """Create the job with `config`, or resume it when the replay identity matches (under any
     executor: it is not part of the identity, and each resume records its own).
@@ -121,14 +132,15 @@ def open_job(
     if existing is None:
         paths.root.mkdir(parents=True, exist_ok=True)
         config.write(paths.config_json)
-        return config, take_inventory(paths, slots, keep_errors=keep_errors), False
+        inventory = take_inventory(paths, slots, keep_errors=keep_errors, optional=optional)
+        return config, inventory, False
     changed = differing_fields(existing.replay_identity, config.replay_identity)
     if changed:
         raise JobConfigMismatch(
             f"job {paths.name} exists with a different configuration ({', '.join(changed)}); "
             "choose another --job-name"
         )
-    inventory = take_inventory(paths, slots, keep_errors=keep_errors)
+    inventory = take_inventory(paths, slots, keep_errors=keep_errors, optional=optional)
     existing.resumes.append(
         ResumeRecord(at=utc_timestamp(), owed_trials=len(inventory.owed), executor=executor)
     )

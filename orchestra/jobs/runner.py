@@ -17,7 +17,7 @@ from orchestra.documents.trial import RetriedAttempt, TrialResult
 from orchestra.jobs.controls import RunState, Stop
 from orchestra.jobs.executor import Executor, JobTrials, LocalExecutor
 from orchestra.jobs.identity import replay_components, replay_record
-from orchestra.jobs.layout import Inventory, open_job, orchestrator_version
+from orchestra.jobs.layout import open_job, orchestrator_version
 from orchestra.jobs.leftovers import claim_job, reap_job
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.result import JobResultRecorder
@@ -32,7 +32,9 @@ from orchestra.stack.watch import StackWatch
 class Progress(Protocol):
     """What the runner tells whoever shows progress (the CLI passes `report.progress`'s)."""
 
-    def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None: ...
+    def start_job(
+        self, name: str, planned: int, kept: list[TrialResult], *, attempts: int | None = None
+    ) -> None: ...
 
     def trial_update(self, result: TrialResult) -> None: ...
 
@@ -106,13 +108,27 @@ def job_config(
     )
 
 
+class Confirmation(Protocol):
+    """Extra attempts of a task that regressed against a baseline (issue 29 item 5): the run
+    layer decides (it compares); the runner runs what it is told, in the same job."""
+
+    def slots(self, planned: PlannedJob) -> list[tuple[int, str]]:
+        """Every confirmation slot the job may hold: a resume keeps their trials."""
+        ...
+
+    def next_slots(self, planned: PlannedJob, finished: list[TrialResult]) -> list[tuple[int, str]]:
+        """The confirmation attempts to run now (none: every verdict is in)."""
+        ...
+
+
 @dataclass
 class RunShare:
-    """What the jobs of one run share besides their services: the run's (stored) config and
-    its mutable state."""
+    """What the jobs of one run share besides their services: the run's (stored) config,
+    its mutable state and the confirmation reruns it asks for."""
 
     config: RunConfig
     state: RunState
+    confirmation: Confirmation | None = None
 
 
 async def run_job(
@@ -146,6 +162,7 @@ async def _run_claimed_job(
     log = functools.partial(_append, paths.job_log)
     await reap_job(paths, log)  # trials an orchestrator that died left running
     slots = [(attempt, task.name) for attempt, task in planned.slots()]
+    confirmation_slots = run.confirmation.slots(planned) if run.confirmation else []
     controls = run.state
     result: JobResultRecorder  # set once the executor is open; the hooks run only after that
 
@@ -191,6 +208,7 @@ async def _run_claimed_job(
             slots=slots,
             keep_errors=run.config.keep_errors,
             executor=executor.kind,
+            optional=confirmation_slots,
         )
         result = JobResultRecorder(
             paths,
@@ -203,7 +221,12 @@ async def _run_claimed_job(
         result.seed(inventory.kept.values())
         result.write()
         finished: list[TrialResult] = list(inventory.kept.values())
-        progress.start_job(planned.name, planned.n_trials, list(inventory.kept.values()))
+        progress.start_job(
+            planned.name,
+            planned.n_trials,
+            list(inventory.kept.values()),
+            attempts=planned.attempts,
+        )
         log(
             f"job {planned.name}: {len(inventory.owed)} trial(s) owed, "
             f"{len(inventory.superseded)} superseded"
@@ -212,7 +235,13 @@ async def _run_claimed_job(
             dispatch = Dispatch(
                 planned, services.watch, run, paths, trials, result, log, progress.trial_update
             )
-            await dispatch.run(inventory, interrupt, finished.append)
+            going = await dispatch.run(inventory.owed, interrupt, finished.append)
+            while going and run.confirmation is not None:
+                more = run.confirmation.next_slots(planned, finished)
+                if not more:
+                    break
+                log(f"confirmation attempts: {', '.join(f'{t} #{a}' for a, t in more)}")
+                going = await dispatch.run(more, interrupt, finished.append)
         finally:
             progress.end_job()
             result.write()
@@ -239,9 +268,14 @@ class Dispatch:
     final: Callable[[TrialResult], None]
 
     async def run(
-        self, inventory: Inventory, interrupt: Interrupt, done: Callable[[TrialResult], None]
-    ) -> None:
+        self,
+        owed: list[tuple[int, str]],
+        interrupt: Interrupt,
+        done: Callable[[TrialResult], None],
+    ) -> bool:
+        """Run `owed`; False when the run stopped starting trials (interrupt, stop, stack)."""
         controls, watch = self.shared.state, self.watch
+        going = True
         slots_free = asyncio.Semaphore(self.shared.config.n_concurrent)
 
         async def run_one(attempt: int, task_name: str) -> None:
@@ -253,16 +287,18 @@ class Dispatch:
                 slots_free.release()
 
         async with asyncio.TaskGroup() as group:
-            for attempt, task_name in inventory.owed:
+            for attempt, task_name in owed:
                 await slots_free.acquire()
                 # a stack being restarted starts no trial; one that cannot come back, none
                 stopped = interrupt.requested.is_set() or controls.stop is not None
                 if stopped or not await watch.usable():
                     slots_free.release()
+                    going = False
                     break
                 task = group.create_task(run_one(attempt, task_name))
                 interrupt.running.add(task)
                 task.add_done_callback(interrupt.running.discard)
+        return going and not interrupt.requested.is_set() and controls.stop is None
 
     async def slot(self, attempt: int, task_name: str) -> TrialResult:
         """One planned slot: its trial, rerun while it ends in a retried harness error."""

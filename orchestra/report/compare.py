@@ -202,7 +202,7 @@ def compare_task(
     )
 
 
-def _successes(task: dict[str, Any]) -> int:
+def successes_of(task: dict[str, Any]) -> int:
     """Scored trials with reward 1.0 (a report from before issue 29: the reward metric)."""
     if task.get("successes") is not None:
         return int(task["successes"])
@@ -214,10 +214,10 @@ def task_pair(name: str, baseline: dict[str, Any], candidate: dict[str, Any]) ->
         task=name,
         baseline_mean=float(baseline["pass_rate"]),
         baseline_n=int(baseline["scored"]),
-        baseline_passes=_successes(baseline),
+        baseline_passes=successes_of(baseline),
         candidate_mean=float(candidate["pass_rate"]),
         candidate_n=int(candidate["scored"]),
-        candidate_passes=_successes(candidate),
+        candidate_passes=successes_of(candidate),
     )
 
 

@@ -65,6 +65,8 @@ class Progress:
         self._live: Live | None = None
         self._job = ""
         self._planned = 0
+        self._attempts: int | None = None  # the job's k: attempts beyond it confirm a regression
+        self._confirmations = 0  # confirmation slots seen (they add to the planned count)
         # by slot (task, attempt): a retried trial's new attempt replaces the superseded one
         self._status: dict[tuple[str, int], TrialStatus] = {}
         self._counts_by: dict[TrialStatus, int] = dict.fromkeys(TrialStatus, 0)  # of `_status`
@@ -72,9 +74,12 @@ class Progress:
         self._finished_here = 0  # trials that ended in this command (not kept by a resume)
         self._started = time.monotonic()
 
-    def start_job(self, name: str, planned: int, kept: list[TrialResult]) -> None:
-        self._job, self._planned = name, planned
+    def start_job(
+        self, name: str, planned: int, kept: list[TrialResult], *, attempts: int | None = None
+    ) -> None:
+        self._job, self._planned, self._attempts = name, planned, attempts
         self._status = {}
+        self._confirmations = 0
         self._counts_by = dict.fromkeys(TrialStatus, 0)
         for kept_result in kept:
             self._set_status(kept_result.slot, kept_result.status)
@@ -96,6 +101,8 @@ class Progress:
         name, status = result.trial_name, result.status
         before = self._set_status(result.slot, status)
         label = f"{result.task_name} #{result.attempt}"
+        if self._attempts is not None and result.attempt > self._attempts:
+            label += " (confirmation)"
         if status is TrialStatus.RUNNING:
             running = self._running.setdefault(name, Running(label, "", time.monotonic()))
             running.phase = str(result.phase)
@@ -153,12 +160,18 @@ class Progress:
         before = self._status.get(slot)
         if before is not None:
             self._counts_by[before] -= 1
+        elif self._attempts is not None and slot[1] > self._attempts:
+            self._confirmations += 1
         self._status[slot] = status
         self._counts_by[status] += 1
         return before
 
     def _counts(self) -> str:
-        return counts_text(self._planned, *(self._counts_by[status] for status in COUNTED_STATUSES))
+        counts = (self._counts_by[status] for status in COUNTED_STATUSES)
+        text = counts_text(self._planned + self._confirmations, *counts)
+        if self._confirmations:
+            text += f" (with {plural(self._confirmations, 'confirmation attempt')})"
+        return text
 
     def _line(self) -> Text:
         """The overall line a job ends with."""
@@ -170,7 +183,11 @@ class Progress:
     def _eta(self) -> str:
         """From this command's pace: elapsed time per trial finished here (scored, error or
         cancelled) × trials left."""
-        left = self._planned - sum(self._counts_by[status] for status in STATUS_STYLE)
+        left = (
+            self._planned
+            + self._confirmations
+            - sum(self._counts_by[status] for status in STATUS_STYLE)
+        )
         if left <= 0 or self._finished_here == 0:
             return ""
         return f", ETA {clock(self._elapsed() / self._finished_here * left)}"

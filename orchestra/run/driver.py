@@ -27,8 +27,10 @@ from orchestra.jobs.plan import Plan, render_dry_run
 from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
 from orchestra.jobs.services import JobServices
 from orchestra.paths import JobPaths
+from orchestra.report.compare import CompareInputError
 from orchestra.report.power import dry_run_power_text
 from orchestra.report.progress import Progress
+from orchestra.run.confirmation import BaselineConfirmation
 from orchestra.run.execution import (
     Execution,
     driver_stack,
@@ -90,6 +92,7 @@ class Run:
                 allow_missing_keys=allow_missing_keys,
             )
             owed = scope.owed(self.config.keep_errors)
+            self._confirmation()  # the baseline is read as the real run reads it
         except Refused as error:
             return RunOutcome(RunEnd.USAGE, [str(error)], missing_keys=error.missing_keys)
         except DocumentError as error:
@@ -138,6 +141,7 @@ class Run:
             if self.execution.ray is None:  # under Ray, Docker is the nodes' business
                 check_docker(plan.modes)
             state = load_state(self.config.state_dir)
+            confirmation = self._confirmation()
             if self.execution.ray is None and plan.modes.stack == StackMode.EMBEDDED:
                 # a busy relay port is a preflight failure: checked before the run is written
                 asyncio.run(EmbeddedStack(state, self.config.relay_port).preflight())
@@ -151,12 +155,28 @@ class Run:
         except OrchestraError as error:  # the Ray cluster (or its extra)
             return RunOutcome(refusal_of(error), [str(error)], scope)
         try:
-            return self._execute(api_keys, owed, state, executor)
+            return self._execute(api_keys, owed, state, executor, confirmation)
         finally:
             stop_executor(self.execution)
 
+    def _confirmation(self) -> BaselineConfirmation | None:
+        """The confirmation reruns `--confirm-against` asks for (its baseline read now: a bad
+        one refuses the run before anything starts)."""
+        baseline = self.config.confirm_against
+        if baseline is None:
+            return None
+        try:
+            return BaselineConfirmation(self.config, baseline)
+        except CompareInputError as error:
+            raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
+
     def _execute(
-        self, api_keys: dict[str, str], owed: int, state: BenchmarkState, executor: Executor
+        self,
+        api_keys: dict[str, str],
+        owed: int,
+        state: BenchmarkState,
+        executor: Executor,
+        confirmation: BaselineConfirmation | None,
     ) -> RunOutcome:
         plan, scope, config = self.plan, self.scope, self.config
         interrupt = Interrupt()
@@ -177,7 +197,7 @@ class Run:
         try:
             try:
                 scope.begin(owed)
-                shared = RunShare(scope.stored, RunState.of(config))
+                shared = RunShare(scope.stored, RunState.of(config), confirmation)
                 jobs = self._jobs(api_keys, state, sandbox, executor, interrupt, shared)
                 outcomes = asyncio.run(jobs)
                 if shared.state.fault is not None:
@@ -195,22 +215,49 @@ class Run:
             return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope, resumable=True)
         except (JobConfigMismatch, DocumentError) as error:
             return RunOutcome(RunEnd.USAGE, [str(error)], scope)
-        return self._ended(outcomes, interrupt.requested.is_set())
+        return self._ended(outcomes, interrupt.requested.is_set(), confirmation)
 
-    def _ended(self, outcomes: list[JobOutcome], interrupted: bool) -> RunOutcome:
+    def _ended(
+        self,
+        outcomes: list[JobOutcome],
+        interrupted: bool,
+        confirmation: BaselineConfirmation | None = None,
+    ) -> RunOutcome:
+        planned = {job.name: job for job in self.scope.jobs}
         results = [result for outcome in outcomes for result in outcome.results]
         stopped = any(outcome.stop is not None for outcome in outcomes)
-        unfinished = len(results) < self.scope.n_planned
+        in_plan = [  # confirmation attempts (beyond k) never make up for a planned trial
+            result
+            for outcome in outcomes
+            for result in outcome.results
+            if result.attempt <= planned[outcome.name].attempts
+        ]
+        unfinished = len(in_plan) < self.scope.n_planned
+        confirmations = [
+            found
+            for outcome in outcomes
+            if confirmation is not None
+            for found in confirmation.confirmations(planned[outcome.name], outcome.results)
+        ]
         if interrupted:
             end = RunEnd.INTERRUPTED
         elif stopped:
             end = RunEnd.STOPPED  # not everything was run (issue 13)
+        elif any(c.confirmed for c in confirmations):
+            end = RunEnd.CONFIRMED_REGRESSION  # wins over errored trials (issue 29)
         elif unfinished or any(r.status is not TrialStatus.SCORED for r in results):
             end = RunEnd.TRIAL_ERRORS
         else:
             end = RunEnd.DONE
         resumable = interrupted or stopped or unfinished
-        return RunOutcome(end, scope=self.scope, jobs=outcomes, resumable=resumable, ran=True)
+        return RunOutcome(
+            end,
+            scope=self.scope,
+            jobs=outcomes,
+            resumable=resumable,
+            ran=True,
+            confirmations=confirmations,
+        )
 
     async def _jobs(
         self,

@@ -7,11 +7,13 @@ from enum import StrEnum
 
 from orchestra.errors import OrchestraError
 from orchestra.jobs.runner import JobOutcome
+from orchestra.run.confirmation import TaskConfirmation
 from orchestra.run.scope import RunScope
 
 
 class RunEnd(StrEnum):
     DONE = "done"  # every planned trial scored
+    CONFIRMED_REGRESSION = "confirmed_regression"  # --confirm-against: a regression confirmed
     TRIAL_ERRORS = "trial_errors"  # a trial ended in error, or not every trial ran
     STOPPED = "stopped"  # the cost cap or the circuit breaker stopped it early
     INTERRUPTED = "interrupted"  # SIGINT, SIGTERM or SIGHUP
@@ -48,6 +50,8 @@ class RunOutcome:
     ran: bool = False
     #: refused for missing API keys: `--allow-missing-keys` would print the plan
     missing_keys: bool = False
+    #: --confirm-against: the tasks that regressed against the baseline and their verdicts
+    confirmations: list[TaskConfirmation] = field(default_factory=list)
 
     @classmethod
     def refused(cls, error: Refused, scope: RunScope | None = None) -> RunOutcome:

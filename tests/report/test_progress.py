@@ -99,6 +99,23 @@ def test_a_stop_is_printed_with_its_reason() -> None:
     )
 
 
+def test_confirmation_attempts_are_labelled_and_counted_apart() -> None:
+    """`--confirm-against`: attempts beyond the job's k are confirmation attempts (issue 29)."""
+    console = Console(width=200, record=True, force_terminal=False)
+    progress = Progress(console)
+    progress.start_job("j", 2, [], attempts=1)
+    for task, attempt in (("a", 1), ("b", 1), ("a", 2)):
+        progress.trial_update(
+            trial_result(f"buzz-native/{task}", attempt, status="scored", reward=1.0)
+        )
+    progress.end_job()
+    lines = console.export_text().rstrip().splitlines()
+    assert any(line.startswith("scored    buzz-native/a #2 (confirmation) (") for line in lines)
+    assert not any("buzz-native/b #1 (confirmation)" in line for line in lines)
+    assert lines[-1].startswith("j: 3/3 done (3 scored, 0 errors)"), lines[-1]
+    assert "(with 1 confirmation attempt)" in lines[-1]
+
+
 def test_a_rerun_slot_prints_one_final_line_and_counts_once() -> None:
     """Issue 30: the attempt that is rerun is a `retrying` line, not a final `error` line with
     the counter at 0 errors, and the rerun does not print a second `started` line."""
