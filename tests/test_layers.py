@@ -1,4 +1,4 @@
-"""The package's layers, held by its import graph (README: "Layers").
+"""The package's layers, held by its import graph (docs/contributing.md: "Layers").
 
 Every `orchestra` module's imports are read with `ast` (function-level and `TYPE_CHECKING`
 imports too, since they are dependencies all the same). A folder may import its own modules,
@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 
 
 def layer_order(layers: Sequence[Sequence[str]]) -> str:
-    """The order as the README writes it, e.g. `nostr → relay | buzz → agents`."""
+    """The order as docs/contributing.md writes it, e.g. `nostr → relay | buzz → agents`."""
     return " → ".join(" | ".join(folders) for folders in layers)
 
 
@@ -152,9 +152,9 @@ def test_every_folder_has_a_layer() -> None:
     assert named - {PACKAGE_LEVEL} <= subpackages(ROOT), sorted(named - subpackages(ROOT))
 
 
-def test_the_readme_states_the_order() -> None:
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    assert layer_order(LAYERS[1:]) in readme
+def test_the_contributing_guide_states_the_order() -> None:
+    guide = (PROJECT_ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    assert layer_order(LAYERS[1:]) in guide
 
 
 # --- the checker on synthetic graphs ---------------------------------------------------------

@@ -254,8 +254,7 @@ class RayTrials:
 
     async def _run(self, request: TrialRequest, flight: Flight, task: TaskRecord) -> TrialResult:
         while True:
-            refused_all = self.refused and self.refused >= self.nodes.keys()
-            if refused_all and not await asyncio.to_thread(self._takers):
+            if self.refused and not await asyncio.to_thread(self._takers):
                 # Ray would hold the task until a node joins, which may be never
                 refused = ", ".join(sorted(self.nodes[n].label for n in self.refused))
                 message = (
@@ -282,8 +281,7 @@ class RayTrials:
             return self._finish(flight, returned, task)
 
     def _takers(self) -> set[str]:
-        """The live slot-offering nodes whose stack has not failed in this job (asked of the
-        cluster only once every node the job knows has refused: one may have joined since)."""
+        """The live slot-offering nodes whose stack has not failed in this job."""
         return slot_node_ids() - self.refused
 
     def _submit(self, request: TrialRequest) -> Any:

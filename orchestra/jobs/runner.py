@@ -40,6 +40,8 @@ class Progress(Protocol):
 
     def rerunning(self, result: TrialResult, rerun: int, reruns: int) -> None: ...
 
+    def provider_retrying(self, trial_name: str, detail: str) -> None: ...
+
     def stopped(self, reason: str, message: str) -> None: ...
 
     def end_job(self) -> None: ...
@@ -196,7 +198,7 @@ async def _run_claimed_job(
         if not interrupt.requested.is_set():
             interrupt.trigger()
 
-    hooks = JobHooks(log, on_update, on_live_cost, interrupt.hurry)
+    hooks = JobHooks(log, on_update, on_live_cost, interrupt.hurry, progress.provider_retrying)
     # The executor opens before the job's documents: the docker env builds the task images
     # there, and a failed build is a preflight error (exit 2) that leaves no job result behind.
     async with executor.open_job(services, planned, hooks) as trials:

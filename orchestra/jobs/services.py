@@ -60,6 +60,8 @@ class JobHooks:
     on_update: Callable[[TrialResult], None]  # a trial's result.json as it changes
     on_live_cost: Callable[[str, float], None]  # (trial name, USD so far) (§7.13)
     hurry: asyncio.Event  # a second SIGINT/SIGTERM: no more grace periods (§7.6)
+    #: (trial name, `provider HTTP 500, 2/4`): an agent retries a provider call
+    on_llm_retry: Callable[[str, str], None] = lambda _name, _detail: None
 
 
 async def environment_kind(services: JobServices, planned: PlannedJob) -> EnvironmentKind:
@@ -112,6 +114,7 @@ async def job_context(
             log=hooks.log,
             on_trial_update=hooks.on_update,
             on_live_cost=hooks.on_live_cost,
+            on_llm_retry=hooks.on_llm_retry,
             hurry=hooks.hurry,
             watch=watch,
         )

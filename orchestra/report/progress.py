@@ -5,7 +5,8 @@ then every running trial with its phase and how long it has run; finished trials
 above it. Anywhere else (a file, a pipe into `grep` or `tee`) there is no live view: one
 unwrapped line per event (`started …`, `scored … reward=…`; an error's further lines indented
 below it), and the overall line when a job ends. A slot rerun after a harness error prints one
-`retrying` line for the attempt that failed and one final line, for its last attempt.
+`retrying` line for the attempt that failed and one final line, for its last attempt; an agent
+retrying a failed provider call prints `retrying <task> #k (provider HTTP 500, 2/4)` each time.
 """
 
 from __future__ import annotations
@@ -138,6 +139,15 @@ class Progress:
             )
         if self._live is not None:
             self._live.refresh()
+
+    def provider_retrying(self, trial_name: str, detail: str) -> None:
+        """A running trial's agent retries a failed provider call: one line per retry."""
+        running = self._running.get(trial_name)
+        if self.quiet or running is None:
+            return
+        self.console.print(
+            Text.assemble((f"{'retrying':9}", "yellow"), f" {running.label} ({detail})")
+        )
 
     def stopped(self, reason: str, message: str) -> None:
         """The run starts no more trials; the ones in flight finish (or are cancelled)."""

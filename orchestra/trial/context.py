@@ -61,6 +61,8 @@ class JobContext:
     on_trial_update: Callable[[TrialResult], None] = lambda _result: None
     #: an in-flight trial's cost so far (trial name, USD), on every usage change (§7.13)
     on_live_cost: Callable[[str, float], None] = lambda _name, _cost: None
+    #: an in-flight trial's agent retries a provider call (trial name, `provider HTTP 500, 2/4`)
+    on_llm_retry: Callable[[str, str], None] = lambda _name, _detail: None
     #: set by a second SIGINT/SIGTERM: stop without grace periods (§7.6)
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
     #: the stack's health: a trial that needs it fails once it went down (§5.1)

@@ -17,6 +17,7 @@ from orchestra.agents.acp.records import (
     EventIgnored,
     EventQueued,
     FailureNotice,
+    LlmRetry,
     MalformedRecord,
     Record,
     Shutdown,
@@ -174,7 +175,8 @@ class AgentLogState:
 class EventLogFollower:
     """Reads one event log as it grows (like `tail -F`) and folds records into a state.
 
-    `on_change` is called after every batch of new records, so waiters can re-evaluate.
+    `on_change` is called after every batch of new records, so waiters can re-evaluate;
+    `on_llm_retry` on each provider retry the agent reports (for the live progress).
     """
 
     def __init__(
@@ -183,11 +185,13 @@ class EventLogFollower:
         *,
         on_change: Callable[[], None],
         on_bad_line: Callable[[str], None],
+        on_llm_retry: Callable[[LlmRetry], None] = lambda _record: None,
     ) -> None:
         self.path = path
         self.state = AgentLogState()
         self._on_change = on_change
         self._on_bad_line = on_bad_line
+        self._on_llm_retry = on_llm_retry
         self._offset = 0
         self._partial = b""
 
@@ -215,6 +219,8 @@ class EventLogFollower:
                 continue
             if record is None:  # a record name this version does not know
                 continue
+            if isinstance(record, LlmRetry):
+                self._on_llm_retry(record)
             self.state.apply(record)
             applied = True
         return applied

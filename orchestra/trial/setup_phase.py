@@ -242,6 +242,7 @@ async def start_agent(
         on_bad_line=lambda line: state.recorder.log(
             f"{agent_id}: event log line is not a JSON object: {line}"
         ),
+        on_llm_retry=lambda record: ctx.on_llm_retry(state.name, record.describe()),
     )
     setup.followers[agent_id] = follower
     logged_at = state.env.facts.paths.events_log(agent_id)

@@ -203,13 +203,14 @@ def test_per_agent_accounting(team_jobs) -> None:
         assert per_agent["worker-2"] == {
             "input": 0,
             "cached_input": 0,
+            "cache_write_input": 0,
             "output": 0,
             "turns": 0,
             "cost_usd": 0.0,
         }
         for agent_id in ("lead-1", "worker-1"):
             assert per_agent[agent_id]["turns"] >= 1, (name, agent_id)
-        for key in ("input", "cached_input", "output"):
+        for key in ("input", "cached_input", "cache_write_input", "output"):
             assert tokens[key] == sum(agent[key] for agent in per_agent.values()), name
         total = sum(agent["cost_usd"] for agent in per_agent.values())
         assert result["cost_usd"] == pytest.approx(total), name

@@ -382,6 +382,9 @@ def test_a_429_with_retry_after_is_waited_out_and_scored(
     assert second.received_at - first.received_at >= 2.0
     events = (run.job / result["trial_name"] / "agent" / "buzz" / "solo-1.events.jsonl").read_text()
     assert '"turn_failed"' not in events
+    # The agent's retry reaches the live progress through the event log (issue 30).
+    retrying = "retrying  buzz-native/user-mention #1 (provider HTTP 429, 1/"
+    assert retrying in done.stdout, output(done)
 
 
 def test_the_cost_cap_stops_the_job(run: Run, llm: FakeLLM, tmp_path: Path) -> None:

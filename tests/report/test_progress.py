@@ -145,3 +145,21 @@ def test_a_rerun_slot_prints_one_final_line_and_counts_once() -> None:
         "gave up a turn; rerun 1/1"
     )
     assert lines[3].startswith("j: 1/1 done (0 scored, 1 error), 0 cancelled, 0 running")
+
+
+def test_an_agents_provider_retry_is_one_line_per_retry_and_quiet_prints_none() -> None:
+    """Issue 30: while buzz-agent retries a failing provider call, the trial's line says so."""
+    progress, out = printed()
+    progress.trial_update(trial_result("buzz-native/a", trial_name="a__1", status="running"))
+    progress.provider_retrying("a__1", "provider HTTP 500, 1/4")
+    progress.provider_retrying("a__1", "provider HTTP 500, 2/4")
+    progress.provider_retrying("gone__1", "provider HTTP 500, 1/4")  # not running here: no line
+    assert out.getvalue().splitlines()[1:] == [
+        "retrying  buzz-native/a #1 (provider HTTP 500, 1/4)",
+        "retrying  buzz-native/a #1 (provider HTTP 500, 2/4)",
+    ]
+    quiet_out = io.StringIO()
+    quiet = Progress(Console(file=quiet_out, width=200, color_system=None), quiet=True)
+    quiet.trial_update(trial_result("buzz-native/a", trial_name="a__1", status="running"))
+    quiet.provider_retrying("a__1", "provider HTTP 500, 1/4")
+    assert quiet_out.getvalue() == ""

@@ -23,9 +23,10 @@ from acp.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
+from pydantic import ValidationError
 
 from orchestra.agents.acp.eventlog import EventLog
-from orchestra.agents.acp.records import ToolCall, Usage
+from orchestra.agents.acp.records import LlmRetry, ToolCall, Usage
 
 AGENT_MESSAGE_LIMIT = 8 * 1024
 USAGE_KEYS = {
@@ -35,6 +36,15 @@ USAGE_KEYS = {
     "cacheWriteTokens": "cache_write_input_tokens",
     "reasoningTokens": "reasoning_tokens",
     "llmCalls": "llm_calls",
+}
+#: buzz-agent's notification of each provider retry → an `llm_retry` record (§1.11).
+LLM_RETRY_METHOD = "buzz/llm_retry"
+LLM_RETRY_KEYS = {
+    "httpStatus": "http_status",
+    "failureClass": "failure_class",
+    "retriesUsed": "retries_used",
+    "retryBudget": "retry_budget",
+    "retryInS": "retry_in_s",
 }
 log = logging.getLogger("buzz_acp")
 usage_log = logging.getLogger("acp::usage")
@@ -150,6 +160,23 @@ class BridgeClient:
                     }
                 )
             )
+
+        elif method == LLM_RETRY_METHOD:
+            tracker = self.turns.get(session_id)
+            fields = {snake: params.get(camel) for camel, snake in LLM_RETRY_KEYS.items()}
+            try:
+                record = LlmRetry.model_validate(
+                    {
+                        "turn_id": tracker.turn_id if tracker else None,
+                        "channel_id": tracker.channel_id if tracker else None,
+                        "session_id": session_id,
+                        **fields,
+                    }
+                )
+            except ValidationError as error:
+                log.warning("malformed %s notification ignored: %s", method, error)
+                return
+            self._events.emit(record)
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise RequestError.method_not_found(f"_{method}")

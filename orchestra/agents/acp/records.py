@@ -299,6 +299,25 @@ class TurnFailed(Record):
     event_ids: list[str] | None = None
 
 
+class LlmRetry(Record):
+    """The agent retries a failed provider call (before its wait); the turn goes on."""
+
+    event: Literal["llm_retry"] = "llm_retry"
+    turn_id: str | None = None
+    channel_id: str | None = None
+    session_id: str | None = None
+    http_status: int | None = None  # the provider's HTTP status, when it had one
+    failure_class: str | None = None  # as in `turn_failed`
+    retries_used: int | None = None  # of the agent's retry budget, this retry included
+    retry_budget: int | None = None
+    retry_in_s: Number | None = None
+
+    def describe(self) -> str:
+        """`provider HTTP 500, 2/4` (the retry budget spent), for the live progress."""
+        failure = f"HTTP {self.http_status}" if self.http_status is not None else self.failure_class
+        return f"provider {failure or 'error'}, {self.retries_used}/{self.retry_budget}"
+
+
 AnyRecord = Annotated[
     Startup
     | AgentSpawned
@@ -323,7 +342,8 @@ AnyRecord = Annotated[
     | AgentMessage
     | Usage
     | TurnCompleted
-    | TurnFailed,
+    | TurnFailed
+    | LlmRetry,
     Field(discriminator="event"),
 ]
 

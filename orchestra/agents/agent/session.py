@@ -12,6 +12,8 @@ from typing import Any
 
 from orchestra.agents.agent.tools import ToolBox, tool_kind
 from orchestra.agents.agent.trimming import ContextMeter
+from orchestra.agents.llm.budget import RetryBudget
+from orchestra.agents.llm.errors import LLMError
 from orchestra.agents.llm.types import HistoryItem, ToolCall, Usage
 
 log = logging.getLogger("buzz_agent")
@@ -20,6 +22,8 @@ TOOL_UPDATE_CONTENT_CHARS = 2048
 TITLE_ARGUMENT_CHARS = 80
 USAGE_METHOD = "goose/unstable/session/update"  # the SDK prefixes the underscore
 HEARTBEAT_METHOD = "buzz/heartbeat"
+#: A provider call failed and is retried (buzz-acp writes an `llm_retry` record, §1.11).
+LLM_RETRY_METHOD = "buzz/llm_retry"
 
 
 def new_session_id() -> str:
@@ -120,6 +124,18 @@ class ClientChannel:
         await self._conn.ext_notification(
             USAGE_METHOD, {"sessionId": self._session_id, "usage": payload}
         )
+
+    async def retrying(self, err: LLMError, delay: float, budget: RetryBudget) -> None:
+        params: dict[str, Any] = {
+            "sessionId": self._session_id,
+            "failureClass": str(err.failure_class),
+            "retriesUsed": budget.used,
+            "retryBudget": budget.retries,
+            "retryInS": round(delay, 1),
+        }
+        if err.status is not None:
+            params["httpStatus"] = err.status
+        await self._conn.ext_notification(LLM_RETRY_METHOD, params)
 
     async def heartbeats(self, interval: float) -> None:
         """Runs until cancelled; a failed send (client gone) just ends the heartbeats."""

@@ -138,7 +138,7 @@ class Turn:
             effort=self.llm.effort,
         )
         try:
-            response = await self.llm.complete(conversation, round_number)
+            response = await self.llm.complete(conversation, round_number, self.client.retrying)
         except LLMError as err:
             if not err.is_context_overflow:
                 raise

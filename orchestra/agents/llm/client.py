@@ -7,6 +7,7 @@ import email.utils
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +22,9 @@ from orchestra.agents.llm.types import Conversation, LLMResponse, Route
 from orchestra.backoff import Backoff
 
 log = logging.getLogger("llm")
+
+#: Told of each retry before its wait: the failure, the wait in seconds, the budget so far.
+OnRetry = Callable[[LLMError, float, RetryBudget], Awaitable[None]]
 
 CONNECT_TIMEOUT_SECS = 30.0
 MAX_RETRY_WAIT_SECS = 120.0
@@ -143,7 +147,9 @@ class LLMClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def complete(self, conv: Conversation, round_number: int) -> LLMResponse:
+    async def complete(
+        self, conv: Conversation, round_number: int, on_retry: OnRetry | None = None
+    ) -> LLMResponse:
         """Retries 429/5xx/network/bad responses; raises LLMError when it gives up."""
         attempt = 0
         while True:
@@ -167,6 +173,8 @@ class LLMClient:
                     delay,
                     self._budget.spent(),
                 )
+                if on_retry is not None:
+                    await on_retry(err, delay, self._budget)
                 await asyncio.sleep(delay)
             else:
                 self._budget.succeeded()

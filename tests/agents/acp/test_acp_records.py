@@ -9,9 +9,11 @@ import typing
 import pytest
 from pydantic import ValidationError
 
+from orchestra.agents.acp.acp_client import LLM_RETRY_METHOD, BridgeClient, TurnTracker
 from orchestra.agents.acp.eventlog import EventLog
 from orchestra.agents.acp.records import (
     AnyRecord,
+    LlmRetry,
     MalformedRecord,
     Startup,
     TurnCompleted,
@@ -101,6 +103,26 @@ def test_reader_takes_what_the_writer_wrote() -> None:
     record = read_record(stream.getvalue().strip())
     assert isinstance(record, TurnStarted)
     assert record.event_ids == ["a", "b"] and record.attempt == 2 and record.agent_pubkey == PUBKEY
+
+
+async def test_an_agents_retry_notification_becomes_an_llm_retry_record() -> None:
+    """buzz-agent's `_buzz/llm_retry` notification → one `llm_retry` line of the running turn,
+    read back as the progress words it; a malformed one is ignored, not a crash."""
+    stream = io.StringIO()
+    client = BridgeClient(EventLog(stream, PUBKEY), lambda _session, _usage: None)
+    client.turns["ses_1"] = TurnTracker(turn_id="t1", channel_id="c1", session_id="ses_1")
+    params = {"failureClass": "server_error", "retriesUsed": 2, "retryBudget": 4, "retryInS": 2.1}
+    await client.ext_notification(
+        LLM_RETRY_METHOD, {"sessionId": "ses_1", "httpStatus": 500, **params}
+    )
+    await client.ext_notification(LLM_RETRY_METHOD, {"sessionId": "ses_1", "retriesUsed": "x"})
+    (line,) = stream.getvalue().splitlines()
+    record = read_record(line)
+    assert isinstance(record, LlmRetry)
+    assert (record.turn_id, record.channel_id, record.retry_in_s) == ("t1", "c1", 2.1)
+    assert record.describe() == "provider HTTP 500, 2/4"
+    no_answer = LlmRetry(failure_class="server_error", retries_used=1, retry_budget=4)
+    assert no_answer.describe() == "provider server_error, 1/4"  # e.g. a network failure
 
 
 def test_reader_ignores_unknown_names_and_fields() -> None:

@@ -25,6 +25,13 @@ async def test_an_always_failing_provider_uses_up_the_budget_once(fake_llm, star
     assert "retry budget 2/2 used up" in failure.value.data["detail"]
     assert budget_used_up(failure.value.data["detail"])  # so the trial is not rerun (jobs/)
     assert "(retry budget 1/2)" in stderr and "(retry budget 2/2)" in stderr
+    # Each retry is told to the ACP client as it starts (buzz-acp logs it for the progress).
+    retries = [p for m, p in agent.client.extensions if m == "buzz/llm_retry"]
+    assert [(p["httpStatus"], p["retriesUsed"], p["retryBudget"]) for p in retries] == [
+        (500, 1, 2),
+        (500, 2, 2),
+    ]
+    assert {p["sessionId"] for p in retries} == {session}
 
 
 def test_the_budget_counts_retries_in_a_row_and_caps_their_wall_clock() -> None:
