@@ -69,12 +69,19 @@ def _metrics_table(trial: dict[str, Any]) -> str:
     rewards = trial["rewards"]
     if not rewards:
         return '<p class="empty">No metrics (the trial was not scored).</p>'
+    scored = trial["status"] == "scored"
+
+    def cell(value: Any) -> str:
+        # an unscored trial's metrics are kept for inspection only: no pass/fail marks on them
+        graded = f" {'pass' if metric_passed(value) else 'fail'}" if scored else ""
+        return f'<td class="num{graded}">{escape(str(value))}</td>'
+
     rows = [
-        f"<tr><td>{escape(name)}</td>"
-        f'<td class="num {"pass" if metric_passed(value) else "fail"}">{escape(str(value))}</td></tr>'
+        f"<tr><td>{escape(name)}</td>{cell(value)}</tr>"
         for name, value in sorted(rewards.items(), key=lambda item: (item[0] != "reward", item[0]))
     ]
-    return f'<table class="metrics"><tr><th>metric</th><th class="num">value</th></tr>{"".join(rows)}</table>'
+    note = "" if scored else '<p class="empty">Not a score: kept for inspection.</p>'
+    return f'{note}<table class="metrics"><tr><th>metric</th><th class="num">value</th></tr>{"".join(rows)}</table>'
 
 
 def _details_table(details: dict[str, Any] | None, prefix: str, index_of: dict[str, int]) -> str:

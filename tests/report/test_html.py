@@ -270,3 +270,31 @@ def test_an_error_says_whose_failure_it_is_and_only_a_bug_shows_its_traceback(
     assert "  solver exploded</pre>" in errors["reply-to-thread"]
     assert "The task&#x27;s verifier failed" in errors["reply-to-thread"]
     assert [task for task, e in errors.items() if "Traceback" in e] == ["dm-reply"]
+
+
+def test_an_unscored_trial_shows_its_metrics_without_pass_or_fail_marks(tmp_path: Path) -> None:
+    """Issue 30: a trial whose provider failed is an error, not a score: the metrics its verifier
+    wrote stay for inspection, but without the grader's pass/fail marks a scored trial gets."""
+    metrics = {"reward": 0.0, "reply_to_thread": 1.0}
+    job = build_job(
+        tmp_path,
+        "unscored",
+        [
+            TrialSpec("user-mention", rewards=metrics),
+            TrialSpec("reply-to-thread", status="error", exception_type="ProviderUnavailable"),
+        ],
+    )
+    report = build_report([job])
+    # a provider failure voids the reward but keeps the verifier's metrics (§9.4)
+    report["trials"][trial_index(report, "reply-to-thread", 1)]["rewards"] = metrics
+    html = report_html(report, job)
+    tables = {}
+    for task in ("user-mention", "reply-to-thread"):
+        article = html[html.index(f"<h2>buzz-native/{task} · attempt 1</h2>") :]
+        article = article[article.index("<h3>Verifier metrics</h3>") :]
+        tables[task] = article[: article.index("</table>")]
+    assert 'class="num pass"' in tables["user-mention"]
+    assert 'class="num fail"' in tables["user-mention"]
+    assert "pass" not in tables["reply-to-thread"].replace("</table>", "")
+    assert 'class="num fail"' not in tables["reply-to-thread"]
+    assert "Not a score: kept for inspection." in tables["reply-to-thread"]
