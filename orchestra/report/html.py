@@ -38,6 +38,7 @@ from orchestra.report.html_trend import report_trend_section
 from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
 from orchestra.report.render import (
     ORACLE_NOTE,
+    confirmation_text,
     pass_at_k_text,
     rate_text,
     served_models_text,
@@ -168,6 +169,17 @@ def _team(condition: dict[str, Any]) -> str:
     return f"<h3>Agents</h3>{agents_table(agents)}" if len(agents) > 1 else ""
 
 
+def _confirmations(condition: dict[str, Any]) -> str:
+    """Confirmation attempts (beyond k), which the table and its rates leave out."""
+    lines = [
+        confirmation_text(name, c["attempts"], c["scored"], c["passes"])
+        for layer in condition["layers"].values()
+        for name, task in layer["tasks"].items()
+        if (c := task.get("confirmation"))
+    ]
+    return "".join(f'<p class="note">{escape(line)}</p>' for line in lines)
+
+
 def _condition_block(condition: dict[str, Any]) -> str:
     jobs = ", ".join(escape(job["name"]) for job in condition["jobs"])
     models = escape(served_models_text(condition["models"]))
@@ -182,6 +194,7 @@ def _condition_block(condition: dict[str, Any]) -> str:
 {f'<p class="note">{escape(ORACLE_NOTE)}</p>' if condition.get("oracle") else ""}
 {_summary_table(condition)}
 {estimates_block(condition["totals"])}
+{_confirmations(condition)}
 {_team(condition)}
 {f"<h3>Errors and cancellations</h3><ul>{errors}</ul>" if errors else ""}
 <h3>Metric heatmap (trials where the metric held / scored trials)</h3>

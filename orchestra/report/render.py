@@ -277,13 +277,19 @@ def estimate_lines(totals: GroupSummary) -> list[str]:
 def confirmation_lines(condition: ConditionSummary) -> list[str]:
     """Attempts beyond k (confirmation reruns), which the rows and rates leave out."""
     return [
-        f"confirmation attempts: {task_name} passed {confirmation.passes} of "
-        f"{confirmation.scored} scored ({plural(confirmation.attempts, 'attempt')} beyond k, "
-        "not in the pass rates)"
+        confirmation_text(task_name, c.attempts, c.scored, c.passes)
         for layer in condition.layers.values()
         for task_name, task in layer.tasks.items()
-        if (confirmation := task.confirmation) is not None
+        if (c := task.confirmation) is not None
     ]
+
+
+def confirmation_text(task_name: str, attempts: int, scored: int, passes: int) -> str:
+    """One task's confirmation attempts, as the summary and report.html say it."""
+    return (
+        f"confirmation attempts: {task_name} passed {passes} of {scored} scored "
+        f"({plural(attempts, 'attempt')} beyond k, not in the pass rates)"
+    )
 
 
 def share_text(share: float | None) -> str:

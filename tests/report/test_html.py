@@ -298,3 +298,25 @@ def test_an_unscored_trial_shows_its_metrics_without_pass_or_fail_marks(tmp_path
     assert "pass" not in tables["reply-to-thread"].replace("</table>", "")
     assert 'class="num fail"' not in tables["reply-to-thread"]
     assert "Not a score: kept for inspection." in tables["reply-to-thread"]
+
+
+def test_confirmation_attempts_are_listed_apart_on_the_page(tmp_path: Path) -> None:
+    """Issue 29: attempts beyond k (confirmation reruns) stay out of the table's rates and are
+    shown as confirmation attempts under the condition's table."""
+    passed, failed = {"reward": 1.0}, {"reward": 0.0}
+    job = build_job(
+        tmp_path,
+        "confirming",
+        [
+            TrialSpec("user-mention", rewards=passed),
+            TrialSpec("reply-to-thread", rewards=failed),
+            TrialSpec("reply-to-thread", attempt=2, rewards=failed),
+            TrialSpec("reply-to-thread", attempt=3, rewards=passed),
+        ],
+    )
+    html = report_html(build_report([job]), job)
+    assert (
+        "confirmation attempts: buzz-native/reply-to-thread passed 1 of 2 scored "
+        "(2 attempts beyond k, not in the pass rates)"
+    ) in html
+    assert "confirmation attempts: buzz-native/user-mention" not in html
