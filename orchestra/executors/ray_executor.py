@@ -116,11 +116,15 @@ class Flight:
 
     identity: TrialIdentity
     started_at: str
+    retried_from: list[RetriedAttempt]  # the slot's earlier attempts, which its result lists
     node: NodeRecord | None = None
     latest: TrialResult | None = None
 
     def last_seen(self) -> TrialResult:
-        return self.latest or TrialResult.starting(self.identity, self.started_at)
+        if self.latest is not None:
+            return self.latest
+        starting = TrialResult.starting(self.identity, self.started_at)
+        return starting.model_copy(update={"retried_from": self.retried_from})
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,7 @@ class RayTrials:
             condition=condition.name,
             manifest_sha256=condition.manifest_sha256,
         )
-        flight = Flight(identity, utc_timestamp())
+        flight = Flight(identity, utc_timestamp(), list(retried_from))
         self.flights[naming.name] = flight
         self.hooks.on_update(flight.last_seen())  # the job's result.json: running
         request = TrialRequest(

@@ -307,7 +307,10 @@ class Dispatch:
         earlier: list[RetriedAttempt] = []
         while True:
             trial = await self.trials.run(task, attempt, earlier)
-            rerun = will_rerun(trial, self.shared.config.retries, controls.stop is not None)
+            retries = self.shared.config.retries
+            # counted here too: a result that does not list its earlier attempts must not make
+            # the slot rerun for ever
+            rerun = len(earlier) < retries and will_rerun(trial, retries, controls.stop is not None)
             # a rerun waits for a restarting stack
             if not rerun or not await watch.usable():
                 self.final(trial)  # a rerun announced when the trial ended did not happen
