@@ -91,6 +91,9 @@ def compose_project() -> str:
 
 
 def choose_modes(stack: StackChoice, env: EnvChoice, relay_url: str | None) -> Modes:
+    # callers may hold the plain strings a run.json or a test spells; compare members only
+    stack = stack if stack == AUTO else StackMode(stack)
+    env = env if env == AUTO else EnvKind(env)
     if relay_url is not None and stack == AUTO:
         stack = StackMode.EXTERNAL
     if stack is StackMode.EXTERNAL and relay_url is None:

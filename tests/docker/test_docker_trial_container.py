@@ -228,7 +228,7 @@ async def test_the_verifier_container_is_removed_and_a_timeout_kills_it(
     inputs = _verifier_inputs("#!/bin/sh\necho begin\nsleep 600\n")
     with pytest.raises(VerifierTimeout) as caught:
         await verifier.run(inputs, 1, lambda _note: None)
-    assert caught.value.verifier is not None and caught.value.verifier["timed_out"] is True
+    assert caught.value.verifier is not None and caught.value.verifier.timed_out is True
     assert verifier.trial.test_stdout.read_text() == "begin\n"
     gone = await run_command(["docker", "inspect", verifier_container_name(verifier.trial_id)])
     assert gone.returncode != 0  # removed
