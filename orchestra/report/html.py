@@ -27,6 +27,7 @@ from orchestra.report.html_filter import (
 )
 from orchestra.report.html_stats import (
     BAR_STYLE,
+    condition_pass_at_k,
     estimates_block,
     group_pass_hat_k,
     interval_cell,
@@ -121,7 +122,12 @@ def _summary_table(condition: dict[str, Any]) -> str:
         )
     rows.append(
         '<tr class="group"><td>all</td><td>(condition)</td>'
-        + _numbers(condition["totals"], "—", group_pass_hat_k(condition["totals"]), "")
+        + _numbers(
+            condition["totals"],
+            condition_pass_at_k(condition["totals"]),
+            group_pass_hat_k(condition["totals"]),
+            "",
+        )
         + "</tr>"
     )
     return f'<table class="summary"><tr>{head}</tr>{"".join(rows)}</table>'

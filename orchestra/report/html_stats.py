@@ -90,17 +90,27 @@ def task_pass_hat_k(task: dict[str, Any]) -> str:
     return f'<span class="txt">pass^{k} {value}</span>'
 
 
-def group_pass_hat_k(group: dict[str, Any]) -> str:
-    """The mean of pass^k over tasks with its interval, as a line under pass@k."""
-    values = group.get("pass_hat_ks") or {}
+def _largest_k(group: dict[str, Any], key: str, label: str) -> str:
+    values = group.get(key) or {}
     if not values:
         return ""
     k = max(values, key=int)
     estimate = values[k]
     return (
-        f'<span class="txt">pass^{k} {estimate["value"]:.2f} '
+        f'<span class="txt">{label}{k} {estimate["value"]:.2f} '
         f"{interval_text(estimate['interval'])}</span>"
     )
+
+
+def group_pass_hat_k(group: dict[str, Any]) -> str:
+    """The mean of pass^k over tasks with its interval, as a line under pass@k."""
+    return _largest_k(group, "pass_hat_ks", "pass^")
+
+
+def condition_pass_at_k(totals: dict[str, Any]) -> str:
+    """The condition's pass@k at its largest k over the tasks that reach it ("—" with none):
+    the layers may use different k, whose plain mean would mean nothing."""
+    return _largest_k(totals, "pass_at_ks", "pass@") or "—"
 
 
 def estimates_block(totals: dict[str, Any]) -> str:

@@ -65,12 +65,22 @@ def task_pass_hat_k_text(task: TaskSummary) -> str:
     return "—" if value is None else pass_at_k_text(value, [k])
 
 
-def group_pass_hat_k_text(group: GroupSummary) -> str:
-    if not group.pass_hat_ks:
+def _largest_k_text(estimates: dict[int, Estimate]) -> str:
+    if not estimates:
         return "—"
-    k = max(group.pass_hat_ks)
-    estimate = group.pass_hat_ks[k]
+    k = max(estimates)
+    estimate = estimates[k]
     return f"{estimate_text(estimate)} (k={k}, {plural(estimate.n_tasks, 'task')})"
+
+
+def group_pass_hat_k_text(group: GroupSummary) -> str:
+    return _largest_k_text(group.pass_hat_ks)
+
+
+def condition_pass_at_k_text(totals: GroupSummary) -> str:
+    """The condition's pass@k at one k over the tasks that reach it: the layers' own pass@k
+    may use different k, whose plain mean would mean nothing."""
+    return _largest_k_text(totals.pass_at_ks)
 
 
 def _kilo(value: int) -> str:
@@ -195,7 +205,7 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
     cells = {
         **_counts(totals),
         **_intervals(totals),
-        "pass_at_k": "—",
+        "pass_at_k": condition_pass_at_k_text(totals),
         "pass_hat_k": group_pass_hat_k_text(totals),
         "failing": "",
         **_usage(totals),
