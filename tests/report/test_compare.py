@@ -9,9 +9,9 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.report_commands import register
-from orchestra.report.compare import compare_paths, exit_code
-from orchestra.report.compare_format import format_markdown, format_text
-from orchestra.report.stats import wilson
+from orchestra.report.compare.comparison import compare_paths, exit_code
+from orchestra.report.compare.format import format_markdown, format_text
+from orchestra.report.stats.inference import wilson
 
 MENTION_PASS = {"reward": 1.0, "answer_correct": 1.0, "user_p_tagged": 1.0}
 MENTION_FAIL = {"reward": 0.0, "answer_correct": 1.0, "user_p_tagged": 0.0}

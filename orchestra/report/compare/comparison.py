@@ -1,6 +1,6 @@
 """`orchestra compare`: did the candidate get worse than the baseline, and by how much?
 
-The verdict is the suite's (orchestra.report.paired): tasks scored on both sides are paired,
+The verdict is the suite's (orchestra.report.stats.paired): tasks scored on both sides are paired,
 the mean per-task difference of mean reward gets a paired bootstrap interval and an exact test
 (McNemar with one attempt per task on each side, a sign-flip permutation test otherwise), and
 a regression significant at α fails the comparison (exit 3). Tasks are not dropped silently:
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import read_json_object
-from orchestra.report.paired import SuiteComparison, TaskPair, compare_suite
 from orchestra.report.report_json import build_report
-from orchestra.report.stats import Bounds, significant, wilson
+from orchestra.report.stats.inference import Bounds, significant, wilson
+from orchestra.report.stats.paired import SuiteComparison, TaskPair, compare_suite
 
 ALPHA = 0.05
 REGRESSION = "regression"

@@ -6,8 +6,14 @@ import json
 from typing import Any
 
 from orchestra.plural import plural
-from orchestra.report.compare import IMPROVEMENT, MISSING, REGRESSION, UNCHANGED, UNSCORED
-from orchestra.report.power import attempts_needed, minimum_tasks
+from orchestra.report.compare.comparison import (
+    IMPROVEMENT,
+    MISSING,
+    REGRESSION,
+    UNCHANGED,
+    UNSCORED,
+)
+from orchestra.report.stats.power import attempts_needed, minimum_tasks
 
 TEST_NAMES = {
     "mcnemar-exact": "exact McNemar",
