@@ -84,6 +84,28 @@ def attempts_job(jobs: Path, name: str, rewards: list[float]) -> Path:
     ], attempts=len(rewards))  # fmt: skip
 
 
+def test_a_run_compared_with_itself_after_an_errored_task_excludes_it(tmp_path: Path) -> None:
+    """docs/statistics.md "What compare excludes": a task the baseline did not score is left
+    out with its reason, never counted as lost (the nightly's pre-check compares the baseline
+    with itself)."""
+    run = build_job(tmp_path, "errored", [
+        TrialSpec("user-mention", status="error", exception_type="AgentLaunchError"),
+        TrialSpec("reply-to-thread", rewards=THREAD_PASS),
+    ])  # fmt: skip
+    result = CliRunner().invoke(cli(), ["compare", str(run), str(run)])
+    assert result.exit_code == 0, result.output
+    comparison = compare_paths(run, run)
+    assert comparison["missing_tasks"] == [] and exit_code(comparison) == 0
+    reason = (
+        "the baseline scored no trial of it (1 error(s), 0 cancelled): excluded from the comparison"
+    )
+    assert comparison["excluded_tasks"] == [
+        {"task": "buzz-native/user-mention", "status": "excluded", "reason": reason}
+    ]
+    assert f"EXCLUDED     buzz-native/user-mention (regression): {reason}" in result.output
+    assert "1 excluded" in result.output
+
+
 def test_k_greater_than_one_carries_a_significance_note(tmp_path: Path) -> None:
     def job(name: str, rewards: list[float]) -> Path:
         return attempts_job(tmp_path, name, rewards)

@@ -7,6 +7,7 @@ from typing import Any
 
 from orchestra.plural import plural
 from orchestra.report.compare.comparison import (
+    EXCLUDED,
     IMPROVEMENT,
     MISSING,
     REGRESSION,
@@ -46,7 +47,9 @@ def headline(comparison: dict[str, Any]) -> str:
         f"{statuses.count(IMPROVEMENT)} improved",
         f"{statuses.count(UNCHANGED)} unchanged",
     ]
-    parts += [f"{statuses.count(s)} {s}" for s in (UNSCORED, MISSING, "new") if s in statuses]
+    parts += [
+        f"{statuses.count(s)} {s}" for s in (UNSCORED, MISSING, EXCLUDED, "new") if s in statuses
+    ]
     return ", ".join(parts)
 
 
