@@ -16,10 +16,10 @@ from orchestra.cli.help import Command, epilog
 from orchestra.cli.leaderboard import LEADERBOARD_EPILOG, leaderboard
 from orchestra.documents.io import DocumentError
 from orchestra.report.compare.comparison import ALPHA, CompareInputError, compare_paths, exit_code
-from orchestra.report.compare.format import FORMATTERS, target_effect_dict
+from orchestra.report.compare.format import FORMATTERS, effect_plan
 from orchestra.report.html.page import write_report_html
 from orchestra.report.junit import write_junit_xml
-from orchestra.report.report_json import build_report, write_report_json
+from orchestra.report.report_json import build_report
 
 REPORT_JSON = "report.json"
 JUNIT_XML = "junit.xml"
@@ -41,7 +41,7 @@ def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
     report = build_report(job_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(out_dir / REPORT_JSON, out_dir / JUNIT_XML, out_dir / REPORT_HTML)
-    write_report_json(report, files.report_json)
+    report.write(files.report_json)
     write_junit_xml(report, files.junit_xml)
     write_report_html(report, files.report_html)
     return files
@@ -171,9 +171,7 @@ def compare(
     except (DocumentError, CompareInputError) as error:
         fail(str(error))
     if target_effect is not None:
-        comparison["target_effect"] = target_effect_dict(
-            comparison["suite"]["n_tasks"], target_effect, alpha
-        )
+        comparison.target_effect = effect_plan(comparison.suite.n_tasks, target_effect, alpha)
     sys.stdout.write(FORMATTERS[output_format.value](comparison))
     raise typer.Exit(exit_code(comparison))
 

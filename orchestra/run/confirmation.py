@@ -58,9 +58,9 @@ class BaselineConfirmation:
     """`orchestra.jobs.runner.Confirmation` against a baseline run, job or report.json."""
 
     def __init__(self, config: RunConfig, baseline: Path) -> None:
-        side = load_side(baseline)  # `CompareInputError` naming the path
+        side = load_side(baseline)  # `CompareInputError` or `DocumentError` naming the path
         self.baseline = {
-            name: _rewards(successes_of(task), int(task["scored"]))
+            name: _rewards(successes_of(task.summary), task.summary.scored)
             for name, task in side.tasks.items()
         }
         self.extra = config.confirm_attempts

@@ -167,7 +167,7 @@ class Run:
             return None
         try:
             return BaselineConfirmation(self.config, baseline)
-        except CompareInputError as error:
+        except (CompareInputError, DocumentError) as error:
             raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
 
     def _execute(
