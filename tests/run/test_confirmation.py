@@ -4,11 +4,10 @@ extra attempts run out; and the line each verdict prints."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from documents_support import trial_result
+from documents_support import report_document, trial_result
 
 from orchestra.config.task import load_task
 from orchestra.documents.run_config import RunConfig
@@ -24,14 +23,8 @@ FLIPPED, STEADY = "buzz-native/user-mention", "buzz-native/multiline-message"
 
 
 def baseline_report(path: Path, tasks: dict[str, tuple[int, int]]) -> Path:
-    """A report.json as `orchestra report` writes it, reduced to what a comparison reads:
-    per task (passes, scored)."""
-    rows = {
-        name: {"pass_rate": passes / scored, "scored": scored, "successes": passes}
-        for name, (passes, scored) in tasks.items()
-    }
-    report = {"conditions": [{"condition": "c", "layers": {"regression": {"tasks": rows}}}]}
-    path.write_text(json.dumps(report), encoding="utf-8")
+    """A report.json as `orchestra report` writes it, of tasks with these (passes, scored)."""
+    report_document(tasks).write(path)
     return path
 
 
