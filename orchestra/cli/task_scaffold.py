@@ -34,6 +34,7 @@ def scaffold_files(task_dir: Path, layer: str) -> dict[str, str]:
         (
             template.VERIFY_HEAD,
             template.SHARED_HELPERS,
+            template.TRACE_HELPERS,
             template.VERIFY_BODY,
             template.SHARED_ENTRY_POINTS,
         )

@@ -176,8 +176,8 @@ def test_the_guides_worked_example_is_sound_on_paper(tmp_path: Path) -> None:
                 'numbers = re.findall(r"\\d+", content(final))',
             ),
             (
-                '"answer_correct": EXPECTED_WORD in words,',
-                '"answer_correct": EXPECTED_WEEKS in numbers,',
+                '"answer_correct": len(answers) == 1 and EXPECTED_WORD in words,',
+                '"answer_correct": len(answers) == 1 and EXPECTED_WEEKS in numbers,',
             ),
         ],
         "solution/solve.sh": [("'@%s ready\\n'", "'@%s 84 days are 12 weeks.\\n'")],
