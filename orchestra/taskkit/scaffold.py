@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestra.cli import task_template as template
+from orchestra.taskkit import template
 from orchestra.config.task import BUZZ_LAYERS
 from orchestra.errors import OrchestraError
 

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestra.cli.task_cases import CaseWorld, cases_path, load_cases
-from orchestra.cli.task_stack import Replay, StackOptions, StackRun, replay
-from orchestra.cli.task_verifier import Verdict, run_verifier
+from orchestra.taskkit.cases import CaseWorld, cases_path, load_cases
+from orchestra.taskkit.stack import Replay, StackOptions, StackRun, replay
+from orchestra.taskkit.verifier import Verdict, run_verifier
 from orchestra.config.errors import ConfigError, display_path
 from orchestra.config.task import Task, load_task
 from orchestra.documents.enums import TrialStatus
