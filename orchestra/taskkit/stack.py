@@ -1,20 +1,30 @@
-"""Replaying a task's oracle and negative solutions through the real stack: the same
-`run_benchmark` as `orchestra benchmark -p PATH` (oracle manifest and endpoint, `-k 1`),
-over private copies of the tasks whose `solution/solve.sh` is the script under test."""
+"""Replaying a task's oracle and negative solutions through the real stack: the same `Run` as
+`orchestra benchmark -p PATH` (oracle manifest and endpoint, `-k 1`), over private copies of
+the tasks whose `solution/solve.sh` is the script under test; the trials are read from its
+`RunOutcome`."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestra.cli.benchmark import run_benchmark
-from orchestra.documents.io import DocumentError
+from rich.console import Console
+
 from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
-from orchestra.paths import DEFAULT_ENDPOINT_CONFIG, DEFAULT_MANIFEST, PROJECT_ROOT, TaskPaths
+from orchestra.paths import (
+    DEFAULT_ENDPOINT_CONFIG,
+    DEFAULT_MANIFEST,
+    PROJECT_ROOT,
+    JobPaths,
+    TaskPaths,
+)
+from orchestra.run.driver import Run
+from orchestra.run.execution import Execution
+from orchestra.run.outcome import Refused, RunOutcome
+from orchestra.run.prepare import plan_benchmark
 
 
 def check_run(given: dict[str, object] | None = None) -> RunConfig:
@@ -34,53 +44,59 @@ class StackOptions:
 
 @dataclass(frozen=True)
 class Replay:
-    """One script's trial: its result (None when no trial was recorded) and its directory."""
+    """One script's trial: its result and its directory."""
 
-    result: TrialResult | None
-    trial_dir: Path | None
+    result: TrialResult
+    trial_dir: Path
 
 
 @dataclass(frozen=True)
 class StackRun:
-    exit_code: int
-    output: str
+    outcome: RunOutcome
     replays: dict[str, Replay]  # by task directory name
+
+    def why_no_trial(self) -> str:
+        """How the run ended and its last error, for a task it recorded no trial of."""
+        last = self.outcome.errors[-1].splitlines()[-1:] if self.outcome.errors else []
+        return f"the run ended {self.outcome.end}: {last[0] if last else 'no error reported'}"
 
 
 def replay(name: str, scripts: dict[Path, Path], options: StackOptions) -> StackRun:
-    """One benchmark job over copies of the tasks in `scripts` (task dir -> the script to play
+    """One benchmark run over copies of the tasks in `scripts` (task dir -> the script to play
     as its solution); results keyed by task directory name."""
     dataset = options.work_dir / name / "tasks"
     for task_dir, script in scripts.items():
         copy = dataset / task_dir.name
         shutil.copytree(task_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copyfile(script, TaskPaths(copy).solve_sh)
-    jobs_dir = options.work_dir / name / "jobs"
     config = options.run.updated(
         {
             "path": dataset,
             "attempts": 1,
             "manifest": PROJECT_ROOT / DEFAULT_MANIFEST,
             "endpoint_config": PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG,
-            "jobs_dir": jobs_dir,
+            "jobs_dir": options.work_dir / name / "jobs",
             "job_name": name,
             "run_name": name,
             "new_run": True,
             "quiet": True,
         }
     )
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = run_benchmark(config)
-    return StackRun(code, output.getvalue(), _replays(jobs_dir / name / name))
+    execution = Execution.of(config)
+    try:
+        plan = plan_benchmark(config, execution)
+    except Refused as error:
+        return StackRun(RunOutcome.refused(error), {})
+    # the run's progress and notes are not the check's output: its lines name what failed
+    quiet = Console(file=io.StringIO())
+    outcome = Run(plan, execution, quiet, warn=lambda _line: None).execute()
+    return StackRun(outcome, _replays(outcome))
 
 
-def _replays(job_dir: Path) -> dict[str, Replay]:
-    replays: dict[str, Replay] = {}
-    for path in sorted(job_dir.glob("*/result.json")):
-        try:
-            result = TrialResult.load(path)
-        except DocumentError:
-            continue
-        replays[result.short_name] = Replay(result, path.parent)
-    return replays
+def _replays(outcome: RunOutcome) -> dict[str, Replay]:
+    """The last result of each task's trial (a rerun supersedes the attempt before it)."""
+    return {
+        result.short_name: Replay(result, JobPaths(job.path).trial(result.trial_name).root)
+        for job in outcome.jobs
+        for result in job.results
+    }
