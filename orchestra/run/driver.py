@@ -27,9 +27,9 @@ from orchestra.jobs.plan import Plan, render_dry_run
 from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
 from orchestra.jobs.services import JobServices
 from orchestra.paths import JobPaths
-from orchestra.report.compare import CompareInputError
-from orchestra.report.power import dry_run_power_text
-from orchestra.report.progress import Progress
+from orchestra.report.compare.comparison import CompareInputError
+from orchestra.report.stats.power import dry_run_power_text
+from orchestra.report.text.progress import Progress
 from orchestra.run.confirmation import BaselineConfirmation
 from orchestra.run.execution import (
     Execution,
