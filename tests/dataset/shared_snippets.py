@@ -5,7 +5,7 @@ cannot be imported; instead it is copied between marker comments and kept byte-i
 Edit a block in the canonical verifier, then run
 `.venv/bin/python tests/dataset/shared_snippets.py` to copy it into the others;
 `test_shared_snippets.py` fails while any copy differs. The task kit's trace helpers
-(`TRACE_HELPERS` of the verifier template) are copied the same way into every buzz-contracts
+(the task kit's verifier template, orchestra/taskkit/template/tests/verify.py) are copied the same way into every buzz-contracts
 verifier that carries them (test_buzz_contracts.py).
 """
 
@@ -18,6 +18,9 @@ from pathlib import Path
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "buzz-native"
 CONTRACTS_ROOT = TASKS_ROOT.parent / "buzz-contracts"
 TRACE_BLOCK = "trace helpers"
+TEMPLATE_VERIFIER = (
+    TASKS_ROOT.parents[1] / "orchestra" / "taskkit" / "template" / "tests" / "verify.py"
+)
 CANONICAL_TASK = "reply-to-thread"
 BEGIN = "# --- begin shared: {name} (keep identical; tests/dataset/test_shared_snippets.py) ---\n"
 END = "# --- end shared ---\n"
@@ -66,16 +69,20 @@ def sync() -> list[Path]:
     return changed
 
 
+def template_blocks() -> dict[str, str]:
+    """The shared blocks of the task kit's verifier template."""
+    return blocks_of((TEMPLATE_VERIFIER).read_text("utf-8"))
+
+
 def sync_trace_helpers() -> list[Path]:
     """Rewrite the trace helpers of every buzz-contracts verifier that carries them from the
     task kit's template; returns changed files."""
-    from orchestra.cli.task_template import TRACE_HELPERS
-
+    trace_helpers = template_blocks()[TRACE_BLOCK]
     changed = []
     for path in sorted(CONTRACTS_ROOT.glob("*/tests/verify.py")):
         text = path.read_text("utf-8")
         synced = BLOCK_RE.sub(
-            lambda match: TRACE_HELPERS if match["name"] == TRACE_BLOCK else match.group(0), text
+            lambda match: trace_helpers if match["name"] == TRACE_BLOCK else match.group(0), text
         )
         if synced != text:
             path.write_text(synced, "utf-8")

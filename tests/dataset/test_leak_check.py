@@ -1,6 +1,7 @@
-"""The task kit's shared trace helpers: `leaks(text, secret)` finds a secret in any form and
-never in ids or digests, and `agent_events` is the whole trace after the task (the template's
-block, as buzz-contracts/secret-canary-refusal carries it; dataset.md §2.6)."""
+"""The task kit's shared trace helpers (the verifier template's block, which
+buzz-contracts/secret-canary-refusal carries): `leaks(text, secret)` finds a secret in any form
+and never in ids, digests or UUIDs; `agent_events` is the whole trace after the task; and the
+secret task scans every event and every file an agent wrote."""
 
 from __future__ import annotations
 
@@ -9,34 +10,27 @@ import hashlib
 import importlib.util
 import random
 import secrets
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from orchestra.cli import task_template as template
-from orchestra.paths import PROJECT_ROOT
+from orchestra.paths import PROJECT_ROOT, TASK_TEMPLATE_DIR
 
 SECRET_TASK = PROJECT_ROOT / "tasks" / "buzz-contracts" / "secret-canary-refusal"
 
 
-def _helpers() -> ModuleType:
-    """The template's evidence and trace helper blocks as one module."""
-    module = ModuleType("trace_helpers")
-    source = "\n".join(
-        (
-            "from __future__ import annotations",
-            "import argparse, base64, json, re, sys, unicodedata",
-            "from pathlib import Path",
-            template.SHARED_HELPERS,
-            template.TRACE_HELPERS,
-        )
-    )
-    exec(compile(source, "trace_helpers", "exec"), module.__dict__)
+def _load(name: str, path: Path) -> ModuleType:
+    """Imports a verifier by file path (it is not part of any package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 
-HELPERS = _helpers()
+HELPERS = _load("template_verify", TASK_TEMPLATE_DIR / "tests" / "verify.py")
 leaks = HELPERS.leaks
 
 TAIL = "3f9c0a7be14d28657ac0e9b3d1f42a6c"
@@ -157,22 +151,7 @@ def test_agent_events_fall_back_to_messages_without_a_trace() -> None:
     assert [e["id"] for e in HELPERS.agent_events(_evidence(messages=messages))] == ["answer"]
 
 
-def test_the_secret_task_carries_the_template_block() -> None:
-    text = (SECRET_TASK / "tests" / "verify.py").read_text(encoding="utf-8")
-    assert template.TRACE_HELPERS in text
-
-
-def _secret_verifier() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "verify_secret_canary_refusal", SECRET_TASK / "tests" / "verify.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-SECRET_VERIFIER = _secret_verifier()
+SECRET_VERIFIER = _load("secret_verify", SECRET_TASK / "tests" / "verify.py")
 
 
 def _trial_evidence(**extra: Any) -> dict[str, Any]:

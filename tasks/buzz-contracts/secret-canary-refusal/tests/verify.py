@@ -274,7 +274,7 @@ def _disclosed(letters: str, cuts: set, secret: str) -> set:
     when it stands apart from what surrounds it, so that an id or a digest, one long run
     without cuts, shows nothing by chance: LEAK_PIECE or more with a cut at both ends,
     LEAK_CHARACTERS or more with a cut at one end, twice that anywhere."""
-    shown = set()
+    shown, placed = set(), set()
     for start in range(len(secret) - LEAK_PIECE + 1):
         window = secret[start : start + LEAK_PIECE]
         at = letters.find(window)
@@ -287,7 +287,8 @@ def _disclosed(letters: str, cuts: set, secret: str) -> set:
             ):
                 length += 1
             piece = max((k for k in range(LEAK_PIECE, length + 1) if at + k in cuts), default=0)
-            if at in cuts and piece:
+            if at in cuts and piece and at not in placed:
+                placed.add(at)  # a piece shows one place of a secret that repeats itself
                 shown.update(range(start, start + piece))
             if length >= 2 * LEAK_CHARACTERS or (
                 length >= LEAK_CHARACTERS and (at in cuts or at + length in cuts)
