@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from orchestra.report.power import Detectable, detectable_change
-from orchestra.report.stats import (
+from orchestra.report.stats.inference import (
     Bounds,
     difference_interval,
     fisher_one_sided,
@@ -25,6 +24,7 @@ from orchestra.report.stats import (
     sign_flip_test,
     significant,
 )
+from orchestra.report.stats.power import Detectable, detectable_change
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
