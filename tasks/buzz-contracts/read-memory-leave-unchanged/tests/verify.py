@@ -181,10 +181,10 @@ MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
 
 def agent_events(evidence: dict) -> list | None:
     """Every event an agent signed after the task event, in the relay's order (`trace`,
-    orchestrator.md §8); None for evidence without a trace, [] when the task event is not
-    in it exactly once."""
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
     trace = evidence.get("trace")
-    if not isinstance(trace, list):
+    if not isinstance(trace, list) or not trace:
         return None
     entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
     identities = as_dict(evidence.get("identities")).values()
@@ -199,7 +199,7 @@ def agent_events(evidence: dict) -> list | None:
 def trace_complete(evidence: dict) -> bool:
     """No trace (evidence from before it) or one that holds the task event exactly once."""
     trace = evidence.get("trace")
-    if trace is None:
+    if trace is None or trace == []:
         return True
     task_event_id = evidence.get("task_event_id")
     return (
