@@ -15,8 +15,14 @@ from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.tally import metric_passed
-from orchestra.report.compare import load_side, successes_of
-from orchestra.report.confirm import BELOW_CONTRACT, NOISE, REGRESSION, TaskVerdict, confirm_task
+from orchestra.report.compare.comparison import load_side, successes_of
+from orchestra.report.stats.confirm import (
+    BELOW_CONTRACT,
+    NOISE,
+    REGRESSION,
+    TaskVerdict,
+    confirm_task,
+)
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ import pytest
 from shared_snippets import canonical_blocks
 from solution_headers import read_expectation
 
-from orchestra.cli import task_template
-from orchestra.cli.task_check import CheckOptions, TaskCheck, check_tasks, negative_solution
-from orchestra.cli.task_scaffold import ScaffoldError, scaffold
-from orchestra.cli.task_stack import StackOptions, check_run, replay
 from orchestra.config.task import load_task
 from orchestra.paths import PROJECT_ROOT, TaskPaths
+from orchestra.taskkit import template as task_template
+from orchestra.taskkit.check import CheckOptions, TaskCheck, check_tasks, negative_solution
+from orchestra.taskkit.scaffold import ScaffoldError, scaffold
+from orchestra.taskkit.stack import StackOptions, check_run, replay
 
 CONTRACTS = PROJECT_ROOT / "tasks" / "buzz-contracts"
 NEGATIVES = PROJECT_ROOT / "tests" / "fixtures" / "negative-solutions" / "buzz-contracts"

@@ -9,9 +9,9 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.report_commands import register
-from orchestra.report.compare import compare_paths, exit_code
-from orchestra.report.compare_format import format_markdown, format_text
-from orchestra.report.stats import wilson
+from orchestra.report.compare.comparison import compare_paths, exit_code
+from orchestra.report.compare.format import format_markdown, format_text
+from orchestra.report.stats.inference import wilson
 
 MENTION_PASS = {"reward": 1.0, "answer_correct": 1.0, "user_p_tagged": 1.0}
 MENTION_FAIL = {"reward": 0.0, "answer_correct": 1.0, "user_p_tagged": 0.0}
@@ -82,6 +82,28 @@ def attempts_job(jobs: Path, name: str, rewards: list[float]) -> Path:
                   rewards={"reward": r, "both_answered": r})
         for i, r in enumerate(rewards)
     ], attempts=len(rewards))  # fmt: skip
+
+
+def test_a_run_compared_with_itself_after_an_errored_task_excludes_it(tmp_path: Path) -> None:
+    """docs/statistics.md "What compare excludes": a task the baseline did not score is left
+    out with its reason, never counted as lost (the nightly's pre-check compares the baseline
+    with itself)."""
+    run = build_job(tmp_path, "errored", [
+        TrialSpec("user-mention", status="error", exception_type="AgentLaunchError"),
+        TrialSpec("reply-to-thread", rewards=THREAD_PASS),
+    ])  # fmt: skip
+    result = CliRunner().invoke(cli(), ["compare", str(run), str(run)])
+    assert result.exit_code == 0, result.output
+    comparison = compare_paths(run, run)
+    assert comparison["missing_tasks"] == [] and exit_code(comparison) == 0
+    reason = (
+        "the baseline scored no trial of it (1 error(s), 0 cancelled): excluded from the comparison"
+    )
+    assert comparison["excluded_tasks"] == [
+        {"task": "buzz-native/user-mention", "status": "excluded", "reason": reason}
+    ]
+    assert f"EXCLUDED     buzz-native/user-mention (regression): {reason}" in result.output
+    assert "1 excluded" in result.output
 
 
 def test_k_greater_than_one_carries_a_significance_note(tmp_path: Path) -> None:

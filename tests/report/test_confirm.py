@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from orchestra.report.confirm import confirm_task, target_p_value
+from orchestra.report.stats.confirm import confirm_task, target_p_value
 
 
 def test_target_p_value_is_the_binomial_tail() -> None:

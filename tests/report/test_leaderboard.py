@@ -9,7 +9,7 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.report_commands import register
-from orchestra.report.stats import wilson
+from orchestra.report.stats.inference import wilson
 
 TASKS = [f"task-{i}" for i in range(8)]
 

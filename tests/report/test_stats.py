@@ -1,4 +1,4 @@
-"""Every figure of orchestra.report.stats and power against an independent brute force."""
+"""Every figure of orchestra.report.stats.inference and power against an independent brute force."""
 
 import itertools
 import math
@@ -9,17 +9,17 @@ import sys
 import pytest
 
 from orchestra.jobs.aggregate import pass_at_k, pass_hat_k
-from orchestra.report.power import (
-    attempts_needed,
-    detectable_change,
-    dry_run_power_text,
-    minimum_tasks,
-)
-from orchestra.report.stats import (
+from orchestra.report.stats.inference import (
     fisher_one_sided,
     holm,
     mean_interval,
     wilson,
+)
+from orchestra.report.stats.power import (
+    attempts_needed,
+    detectable_change,
+    dry_run_power_text,
+    minimum_tasks,
 )
 
 

@@ -15,9 +15,9 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.report_commands import register
-from orchestra.report import stratified
 from orchestra.report.report_json import build_report
-from orchestra.report.stratified import TaskCounts, suite_regression_test
+from orchestra.report.stats import stratified
+from orchestra.report.stats.stratified import TaskCounts, suite_regression_test
 
 ALPHA = 0.05
 

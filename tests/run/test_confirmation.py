@@ -16,7 +16,7 @@ from orchestra.documents.trial import TrialResult
 from orchestra.jobs.layout import ExistingTrial, plan_inventory
 from orchestra.jobs.plan import PlannedJob
 from orchestra.paths import PROJECT_ROOT
-from orchestra.report.compare import CompareInputError
+from orchestra.report.compare.comparison import CompareInputError
 from orchestra.run.confirmation import BaselineConfirmation
 
 DATASET = PROJECT_ROOT / "tasks" / "buzz-native"

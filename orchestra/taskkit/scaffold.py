@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestra.cli import task_template as template
 from orchestra.config.task import BUZZ_LAYERS
 from orchestra.errors import OrchestraError
+from orchestra.taskkit import template
 
 EXECUTABLE = 0o755
 

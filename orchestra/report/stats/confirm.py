@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orchestra.jobs.tally import metric_passed
-from orchestra.report.stats import fisher_one_sided, significant
+from orchestra.report.stats.inference import fisher_one_sided, significant
 
 #: A regression-layer contract holds at least this often (configurable per layer).
 DEFAULT_RELIABILITY_TARGET = 0.8

@@ -6,8 +6,15 @@ import json
 from typing import Any
 
 from orchestra.plural import plural
-from orchestra.report.compare import IMPROVEMENT, MISSING, REGRESSION, UNCHANGED, UNSCORED
-from orchestra.report.power import attempts_needed, minimum_tasks
+from orchestra.report.compare.comparison import (
+    EXCLUDED,
+    IMPROVEMENT,
+    MISSING,
+    REGRESSION,
+    UNCHANGED,
+    UNSCORED,
+)
+from orchestra.report.stats.power import attempts_needed, minimum_tasks
 
 TEST_NAMES = {
     "permutation-exact": "exact one-sided permutation test of attempts within tasks",
@@ -40,7 +47,9 @@ def headline(comparison: dict[str, Any]) -> str:
         f"{statuses.count(IMPROVEMENT)} improved",
         f"{statuses.count(UNCHANGED)} unchanged",
     ]
-    parts += [f"{statuses.count(s)} {s}" for s in (UNSCORED, MISSING, "new") if s in statuses]
+    parts += [
+        f"{statuses.count(s)} {s}" for s in (UNSCORED, MISSING, EXCLUDED, "new") if s in statuses
+    ]
     return ", ".join(parts)
 
 

@@ -3,7 +3,7 @@
 Tasks scored on both sides are the pairs; each task's difference is candidate mean reward −
 baseline mean reward. The suite's change is the mean difference over tasks, with a paired
 bootstrap interval over tasks, tested by the exact one-sided permutation of attempts within
-each task (orchestra.report.stratified), valid whatever attempts each side ran: a regression
+each task (orchestra.report.stats.stratified), valid whatever attempts each side ran: a regression
 when the candidate passes significantly less often, an improvement (reported, never a
 failure) when significantly more. With one binary attempt per task on each side the test is
 the one-sided exact McNemar test. Per-task one-sided Fisher p-values, Holm-adjusted over the
@@ -17,15 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from orchestra.report.power import Detectable, detectable_change
-from orchestra.report.stats import (
+from orchestra.report.stats.inference import (
     Bounds,
     difference_interval,
     fisher_one_sided,
     holm,
     significant,
 )
-from orchestra.report.stratified import PermutationMethod, TaskCounts, suite_regression_test
+from orchestra.report.stats.power import Detectable, detectable_change
+from orchestra.report.stats.stratified import PermutationMethod, TaskCounts, suite_regression_test
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"

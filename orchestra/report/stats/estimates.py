@@ -21,7 +21,7 @@ from orchestra.documents.summary import (
     Summary,
     TaskSummary,
 )
-from orchestra.report.stats import Bounds, mean_interval, ratio_interval, wilson
+from orchestra.report.stats.inference import Bounds, mean_interval, ratio_interval, wilson
 
 G = TypeVar("G", bound=GroupSummary)
 

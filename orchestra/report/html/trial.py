@@ -11,11 +11,11 @@ from urllib.parse import quote
 
 from orchestra.jobs.tally import metric_passed
 from orchestra.jsonio import read_json_object
-from orchestra.report.html_agents import agents_table
-from orchestra.report.html_filter import failing_dimensions, outcome, trial_attributes
-from orchestra.report.html_trajectory import has_trajectories, render_trajectories
-from orchestra.report.html_transcript import message_anchor, render_transcript
-from orchestra.report.render import shown
+from orchestra.report.html.agents import agents_table
+from orchestra.report.html.filter import failing_dimensions, outcome, trial_attributes
+from orchestra.report.html.trajectory import has_trajectories, render_trajectories
+from orchestra.report.html.transcript import message_anchor, render_transcript
+from orchestra.report.text.summary import shown
 
 
 def trial_anchor(index: int) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from orchestra.report.html_filter import SCRIPT_SOURCE
+from orchestra.report.html.filter import SCRIPT_SOURCE
 
 # Defence in depth: everything is escaped, and the page also forbids every remote load and every
 # script but its own filter script (allowed by its hash), so a message that slipped through

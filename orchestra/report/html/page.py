@@ -1,9 +1,9 @@
 """`report.html`: one static, self-contained page (no server, no CDN, one inline script).
 
 Sections: per condition the summary table of §11.2 with error bars, the figures over tasks
-(html_stats) and a task × metric heatmap; a filter bar
-(html_filter); an index of every trial; then every trial, collapsible, with its transcript
-beside the verifier's verdict (html_trial). Nothing is wider than the window from 1280 px up:
+(error_bars) and a task × metric heatmap; a filter bar
+(filter); an index of every trial; then every trial, collapsible, with its transcript
+beside the verifier's verdict (trial). Nothing is wider than the window from 1280 px up:
 tables wrap their text instead of scrolling.
 """
 
@@ -16,16 +16,8 @@ from typing import Any
 
 from orchestra.jsonio import write_text_atomic
 from orchestra.plural import plural
-from orchestra.report.html_agents import agents_table
-from orchestra.report.html_filter import (
-    OPEN_TRIALS_UP_TO,
-    failing_dimensions,
-    filter_bar,
-    outcome,
-    script_tag,
-    trial_attributes,
-)
-from orchestra.report.html_stats import (
+from orchestra.report.html.agents import agents_table
+from orchestra.report.html.error_bars import (
     BAR_STYLE,
     condition_pass_at_k,
     estimates_block,
@@ -33,11 +25,19 @@ from orchestra.report.html_stats import (
     interval_cell,
     task_pass_hat_k,
 )
-from orchestra.report.html_style import STYLE, page_head
-from orchestra.report.html_trajectory import TRAJECTORY_STYLE
-from orchestra.report.html_trend import report_trend_section
-from orchestra.report.html_trial import render_trial, status_cell, trial_anchor
-from orchestra.report.render import (
+from orchestra.report.html.filter import (
+    OPEN_TRIALS_UP_TO,
+    failing_dimensions,
+    filter_bar,
+    outcome,
+    script_tag,
+    trial_attributes,
+)
+from orchestra.report.html.style import STYLE, page_head
+from orchestra.report.html.trajectory import TRAJECTORY_STYLE
+from orchestra.report.html.trend import report_trend_section
+from orchestra.report.html.trial import render_trial, status_cell, trial_anchor
+from orchestra.report.text.summary import (
     ORACLE_NOTE,
     confirmation_text,
     pass_at_k_text,
@@ -260,7 +260,7 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
     jobs = ", ".join(job["name"] for job in report["jobs"])
     trials = report["trials"]
     body = [_condition_block(condition) for condition in report["conditions"]]
-    body.append(report_trend_section(report))  # several runs of a condition: html_trend.py
+    body.append(report_trend_section(report))  # several runs of a condition: trend.py
     pending = [
         {**slot, "job_name": job["name"], "condition": job["condition"]}
         for job in report["jobs"]

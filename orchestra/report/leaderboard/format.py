@@ -6,8 +6,8 @@ import json
 from html import escape
 from typing import Any
 
-from orchestra.report.html_stats import BAR_STYLE, error_bar, interval_text
-from orchestra.report.html_style import STYLE, page_head
+from orchestra.report.html.error_bars import BAR_STYLE, error_bar, interval_text
+from orchestra.report.html.style import STYLE, page_head
 
 #: A matrix cell reads "the row's condition against the column's".
 SYMBOLS = {"regression": "▼ worse", "improvement": "▲ better", "no significant change": "= same"}

@@ -21,7 +21,7 @@ from rich.text import Text
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.trial import TrialResult
 from orchestra.plural import plural
-from orchestra.report.render import counts_text
+from orchestra.report.text.summary import counts_text
 
 #: In `counts_text`'s argument order.
 COUNTED_STATUSES = (

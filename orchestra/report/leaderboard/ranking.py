@@ -19,7 +19,7 @@ from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.layout import load_job_config
 from orchestra.jobs.run import job_records
 from orchestra.paths import JobPaths
-from orchestra.report.compare import compare_sides, side_of_report
+from orchestra.report.compare.comparison import compare_sides, side_of_report
 from orchestra.report.report_json import report_of_records
 
 

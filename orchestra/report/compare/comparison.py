@@ -1,12 +1,14 @@
 """`orchestra compare`: did the candidate get worse than the baseline, and by how much?
 
-The verdict is the suite's (orchestra.report.paired): tasks scored on both sides are paired,
-the mean per-task difference of mean reward gets a paired interval and the exact one-sided
-permutation test of attempts within tasks (valid for any attempts per side), and a regression
-significant at α fails the comparison (exit 3); an improvement is reported, never a failure. Tasks are not dropped silently:
+The verdict is the suite's (orchestra.report.stats.paired): tasks scored on both sides are
+paired, the mean per-task difference of mean reward gets a paired interval and the exact
+one-sided permutation test of attempts within tasks (valid for any attempts per side), and a
+regression significant at α fails the comparison (exit 3); an improvement is reported, never
+a failure. Tasks are not dropped silently:
 those not scored on both sides are listed with why, and a baseline task the candidate has no
 scored trial of (not run, or only errors and cancellations) also fails it, since nothing shows
-the contract still holds. Per task, what changed stays as leads: a one-sided Fisher p-value
+the contract still holds; a task the baseline itself did not score (an infrastructure error on
+its side) is excluded from the comparison with its reason, never lost. Per task, what changed stays as leads: a one-sided Fisher p-value
 of the reward's pass counts, Holm-adjusted over the tasks compared, and the metrics that
 flipped (descriptive). A task whose files changed between the sides (another task digest) is
 compared and flagged.
@@ -19,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import read_json_object
-from orchestra.report.paired import SuiteComparison, TaskPair, compare_suite
 from orchestra.report.report_json import build_report
-from orchestra.report.stats import Bounds, significant, wilson
+from orchestra.report.stats.inference import Bounds, significant, wilson
+from orchestra.report.stats.paired import SuiteComparison, TaskPair, compare_suite
 
 ALPHA = 0.05
 REGRESSION = "regression"
@@ -29,6 +31,7 @@ IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
 MISSING = "missing"
 UNSCORED = "unscored"
+EXCLUDED = "excluded"
 
 
 class CompareInputError(Exception):
@@ -121,7 +124,8 @@ class TaskComparison:
 
     @property
     def lost(self) -> bool:
-        """The candidate has no scored trial of a baseline task (§ module docstring)."""
+        """The candidate has no scored trial of a task the baseline scored (§ module
+        docstring); a task the baseline did not score is excluded, never lost."""
         return self.status in (MISSING, UNSCORED)
 
 
@@ -170,7 +174,17 @@ def compare_task(
     if baseline is None:
         return TaskComparison(name, candidate["layer"], "new", "not run by the baseline")
     layer = str(candidate["layer"])
-    if baseline["scored"] and not candidate["scored"]:
+    if not baseline["scored"]:
+        # Nothing to hold the candidate to: an infrastructure error on the baseline's side
+        # says nothing about the task, so the task leaves the comparison (shown, not lost).
+        return TaskComparison(
+            name,
+            layer,
+            EXCLUDED,
+            f"the baseline scored no trial of it ({baseline.get('errors', 0)} error(s), "
+            f"{baseline.get('cancelled', 0)} cancelled): excluded from the comparison",
+        )
+    if not candidate["scored"]:
         return TaskComparison(
             name,
             layer,
@@ -178,8 +192,6 @@ def compare_task(
             f"the baseline scored {baseline['scored']} trial(s); the candidate none "
             f"({candidate['errors']} error(s), {candidate['cancelled']} cancelled)",
         )
-    if not baseline["scored"]:
-        return TaskComparison(name, layer, UNSCORED, "the baseline scored no trial of it")
     b_metrics, c_metrics = baseline.get("metrics", {}), candidate.get("metrics", {})
     names = sorted(set(b_metrics) | set(c_metrics), key=lambda m: (m != "reward", m))
     metrics = [compare_metric(m, b_metrics.get(m), c_metrics.get(m)) for m in names]

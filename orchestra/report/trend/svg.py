@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
-from orchestra.report.trend_text import mark_text, run_label
+from orchestra.report.trend.text import mark_text, run_label
 from orchestra.results.trend import ConditionTrend, Rate, TaskTrend
 
 OUTCOME_COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "mixed": "#bf8700", "none": "#8c959f"}

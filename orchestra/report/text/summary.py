@@ -25,8 +25,8 @@ from orchestra.documents.summary import (
     UsageSummary,
 )
 from orchestra.plural import plural
-from orchestra.report.estimates import with_intervals
-from orchestra.report.summary_table import Column, Row, fit_table
+from orchestra.report.stats.estimates import with_intervals
+from orchestra.report.text.table import Column, Row, fit_table
 
 ORACLE_NOTE = (
     "oracle condition: these scores replay the tasks' reference solutions through the agent "

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jobs.run import run_of
-from orchestra.report.html_style import STYLE, page_head
-from orchestra.report.trend_svg import overall_chart, task_sparklines
-from orchestra.report.trend_text import run_lines
+from orchestra.report.html.style import STYLE, page_head
+from orchestra.report.trend.svg import overall_chart, task_sparklines
+from orchestra.report.trend.text import run_lines
 from orchestra.results.database import open_sources
 from orchestra.results.trend import ConditionTrend, Trend, read_trend
 

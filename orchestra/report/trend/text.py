@@ -3,7 +3,7 @@
 Runs are numbered oldest first (`#1`, `#2`, …) and listed above the table with their start
 time and overall pass rate. A task's row has `passed/scored` per run, the latest run's rate
 with its 95 % interval, and its mark (flaky since / fails since / passes since). A narrow
-terminal loses the oldest runs first, then the interval (`summary_table.fit_table`).
+terminal loses the oldest runs first, then the interval (`text.table.fit_table`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from orchestra.report.summary_table import Column, Row, fit_table
+from orchestra.report.text.table import Column, Row, fit_table
 from orchestra.results.trend import ConditionTrend, Rate, TaskPoint, TaskTrend, Trend
 
 DASH = "—"

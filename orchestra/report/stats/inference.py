@@ -3,8 +3,9 @@
 Pass counts here are tiny (1-10 attempts per task, tens of tasks), where normal approximations
 mislead: intervals are Wilson score intervals when every unit is a pass or a fail, and
 percentile bootstraps over tasks otherwise; tests are exact (binomial, Fisher; the suite's
-permutation test is orchestra.report.stratified). Attempts of one task are not independent, so the
-unit of every suite-level figure is the task (per-task means first, then over tasks).
+permutation test is orchestra.report.stats.stratified). Attempts of one task are not
+independent, so the unit of every suite-level figure is the task (per-task means first, then
+over tasks).
 
 scipy is imported inside the functions: this module is imported by the commands that report
 and compare, and the trial path must never pay for loading it. Every random draw is seeded so
