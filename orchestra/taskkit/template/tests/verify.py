@@ -202,8 +202,9 @@ def agent_pubkeys(evidence: dict) -> set:
 
 def agent_events(evidence: dict) -> list:
     """Every event an agent signed after the task event, in the relay's order, any channel and
-    any kind (all of them when the task event is missing); from `messages` without `trace`."""
-    source = evidence.get("trace") if "trace" in evidence else evidence.get("messages")
+    any kind (all of them when the task event is missing); from `messages` without a `trace`
+    (absent or empty: a trial's capture always holds its task event)."""
+    source = as_list(evidence.get("trace")) or evidence.get("messages")
     events = [event for event in as_list(source) if isinstance(event, dict)]
     task_event_id = evidence.get("task_event_id")
     first = next((i for i, e in enumerate(events) if e.get("id") == task_event_id), -1)
