@@ -30,7 +30,12 @@ from orchestra.paths import JobPaths
 from orchestra.report.compare import CompareInputError
 from orchestra.report.power import dry_run_power_text
 from orchestra.report.progress import Progress
-from orchestra.run.confirmation import BaselineConfirmation
+from orchestra.results.schema import DatabaseError
+from orchestra.run.confirmation import (
+    BaselineConfirmation,
+    baseline_of_history,
+    baseline_of_run,
+)
 from orchestra.run.execution import (
     Execution,
     driver_stack,
@@ -160,15 +165,25 @@ class Run:
             stop_executor(self.execution)
 
     def _confirmation(self) -> BaselineConfirmation | None:
-        """The confirmation reruns `--confirm-against` asks for (its baseline read now: a bad
-        one refuses the run before anything starts)."""
-        baseline = self.config.confirm_against
-        if baseline is None:
-            return None
+        """The confirmation reruns `--confirm-against` or `--baseline-history` asks for (the
+        baseline read now: a bad one refuses the run before anything starts)."""
+        config = self.config
         try:
-            return BaselineConfirmation(self.config, baseline)
+            if config.baseline_history is not None:
+                jobs = list(self.scope.jobs)
+                baseline = baseline_of_history(
+                    config.baseline_history, self.plan.condition, config, jobs
+                )
+                for line in baseline.lines:
+                    self._say(line)
+                return BaselineConfirmation(config, baseline)
+            if config.confirm_against is not None:
+                return BaselineConfirmation(config, baseline_of_run(config.confirm_against))
         except CompareInputError as error:
             raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
+        except DatabaseError as error:
+            raise Refused(RunEnd.USAGE, f"--baseline-history: {error}") from None
+        return None
 
     def _execute(
         self,
@@ -233,12 +248,13 @@ class Run:
             if result.attempt <= planned[outcome.name].attempts
         ]
         unfinished = len(in_plan) < self.scope.n_planned
-        confirmations = [
-            found
-            for outcome in outcomes
-            if confirmation is not None
-            for found in confirmation.confirmations(planned[outcome.name], outcome.results)
-        ]
+        confirmations = (
+            []
+            if confirmation is None
+            else confirmation.confirmations(
+                [(planned[outcome.name], outcome.results) for outcome in outcomes]
+            )
+        )
         if interrupted:
             end = RunEnd.INTERRUPTED
         elif stopped:
