@@ -18,8 +18,8 @@ from orchestra.config.errors import display_path
 from orchestra.documents.io import DocumentError
 from orchestra.jsonio import write_text_atomic
 from orchestra.plural import plural
-from orchestra.report.html_trend import trend_page
-from orchestra.report.trend_text import render_trend, trend_markdown
+from orchestra.report.html.trend import trend_page
+from orchestra.report.trend.text import render_trend, trend_markdown
 from orchestra.results.database import add_directory, open_sources
 from orchestra.results.schema import DatabaseError, open_database
 from orchestra.results.trend import read_trend

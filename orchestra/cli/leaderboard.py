@@ -13,9 +13,9 @@ from orchestra.cli.errors import fail
 from orchestra.cli.help import epilog
 from orchestra.documents.io import DocumentError
 from orchestra.jsonio import write_text_atomic
-from orchestra.report.compare import ALPHA, CompareInputError
-from orchestra.report.leaderboard import build_leaderboard
-from orchestra.report.leaderboard_format import FORMATTERS
+from orchestra.report.compare.comparison import ALPHA, CompareInputError
+from orchestra.report.leaderboard.format import FORMATTERS
+from orchestra.report.leaderboard.ranking import build_leaderboard
 
 
 class LeaderboardFormat(StrEnum):

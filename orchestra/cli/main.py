@@ -27,7 +27,7 @@ from orchestra.jobs.run import job_records
 from orchestra.paths import (
     DEFAULT_JOBS_DIR,
 )
-from orchestra.report.render import summary_csv, summary_json
+from orchestra.report.text.summary import summary_csv, summary_json
 from orchestra.streams import guard_standard_streams
 
 app = typer.Typer(

@@ -15,11 +15,11 @@ from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, epilog
 from orchestra.cli.leaderboard import LEADERBOARD_EPILOG, leaderboard
 from orchestra.documents.io import DocumentError
-from orchestra.report.compare import ALPHA, CompareInputError, compare_paths, exit_code
-from orchestra.report.compare_format import FORMATTERS, target_effect_dict
-from orchestra.report.compare_history import history_side
-from orchestra.report.confirm import DEFAULT_RELIABILITY_TARGET
-from orchestra.report.html import write_report_html
+from orchestra.report.compare.comparison import ALPHA, CompareInputError, compare_paths, exit_code
+from orchestra.report.compare.format import FORMATTERS, target_effect_dict
+from orchestra.report.compare.history import history_side
+from orchestra.report.html.page import write_report_html
+from orchestra.report.stats.confirm import DEFAULT_RELIABILITY_TARGET
 from orchestra.report.junit import write_junit_xml
 from orchestra.report.report_json import build_report, write_report_json
 from orchestra.results.history import HISTORY_RUNS

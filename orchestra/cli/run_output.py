@@ -24,7 +24,7 @@ from orchestra.config.errors import display_path
 from orchestra.documents.run_config import RunConfig
 from orchestra.jobs.aggregate import aggregate
 from orchestra.plural import plural
-from orchestra.report.confirm import NIGHTLY_ALPHA
+from orchestra.report.stats.confirm import NIGHTLY_ALPHA
 from orchestra.run.outcome import RunEnd, RunOutcome
 from orchestra.run.prepare import RunPlan
 from orchestra.run.scope import masked_database_url
@@ -74,7 +74,7 @@ def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None
                 markup=False,
                 highlight=False,
             )
-    for job_dirs, out_dir in scope.report_dirs(plan.config.report):
+    for job_dirs, out_dir in scope.report_dirs(plan.effective.report):
         files = write_reports(job_dirs, out_dir)
         console.print(f"reports: {files.report_json}, {files.junit_xml}, {files.report_html}")
 
@@ -113,7 +113,7 @@ def resume_command(plan: RunPlan) -> str:
     """`orchestra resume <dir>` with every option of this command that the run does not
     store already (a database password masked, never printed)."""
     stored = plan.scope.stored
-    current = plan.config.updated({"stack": plan.modes.stack, "env": plan.modes.env})
+    current = plan.effective.updated({"stack": plan.modes.stack, "env": plan.modes.env})
     args = [program(), "resume", display_path(plan.scope.path)]
     for name, alias in RESUME_OPTIONS.items():
         value, before = _option(current, name), _option(stored, name)

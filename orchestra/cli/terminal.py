@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from orchestra.documents.summary import Summary
-from orchestra.report.render import render_summary
+from orchestra.report.text.summary import render_summary
 
 
 def output_console(*, stderr: bool = False) -> Console:

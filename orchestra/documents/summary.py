@@ -88,7 +88,7 @@ class TaskSummary(Rates, UsageSummary):
 class GroupSummary(Rates, UsageSummary):
     pass_at_k: GroupPassAtK | None
     n_tasks: Count
-    # Issue 29, filled by the report layer (orchestra.report.estimates); tasks are the units.
+    # Issue 29, filled by the report layer (orchestra.report.stats.estimates); tasks are the units.
     pass_rate_interval: Interval | None = None
     pass_rate_all_interval: Interval | None = None
     task_mean: Estimate | None = None  # mean over tasks of each task's pass rate

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import write_text_atomic
-from orchestra.report.render import shown
+from orchestra.report.text.summary import shown
 
 # XML 1.0 cannot carry most C0 controls even escaped; verifier output and tracebacks may.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

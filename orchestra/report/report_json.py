@@ -18,7 +18,7 @@ from orchestra.jobs.run import job_records
 from orchestra.jobs.tally import metric_passed, seconds_between
 from orchestra.jsonio import read_json_object, utc_timestamp, write_json_atomic
 from orchestra.paths import JobPaths, TrialPaths
-from orchestra.report.estimates import with_intervals
+from orchestra.report.stats.estimates import with_intervals
 
 REPORT_SCHEMA_VERSION = 1
 

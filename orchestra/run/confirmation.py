@@ -19,8 +19,8 @@ from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.tally import metric_passed
-from orchestra.report.compare import load_side, successes_of
-from orchestra.report.confirm import (
+from orchestra.report.compare.comparison import load_side, successes_of
+from orchestra.report.stats.confirm import (
     NIGHTLY_ALPHA,
     NONE,
     Counts,

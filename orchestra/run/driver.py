@@ -27,9 +27,9 @@ from orchestra.jobs.plan import Plan, render_dry_run
 from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
 from orchestra.jobs.services import JobServices
 from orchestra.paths import JobPaths
-from orchestra.report.compare import CompareInputError
-from orchestra.report.power import dry_run_power_text
-from orchestra.report.progress import Progress
+from orchestra.report.compare.comparison import CompareInputError
+from orchestra.report.stats.power import dry_run_power_text
+from orchestra.report.text.progress import Progress
 from orchestra.results.schema import DatabaseError
 from orchestra.run.confirmation import (
     BaselineConfirmation,
@@ -75,7 +75,7 @@ class Run:
         warn: Callable[[str], None] = note,
     ) -> None:
         self.plan = plan
-        self.config = plan.config
+        self.effective = plan.effective
         self.scope = plan.scope
         self.execution = execution
         self.console = console
@@ -93,17 +93,17 @@ class Run:
                 scope,
                 plan.condition,
                 plan.modes,
-                self.config,
+                self.effective,
                 allow_missing_keys=allow_missing_keys,
             )
-            owed = scope.owed(self.config.keep_errors)
+            owed = scope.owed(self.effective.keep_errors)
             self._confirmation()  # the baseline is read as the real run reads it
         except Refused as error:
             return RunOutcome(RunEnd.USAGE, [str(error)], missing_keys=error.missing_keys)
         except DocumentError as error:
             return RunOutcome(RunEnd.USAGE, [str(error)])
         text = render_dry_run(
-            Plan(self.config.selection, scope.jobs, plan.warnings),
+            Plan(self.effective.selection, scope.jobs, plan.warnings),
             plan.condition,
             stack_mode=plan.modes.stack,
             env_mode=plan.modes.env,
@@ -114,11 +114,11 @@ class Run:
         # Power said out loud (issue 29): the smallest change a comparison of this plan can detect
         print(dry_run_power_text([(len(job.tasks), job.attempts) for job in scope.jobs]), end="")
         estimate = estimate_cost(
-            self.config.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
+            self.effective.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
         )
         if estimate is None:
             print(
-                f"Cost estimate  none (no earlier job of this condition in {self.config.jobs_dir})"
+                f"Cost estimate  none (no earlier job of this condition in {self.effective.jobs_dir})"
             )
         else:
             print(estimate.line())
@@ -126,7 +126,7 @@ class Run:
             print(dry_run_text(self.execution), end="")
         except OrchestraError as error:  # the cluster cannot be reached or offers no slot
             return RunOutcome(refusal_of(error), [str(error)])
-        if self.config.check_endpoints:
+        if self.effective.check_endpoints:
             try:
                 check_endpoints(plan.condition, api_keys, self._say)
             except Preflight as error:
@@ -141,15 +141,15 @@ class Run:
         for warning in plan.warnings:
             self.warn(f"warning: {warning}")
         try:
-            api_keys = preflight(scope, plan.condition, plan.modes, self.config)
-            owed = scope.owed(self.config.keep_errors)
+            api_keys = preflight(scope, plan.condition, plan.modes, self.effective)
+            owed = scope.owed(self.effective.keep_errors)
             if self.execution.ray is None:  # under Ray, Docker is the nodes' business
                 check_docker(plan.modes)
-            state = load_state(self.config.state_dir)
+            state = load_state(self.effective.state_dir)
             confirmation = self._confirmation()
             if self.execution.ray is None and plan.modes.stack == StackMode.EMBEDDED:
                 # a busy relay port is a preflight failure: checked before the run is written
-                asyncio.run(EmbeddedStack(state, self.config.relay_port).preflight())
+                asyncio.run(EmbeddedStack(state, self.effective.relay_port).preflight())
             executor = start_executor(self.execution)
         except Refused as error:
             return RunOutcome.refused(error, scope)
@@ -167,18 +167,18 @@ class Run:
     def _confirmation(self) -> BaselineConfirmation | None:
         """The confirmation reruns `--confirm-against` or `--baseline-history` asks for (the
         baseline read now: a bad one refuses the run before anything starts)."""
-        config = self.config
+        effective = self.effective
         try:
-            if config.baseline_history is not None:
+            if effective.baseline_history is not None:
                 jobs = list(self.scope.jobs)
                 baseline = baseline_of_history(
-                    config.baseline_history, self.plan.condition, config, jobs
+                    effective.baseline_history, self.plan.condition, effective, jobs
                 )
                 for line in baseline.lines:
                     self._say(line)
-                return BaselineConfirmation(config, baseline)
-            if config.confirm_against is not None:
-                return BaselineConfirmation(config, baseline_of_run(config.confirm_against))
+                return BaselineConfirmation(effective, baseline)
+            if effective.confirm_against is not None:
+                return BaselineConfirmation(effective, baseline_of_run(effective.confirm_against))
         except CompareInputError as error:
             raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
         except DatabaseError as error:
@@ -193,12 +193,12 @@ class Run:
         executor: Executor,
         confirmation: BaselineConfirmation | None,
     ) -> RunOutcome:
-        plan, scope, config = self.plan, self.scope, self.config
+        plan, scope, effective = self.plan, self.scope, self.effective
         interrupt = Interrupt()
         sandbox = sandbox_support()
         if plan.modes.env is EnvKind.LOCAL and sandbox.kind is SandboxKind.NONE:
             self.warn(sandbox.warning())
-        if config.check_endpoints:  # before the run is announced: a failure creates nothing
+        if effective.check_endpoints:  # before the run is announced: a failure creates nothing
             try:
                 check_endpoints(plan.condition, api_keys, self._say)
             except Preflight as error:
@@ -212,7 +212,7 @@ class Run:
         try:
             try:
                 scope.begin(owed)
-                shared = RunShare(scope.stored, RunState.of(config), confirmation)
+                shared = RunShare(effective, scope.stored, RunState.of(effective), confirmation)
                 jobs = self._jobs(api_keys, state, sandbox, executor, interrupt, shared)
                 outcomes = asyncio.run(jobs)
                 if shared.state.fault is not None:
@@ -285,7 +285,7 @@ class Run:
         shared: RunShare,
     ) -> list[JobOutcome]:
         """The jobs in plan order on the stack, until one does not run all its trials."""
-        plan, scope, config = self.plan, self.scope, self.config
+        plan, scope, effective = self.plan, self.scope, self.effective
         loop = asyncio.get_running_loop()
         for sig in INTERRUPT_SIGNALS:
             loop.add_signal_handler(sig, interrupt.trigger)
@@ -299,20 +299,23 @@ class Run:
         for line in await reap_jobs_dir(scope.jobs_root, skip=skip):
             self.console.print(f"reaped a dead run's leftovers: {line}", markup=False)
         outcomes: list[JobOutcome] = []
-        async with driver_stack(self.execution, plan.modes, state, config) as (stack_info, watch):
+        async with driver_stack(self.execution, plan.modes, state, effective) as (
+            stack_info,
+            watch,
+        ):
             services = JobServices(
                 condition=plan.condition,
                 environment=plan.modes.env,
                 stack=stack_info,
                 state=state,
-                options=config.trial,
+                options=effective.trial,
                 api_keys=api_keys,
                 jobs_dir=scope.jobs_dir,
                 jobs_root=scope.jobs_root,
                 sandbox=sandbox,
                 watch=watch,
             )
-            progress = Progress(self.console, quiet=config.quiet)
+            progress = Progress(self.console, quiet=effective.quiet)
             try:
                 for job in scope.jobs:
                     outcome = await run_job(job, services, shared, progress, interrupt, executor)

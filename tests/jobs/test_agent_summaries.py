@@ -11,7 +11,7 @@ from rich.console import Console
 from orchestra.documents.summary import ConditionSummary, GroupSummary, Summary
 from orchestra.documents.trial import TrialIdentity, TrialResult
 from orchestra.jobs.aggregate import agent_summaries
-from orchestra.report.render import agent_lines, render_summary
+from orchestra.report.text.summary import agent_lines, render_summary
 
 AGENTS = (("lead-1", "lead", "orchestrator", "sonnet"), ("worker-1", "worker", "worker", "haiku"))
 

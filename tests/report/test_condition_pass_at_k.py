@@ -11,7 +11,7 @@ from rich.console import Console
 
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
-from orchestra.report.render import render_summary
+from orchestra.report.text.summary import render_summary
 
 
 def test_the_condition_row_shows_pass_at_k_with_its_interval(tmp_path: Path) -> None:

@@ -11,11 +11,11 @@ from rich.console import Console
 
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
-from orchestra.report.html import report_html
+from orchestra.report.html.page import report_html
 from orchestra.report.junit import junit_xml
-from orchestra.report.render import render_summary, summary_json
 from orchestra.report.report_json import build_report
-from orchestra.report.stats import wilson
+from orchestra.report.stats.inference import wilson
+from orchestra.report.text.summary import render_summary, summary_json
 
 #: task -> rewards of its 3 attempts
 OUTCOMES = {

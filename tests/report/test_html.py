@@ -14,9 +14,9 @@ from browser import CHROMIUM, MISSING_REASON, colour_counts, dump_dom, screensho
 from jobs_builder import SAMPLE_VERIFIER_INPUTS, USER, Msg, TrialSpec, build_job
 from report_samples import HOSTILE
 
-from orchestra.report.html import report_html, write_report_html
-from orchestra.report.html_filter import SCRIPT
-from orchestra.report.html_transcript import identities_of, render_content
+from orchestra.report.html.filter import SCRIPT
+from orchestra.report.html.page import report_html, write_report_html
+from orchestra.report.html.transcript import identities_of, render_content
 from orchestra.report.report_json import build_report
 
 TEXT_ONLY_MENTION_RGB = (0xFF, 0xEB, 0xE9)  # background of a mention without a p tag

@@ -13,9 +13,9 @@ from test_html_trajectory import sample_trajectory
 
 from orchestra.jsonio import write_json_atomic
 from orchestra.paths import JobPaths
-from orchestra.report.html import write_report_html
-from orchestra.report.html_filter import OPEN_TRIALS_UP_TO
-from orchestra.report.html_trajectory import has_trajectories
+from orchestra.report.html.filter import OPEN_TRIALS_UP_TO
+from orchestra.report.html.page import write_report_html
+from orchestra.report.html.trajectory import has_trajectories
 from orchestra.report.report_json import build_report
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=MISSING_REASON)

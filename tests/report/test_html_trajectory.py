@@ -14,8 +14,8 @@ from test_html import parse
 from orchestra.agents.trajectory.atif import Step, Trajectory, final_metrics
 from orchestra.jsonio import write_json_atomic
 from orchestra.paths import JobPaths
-from orchestra.report.html import report_html, write_report_html
-from orchestra.report.html_trajectory import SHOWN_CHARS
+from orchestra.report.html.page import report_html, write_report_html
+from orchestra.report.html.trajectory import SHOWN_CHARS
 from orchestra.report.report_json import build_report
 
 TS = "2026-11-29T17:42:03.123456Z"

@@ -8,7 +8,7 @@ import io
 from documents_support import STARTED, trial_result
 from rich.console import Console
 
-from orchestra.report.progress import Progress
+from orchestra.report.text.progress import Progress
 
 
 def test_cancelled_trials_are_not_counted_as_done() -> None:

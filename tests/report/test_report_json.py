@@ -8,8 +8,8 @@ import pytest
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
-from orchestra.report.estimates import with_intervals
 from orchestra.report.report_json import build_report, write_report_json
+from orchestra.report.stats.estimates import with_intervals
 
 
 def trial_results(job: Path) -> dict[str, dict]:

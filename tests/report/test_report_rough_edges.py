@@ -14,7 +14,7 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.main import app
-from orchestra.report.html import report_html
+from orchestra.report.html.page import report_html
 from orchestra.report.report_json import build_report
 
 RAW_NONE = re.compile(r"\bNone\b")

@@ -15,8 +15,8 @@ from orchestra.config.condition import load_condition
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.run import job_records
 from orchestra.paths import PROJECT_ROOT
-from orchestra.report.render import served_models_text
 from orchestra.report.report_json import build_report
+from orchestra.report.text.summary import served_models_text
 
 CONDITION = "buzz-native-solo-local"
 TASKS = [f"task-{i}" for i in range(4)]

@@ -15,8 +15,8 @@ from rich.console import Console
 
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
-from orchestra.report.render import render_summary
-from orchestra.report.summary_table import shared_prefix
+from orchestra.report.text.summary import render_summary
+from orchestra.report.text.table import shared_prefix
 
 ORCHESTRA = str(Path(sys.executable).parent / "orchestra")
 FULL_HEADER = "Failing dimensions  Tokens in/out"

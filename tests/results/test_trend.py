@@ -9,8 +9,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from orchestra.cli.main import app
-from orchestra.report.stats import wilson
-from orchestra.report.trend_text import render_trend, trend_markdown
+from orchestra.report.stats.inference import wilson
+from orchestra.report.trend.text import render_trend, trend_markdown
 from orchestra.results.schema import open_database
 from orchestra.results.trend import Rate, TaskPoint, Trend, classify, rate, read_trend
 

@@ -17,8 +17,8 @@ from orchestra.documents.trial import TrialResult
 from orchestra.jobs.layout import ExistingTrial, plan_inventory
 from orchestra.jobs.plan import PlannedJob
 from orchestra.paths import PROJECT_ROOT
-from orchestra.report.compare import CompareInputError
-from orchestra.report.confirm import Counts
+from orchestra.report.compare.comparison import CompareInputError
+from orchestra.report.stats.confirm import Counts
 from orchestra.run.confirmation import Baseline, BaselineConfirmation, baseline_of_run
 
 DATASET = PROJECT_ROOT / "tasks" / "buzz-native"

@@ -1,0 +1,1 @@
+"""`report.html`: the page, its sections (trials, transcripts, trajectories, agents, trend)."""

@@ -1,0 +1,1 @@
+"""`orchestra leaderboard`: conditions ranked and the ranking's output."""

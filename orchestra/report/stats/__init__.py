@@ -1,0 +1,1 @@
+"""The statistics of the report, compare and leaderboard commands (docs/statistics.md)."""
