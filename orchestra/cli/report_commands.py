@@ -19,9 +19,9 @@ from orchestra.report.compare.comparison import ALPHA, CompareInputError, compar
 from orchestra.report.compare.format import FORMATTERS, target_effect_dict
 from orchestra.report.compare.history import history_side
 from orchestra.report.html.page import write_report_html
-from orchestra.report.stats.confirm import DEFAULT_RELIABILITY_TARGET
 from orchestra.report.junit import write_junit_xml
 from orchestra.report.report_json import build_report, write_report_json
+from orchestra.report.stats.confirm import DEFAULT_RELIABILITY_TARGET
 from orchestra.results.history import HISTORY_RUNS
 
 REPORT_JSON = "report.json"

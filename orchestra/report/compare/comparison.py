@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestra.jsonio import read_json_object
+from orchestra.report.report_json import build_report
 from orchestra.report.stats.confirm import (
     DEFAULT_RELIABILITY_TARGET,
     NONE,
@@ -31,7 +32,6 @@ from orchestra.report.stats.confirm import (
     decide,
     under_watch,
 )
-from orchestra.report.report_json import build_report
 from orchestra.report.stats.inference import Bounds, significant, wilson
 from orchestra.report.stats.paired import NO_CHANGE, SuiteComparison, TaskPair, compare_suite
 
