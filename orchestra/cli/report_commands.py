@@ -4,7 +4,6 @@ them to the app."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -18,36 +17,9 @@ from orchestra.documents.io import DocumentError
 from orchestra.report.compare.comparison import ALPHA, CompareInputError, compare_paths, exit_code
 from orchestra.report.compare.format import FORMATTERS, target_effect_dict
 from orchestra.report.compare.history import history_side
-from orchestra.report.html.page import write_report_html
-from orchestra.report.junit import write_junit_xml
-from orchestra.report.report_json import build_report, write_report_json
+from orchestra.report.files import report_problem, write_reports
 from orchestra.report.stats.confirm import DEFAULT_RELIABILITY_TARGET
 from orchestra.results.history import HISTORY_RUNS
-
-REPORT_JSON = "report.json"
-JUNIT_XML = "junit.xml"
-REPORT_HTML = "report.html"
-
-
-@dataclass(frozen=True)
-class ReportFiles:
-    report_json: Path
-    junit_xml: Path
-    report_html: Path
-
-
-def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
-    """Write report.json, junit.xml and report.html for these runs or jobs into `out_dir`.
-
-    Raises `DocumentError` when a directory is neither a readable run nor a job.
-    """
-    report = build_report(job_dirs)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = ReportFiles(out_dir / REPORT_JSON, out_dir / JUNIT_XML, out_dir / REPORT_HTML)
-    write_report_json(report, files.report_json)
-    write_junit_xml(report, files.junit_xml)
-    write_report_html(report, files.report_html)
-    return files
 
 
 class CompareFormat(StrEnum):
@@ -122,11 +94,9 @@ def report(
         out_dir = job_dirs[0]
     try:
         files = write_reports(job_dirs, out_dir)
-    except DocumentError as error:
-        fail(str(error))
-    except OSError as error:
-        fail(f"{error.filename or out_dir}: cannot write the report ({error.strerror or error})")
-    for path in (files.report_json, files.junit_xml, files.report_html):
+    except (DocumentError, OSError) as error:
+        fail(report_problem(error, out_dir))
+    for path in files.paths:
         typer.echo(f"wrote {path}")
 
 

@@ -60,8 +60,6 @@ def finish(outcome: RunOutcome, plan: RunPlan, console: Console) -> int:
 
 
 def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None:
-    from orchestra.cli.report_commands import write_reports
-
     scope = plan.scope
     console.print()
     # `--json` is `summarize`'s option: after a run the hint is the whole command
@@ -74,9 +72,8 @@ def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None
                 markup=False,
                 highlight=False,
             )
-    for job_dirs, out_dir in scope.report_dirs(plan.effective.report):
-        files = write_reports(job_dirs, out_dir)
-        console.print(f"reports: {files.report_json}, {files.junit_xml}, {files.report_html}")
+    for files in outcome.reports:
+        console.print(f"reports: {', '.join(str(path) for path in files.paths)}")
 
 
 def _print_confirmations(outcome: RunOutcome, console: Console) -> None:

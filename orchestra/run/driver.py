@@ -28,6 +28,7 @@ from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
 from orchestra.jobs.services import JobServices
 from orchestra.paths import JobPaths
 from orchestra.report.compare.comparison import CompareInputError
+from orchestra.report.files import report_problem, write_reports
 from orchestra.report.stats.power import dry_run_power_text
 from orchestra.report.text.progress import Progress
 from orchestra.results.schema import DatabaseError
@@ -160,9 +161,22 @@ class Run:
         except OrchestraError as error:  # the Ray cluster (or its extra)
             return RunOutcome(refusal_of(error), [str(error)], scope)
         try:
-            return self._execute(api_keys, owed, state, executor, confirmation)
+            outcome = self._execute(api_keys, owed, state, executor, confirmation)
         finally:
             stop_executor(self.execution)
+        if outcome.ran:
+            self._write_reports(outcome)
+        return outcome
+
+    def _write_reports(self, outcome: RunOutcome) -> None:
+        """The run's report when `--report` asks for it (now or when the run started), and
+        every report that exists already, written again over the trials as they now are
+        (§2.5); their paths, or what could not be written, go into `outcome`."""
+        for job_dirs, out_dir in self.scope.report_dirs(self.effective.report):
+            try:
+                outcome.reports.append(write_reports(job_dirs, out_dir))
+            except (DocumentError, OSError) as error:
+                outcome.errors.append(report_problem(error, out_dir))
 
     def _confirmation(self) -> BaselineConfirmation | None:
         """The confirmation reruns `--confirm-against` or `--baseline-history` asks for (the
