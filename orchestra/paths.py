@@ -23,6 +23,8 @@ DEFAULT_STATE_DIR = Path(".benchmark")
 
 #: The repository checkout this package was imported from (editable install layout).
 PROJECT_ROOT = Path(__file__).absolute().parent.parent
+#: The task `orchestra task new` writes, placeholders unfilled (package data: in a wheel too).
+TASK_TEMPLATE_DIR = Path(__file__).absolute().parent / "taskkit" / "template"
 #: Where a wheel installs its copies of the root's `RepoPaths` files (pyproject's data-files): a
 #: Ray node installs the wheel and has no checkout.
 INSTALLED_ASSETS = Path(sys.prefix) / "share" / "buzz-orchestra"
@@ -58,6 +60,7 @@ class RepoPaths:
 # --- task directory (dataset.md §2.1) -------------------------------------------------------
 
 TESTS_DIR_NAME = "tests"
+SOLUTION_DIR_NAME = "solution"
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ class TaskPaths:
 
     @property
     def solution_dir(self) -> Path:
-        return self.root / "solution"
+        return self.root / SOLUTION_DIR_NAME
 
     @property
     def solve_sh(self) -> Path:

@@ -56,3 +56,17 @@ def start_run(
     )
     target.begin(owed_trials=0)
     return target.record
+
+
+def most_at_once(spans: list[tuple[str, str | None]]) -> int:
+    """The most trials running at one moment, from their (started_at, finished_at) stamps (ISO
+    stamps of one format sort as they happen; an end sorts before a start at the same
+    instant)."""
+    edges = sorted(
+        [(start, 1) for start, _ in spans] + [(end or start, -1) for start, end in spans]
+    )
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    return most

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),  # summary table, report.json, junit.xml, report.html, compare
     ("export",),  # runs and jobs in Harbor's jobs-directory format
     ("run",),  # one benchmark or resume run: preflight, stack, jobs, signals (below the CLI)
+    ("taskkit",),  # writing and checking tasks: verifier cases, replays, the scaffold
     ("cli",),  # the `orchestra` command
 )
 

@@ -95,7 +95,7 @@ def run_resume(path: Path, given: dict[str, object]) -> int:
     except Refused as error:
         error_lines(str(error))
         return EXIT_CODES[error.end]
-    return finish(Run(plan, Execution.of(plan.config), console).execute(), plan, console)
+    return finish(Run(plan, Execution.of(plan.effective), console).execute(), plan, console)
 
 
 def register(app: typer.Typer) -> None:

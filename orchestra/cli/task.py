@@ -20,14 +20,14 @@ from orchestra.cli.options import (
     choice,
     metavar,
 )
-from orchestra.cli.task_check import CheckOptions, check_tasks
-from orchestra.cli.task_scaffold import ScaffoldError, scaffold
-from orchestra.cli.task_stack import StackOptions, check_run
 from orchestra.config.task import BUZZ_LAYERS
 from orchestra.documents.enums import EnvKind
 from orchestra.documents.run_config import DEFAULT_RELAY_PORT, RunConfig
 from orchestra.paths import DEFAULT_STATE_DIR
 from orchestra.plural import plural
+from orchestra.taskkit.check import CheckOptions, check_tasks
+from orchestra.taskkit.scaffold import ScaffoldError, scaffold
+from orchestra.taskkit.stack import StackOptions, check_run
 
 #: the task check's trials in flight (as `benchmark`'s default)
 DEFAULT_N_CONCURRENT = RunConfig().n_concurrent

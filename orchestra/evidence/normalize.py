@@ -143,6 +143,9 @@ def build_evidence(
     arrival: Mapping[str, int] | None = None,
     channel_members: Sequence[Mapping[str, Any]] = (),
     agent_memory: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    trace: Sequence[Mapping[str, Any]] = (),
+    relay_events: Sequence[Mapping[str, Any]] = (),
+    agent_files: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The complete `buzz-evidence.json` document (schema version 1).
 
@@ -151,6 +154,8 @@ def build_evidence(
     `arrival`: event id -> first-seen sequence number from the trial's live subscription.
     `channel_members`: the trial channel's rows {pubkey, role, name} (§8.7).
     `agent_memory`: agent id -> its live memory entries {slug, value, hash, updated_at} (§8.8).
+    `trace`, `relay_events`: from `orchestra.evidence.trace.build_trace` (§8.9).
+    `agent_files`: from `orchestra.evidence.agent_files` (§8.10).
     """
     messages, truncated = build_messages(
         raw_events,
@@ -190,6 +195,9 @@ def build_evidence(
         "message_count": len(messages),
         "truncated": truncated,
         "messages": messages,
+        "trace": [dict(row) for row in trace],
+        "relay_events": [dict(row) for row in relay_events],
+        "agent_files": [dict(row) for row in agent_files],
     }
 
 

@@ -123,10 +123,13 @@ class Confirmation(Protocol):
 
 @dataclass
 class RunShare:
-    """What the jobs of one run share besides their services: the run's (stored) config,
-    its mutable state and the confirmation reruns it asks for."""
+    """What the jobs of one run share besides their services: its configs, its mutable state
+    and the confirmation reruns it asks for. The runner reads the `effective` config (the
+    command's options: `-n`, `--retries`, `--keep-errors`, ...); a new job's `config.json`
+    records the `stored` one, as the run's `run.json` does."""
 
-    config: RunConfig
+    effective: RunConfig
+    stored: RunConfig
     state: RunState
     confirmation: Confirmation | None = None
 
@@ -182,7 +185,7 @@ async def _run_claimed_job(
             progress.trial_update(trial_result)
             return
         stop = controls.trial_finished(trial_result)
-        retries = run.config.retries
+        retries = run.effective.retries
         if will_rerun(trial_result, retries, controls.stop is not None):
             # not the slot's final line: the counts keep the slot running
             progress.rerunning(trial_result, len(trial_result.retried_from) + 1, retries)
@@ -204,9 +207,9 @@ async def _run_claimed_job(
     async with executor.open_job(services, planned, hooks) as trials:
         config, inventory, _ = open_job(
             paths,
-            job_config(planned, services, run.config, executor.kind),
+            job_config(planned, services, run.stored, executor.kind),
             slots=slots,
-            keep_errors=run.config.keep_errors,
+            keep_errors=run.effective.keep_errors,
             executor=executor.kind,
             optional=confirmation_slots,
         )
@@ -276,7 +279,7 @@ class Dispatch:
         """Run `owed`; False when the run stopped starting trials (interrupt, stop, stack)."""
         controls, watch = self.shared.state, self.watch
         going = True
-        slots_free = asyncio.Semaphore(self.shared.config.n_concurrent)
+        slots_free = asyncio.Semaphore(self.shared.effective.n_concurrent)
 
         async def run_one(attempt: int, task_name: str) -> None:
             try:
@@ -307,7 +310,7 @@ class Dispatch:
         earlier: list[RetriedAttempt] = []
         while True:
             trial = await self.trials.run(task, attempt, earlier)
-            retries = self.shared.config.retries
+            retries = self.shared.effective.retries
             # counted here too: a result that does not list its earlier attempts must not make
             # the slot rerun for ever
             rerun = len(earlier) < retries and will_rerun(trial, retries, controls.stop is not None)

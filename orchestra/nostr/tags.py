@@ -13,6 +13,8 @@ Unmarked `e` tags are plain references. An empty marked value counts as absent.
 from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
+from orchestra.nostr.kinds import CHANNEL_STATE_KINDS
+
 TagList = Sequence[Sequence[str]]
 
 ROOT, REPLY = "root", "reply"
@@ -87,6 +89,14 @@ def channel_id(tags: TagList) -> str | None:
     """The channel an event belongs to: the value of its first `h` tag (orchestrator.md §8.2;
     the relay accepts channel events only with exactly one)."""
     return first_value(tags, "h")
+
+
+def access_channel(kind: object, tags: TagList) -> str | None:
+    """The channel an event belongs to for access control (protocol.md §10): its `h` value,
+    or its `d` value for the relay-signed channel state kinds."""
+    if kind in CHANNEL_STATE_KINDS:
+        return first_value(tags, "d")
+    return channel_id(tags)
 
 
 def mentions(tags: TagList) -> list[str]:

@@ -4,15 +4,13 @@ Stored-result queries apply the same rule in SQL (storage/queries.py)."""
 
 from orchestra.nostr import tags
 from orchestra.nostr.event import Event
-from orchestra.nostr.kinds import CHANNEL_STATE_KINDS, Kind
+from orchestra.nostr.kinds import Kind
 from orchestra.relay.channels import ChannelCache
 
 
 def event_channel_id(event: Event) -> str | None:
     """The channel an event belongs to for access control: its `h`, or `d` for state kinds."""
-    if event.kind in CHANNEL_STATE_KINDS:
-        return tags.first_value(event.tags, "d")
-    return tags.channel_id(event.tags)
+    return tags.access_channel(event.kind, event.tags)
 
 
 def can_read(reader: str | None, event: Event, channel_id: str | None, cache: ChannelCache) -> bool:

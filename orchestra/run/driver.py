@@ -28,9 +28,15 @@ from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
 from orchestra.jobs.services import JobServices
 from orchestra.paths import JobPaths
 from orchestra.report.compare.comparison import CompareInputError
+from orchestra.report.files import report_problem, write_reports
 from orchestra.report.stats.power import dry_run_power_text
 from orchestra.report.text.progress import Progress
-from orchestra.run.confirmation import BaselineConfirmation
+from orchestra.results.schema import DatabaseError
+from orchestra.run.confirmation import (
+    BaselineConfirmation,
+    baseline_of_history,
+    baseline_of_run,
+)
 from orchestra.run.execution import (
     Execution,
     driver_stack,
@@ -70,7 +76,7 @@ class Run:
         warn: Callable[[str], None] = note,
     ) -> None:
         self.plan = plan
-        self.config = plan.config
+        self.effective = plan.effective
         self.scope = plan.scope
         self.execution = execution
         self.console = console
@@ -88,17 +94,17 @@ class Run:
                 scope,
                 plan.condition,
                 plan.modes,
-                self.config,
+                self.effective,
                 allow_missing_keys=allow_missing_keys,
             )
-            owed = scope.owed(self.config.keep_errors)
+            owed = scope.owed(self.effective.keep_errors)
             self._confirmation()  # the baseline is read as the real run reads it
         except Refused as error:
             return RunOutcome(RunEnd.USAGE, [str(error)], missing_keys=error.missing_keys)
         except DocumentError as error:
             return RunOutcome(RunEnd.USAGE, [str(error)])
         text = render_dry_run(
-            Plan(self.config.selection, scope.jobs, plan.warnings),
+            Plan(self.effective.selection, scope.jobs, plan.warnings),
             plan.condition,
             stack_mode=plan.modes.stack,
             env_mode=plan.modes.env,
@@ -109,11 +115,11 @@ class Run:
         # Power said out loud (issue 29): the smallest change a comparison of this plan can detect
         print(dry_run_power_text([(len(job.tasks), job.attempts) for job in scope.jobs]), end="")
         estimate = estimate_cost(
-            self.config.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
+            self.effective.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
         )
         if estimate is None:
             print(
-                f"Cost estimate  none (no earlier job of this condition in {self.config.jobs_dir})"
+                f"Cost estimate  none (no earlier job of this condition in {self.effective.jobs_dir})"
             )
         else:
             print(estimate.line())
@@ -121,7 +127,7 @@ class Run:
             print(dry_run_text(self.execution), end="")
         except OrchestraError as error:  # the cluster cannot be reached or offers no slot
             return RunOutcome(refusal_of(error), [str(error)])
-        if self.config.check_endpoints:
+        if self.effective.check_endpoints:
             try:
                 check_endpoints(plan.condition, api_keys, self._say)
             except Preflight as error:
@@ -136,15 +142,15 @@ class Run:
         for warning in plan.warnings:
             self.warn(f"warning: {warning}")
         try:
-            api_keys = preflight(scope, plan.condition, plan.modes, self.config)
-            owed = scope.owed(self.config.keep_errors)
+            api_keys = preflight(scope, plan.condition, plan.modes, self.effective)
+            owed = scope.owed(self.effective.keep_errors)
             if self.execution.ray is None:  # under Ray, Docker is the nodes' business
                 check_docker(plan.modes)
-            state = load_state(self.config.state_dir)
+            state = load_state(self.effective.state_dir)
             confirmation = self._confirmation()
             if self.execution.ray is None and plan.modes.stack == StackMode.EMBEDDED:
                 # a busy relay port is a preflight failure: checked before the run is written
-                asyncio.run(EmbeddedStack(state, self.config.relay_port).preflight())
+                asyncio.run(EmbeddedStack(state, self.effective.relay_port).preflight())
             executor = start_executor(self.execution)
         except Refused as error:
             return RunOutcome.refused(error, scope)
@@ -155,20 +161,43 @@ class Run:
         except OrchestraError as error:  # the Ray cluster (or its extra)
             return RunOutcome(refusal_of(error), [str(error)], scope)
         try:
-            return self._execute(api_keys, owed, state, executor, confirmation)
+            outcome = self._execute(api_keys, owed, state, executor, confirmation)
         finally:
             stop_executor(self.execution)
+        if outcome.ran:
+            self._write_reports(outcome)
+        return outcome
+
+    def _write_reports(self, outcome: RunOutcome) -> None:
+        """The run's report when `--report` asks for it (now or when the run started), and
+        every report that exists already, written again over the trials as they now are
+        (§2.5); their paths, or what could not be written, go into `outcome`."""
+        for job_dirs, out_dir in self.scope.report_dirs(self.effective.report):
+            try:
+                outcome.reports.append(write_reports(job_dirs, out_dir))
+            except (DocumentError, OSError) as error:
+                outcome.errors.append(report_problem(error, out_dir))
 
     def _confirmation(self) -> BaselineConfirmation | None:
-        """The confirmation reruns `--confirm-against` asks for (its baseline read now: a bad
-        one refuses the run before anything starts)."""
-        baseline = self.config.confirm_against
-        if baseline is None:
-            return None
+        """The confirmation reruns `--confirm-against` or `--baseline-history` asks for (the
+        baseline read now: a bad one refuses the run before anything starts)."""
+        effective = self.effective
         try:
-            return BaselineConfirmation(self.config, baseline)
+            if effective.baseline_history is not None:
+                jobs = list(self.scope.jobs)
+                baseline = baseline_of_history(
+                    effective.baseline_history, self.plan.condition, effective, jobs
+                )
+                for line in baseline.lines:
+                    self._say(line)
+                return BaselineConfirmation(effective, baseline)
+            if effective.confirm_against is not None:
+                return BaselineConfirmation(effective, baseline_of_run(effective.confirm_against))
         except (CompareInputError, DocumentError) as error:
             raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
+        except DatabaseError as error:
+            raise Refused(RunEnd.USAGE, f"--baseline-history: {error}") from None
+        return None
 
     def _execute(
         self,
@@ -178,12 +207,12 @@ class Run:
         executor: Executor,
         confirmation: BaselineConfirmation | None,
     ) -> RunOutcome:
-        plan, scope, config = self.plan, self.scope, self.config
+        plan, scope, effective = self.plan, self.scope, self.effective
         interrupt = Interrupt()
         sandbox = sandbox_support()
         if plan.modes.env is EnvKind.LOCAL and sandbox.kind is SandboxKind.NONE:
             self.warn(sandbox.warning())
-        if config.check_endpoints:  # before the run is announced: a failure creates nothing
+        if effective.check_endpoints:  # before the run is announced: a failure creates nothing
             try:
                 check_endpoints(plan.condition, api_keys, self._say)
             except Preflight as error:
@@ -197,7 +226,7 @@ class Run:
         try:
             try:
                 scope.begin(owed)
-                shared = RunShare(scope.stored, RunState.of(config), confirmation)
+                shared = RunShare(effective, scope.stored, RunState.of(effective), confirmation)
                 jobs = self._jobs(api_keys, state, sandbox, executor, interrupt, shared)
                 outcomes = asyncio.run(jobs)
                 if shared.state.fault is not None:
@@ -233,12 +262,13 @@ class Run:
             if result.attempt <= planned[outcome.name].attempts
         ]
         unfinished = len(in_plan) < self.scope.n_planned
-        confirmations = [
-            found
-            for outcome in outcomes
-            if confirmation is not None
-            for found in confirmation.confirmations(planned[outcome.name], outcome.results)
-        ]
+        confirmations = (
+            []
+            if confirmation is None
+            else confirmation.confirmations(
+                [(planned[outcome.name], outcome.results) for outcome in outcomes]
+            )
+        )
         if interrupted:
             end = RunEnd.INTERRUPTED
         elif stopped:
@@ -269,7 +299,7 @@ class Run:
         shared: RunShare,
     ) -> list[JobOutcome]:
         """The jobs in plan order on the stack, until one does not run all its trials."""
-        plan, scope, config = self.plan, self.scope, self.config
+        plan, scope, effective = self.plan, self.scope, self.effective
         loop = asyncio.get_running_loop()
         for sig in INTERRUPT_SIGNALS:
             loop.add_signal_handler(sig, interrupt.trigger)
@@ -283,20 +313,23 @@ class Run:
         for line in await reap_jobs_dir(scope.jobs_root, skip=skip):
             self.console.print(f"reaped a dead run's leftovers: {line}", markup=False)
         outcomes: list[JobOutcome] = []
-        async with driver_stack(self.execution, plan.modes, state, config) as (stack_info, watch):
+        async with driver_stack(self.execution, plan.modes, state, effective) as (
+            stack_info,
+            watch,
+        ):
             services = JobServices(
                 condition=plan.condition,
                 environment=plan.modes.env,
                 stack=stack_info,
                 state=state,
-                options=config.trial,
+                options=effective.trial,
                 api_keys=api_keys,
                 jobs_dir=scope.jobs_dir,
                 jobs_root=scope.jobs_root,
                 sandbox=sandbox,
                 watch=watch,
             )
-            progress = Progress(self.console, quiet=config.quiet)
+            progress = Progress(self.console, quiet=effective.quiet)
             try:
                 for job in scope.jobs:
                     outcome = await run_job(job, services, shared, progress, interrupt, executor)

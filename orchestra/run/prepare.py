@@ -36,7 +36,9 @@ class RunPlan:
     scope: RunScope
     condition: Condition
     modes: Modes
-    config: RunConfig  # in effect for this command
+    #: the stored options with this command's on top: what the runner, the executors and the
+    #: confirmation reruns read (`scope.stored` is what the run keeps for the next command)
+    effective: RunConfig
     warnings: tuple[str, ...] = ()
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from agent_trees import SILENT_ACP, fake_agent_tree
 from pty_session import run_in_pty
+from runs_support import most_at_once
 
 from orchestra.paths import PROJECT_ROOT, StatePaths
 
@@ -60,6 +61,10 @@ def stack_args(relay_url: str, tmp_path: Path, *database_url: str) -> list[str]:
 
 def trial_results(job_dir: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(job_dir.glob("*/result.json"))]
+
+
+def spans(results: list[dict]) -> list[tuple[str, str | None]]:
+    return [(result["started_at"], result["finished_at"]) for result in results]
 
 
 def test_ctrl_c_prints_the_resume_command_that_finishes_the_whole_plan(
@@ -193,3 +198,44 @@ def test_ctrl_c_while_the_embedded_stack_starts_stops_the_run_with_the_resume_co
         shlex.join([str(ORCHESTRA), "resume", str(jobs / "early")]),
     ], stopped.output
     assert not trial_results(jobs / "early" / "early")
+
+
+def test_resume_n_1_runs_one_at_a_time_and_keep_errors_keeps_the_errors(
+    relay_url: str, tmp_path: Path
+) -> None:
+    """A run started with -n 3 whose three trials crashed: `resume --keep-errors` owes
+    nothing and starts nothing; `resume -n 1` with this package's agent tree reruns them, one
+    at a time, where the run's own -n ran three at once."""
+    task = tmp_path / "tasks" / USER_MENTION.name
+    shutil.copytree(USER_MENTION, task)
+    crash = fake_agent_tree(tmp_path / "crash", "import sys\nsys.exit(3)\n")
+    first = subprocess.run(
+        [str(ORCHESTRA), "benchmark", "--path", str(task), "--run-name", "wide", "-k", "3",
+         "-n", "3", "--retries", "0", "--buzz-bin-dir", str(crash), "-q",
+         *stack_args(relay_url, tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert first.returncode == 3, first.stdout + first.stderr
+    run_dir, job = tmp_path / "jobs" / "wide", tmp_path / "jobs" / "wide" / "wide"
+    crashed = trial_results(job)
+    assert [r["status"] for r in crashed] == ["error"] * 3
+    assert most_at_once(spans(crashed)) > 1  # the run's -n 3 at work
+
+    kept = subprocess.run(
+        [str(ORCHESTRA), "resume", str(run_dir), "--keep-errors", "-q"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert kept.returncode == 3, kept.stdout + kept.stderr
+    assert f"resuming run {run_dir}" in kept.stdout and "0 of 3 trials owed" in kept.stdout
+    assert trial_results(job) == crashed and not (job / ".superseded").exists()
+
+    narrow = subprocess.run(
+        [str(ORCHESTRA), "resume", str(run_dir), "-n", "1", "--buzz-bin-dir", str(ORCHESTRA.parent),
+         "-q"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert narrow.returncode == 0, narrow.stdout + narrow.stderr
+    assert "3 of 3 trials owed" in narrow.stdout
+    rerun = trial_results(job)
+    assert [r["status"] for r in rerun] == ["scored"] * 3
+    assert most_at_once(spans(rerun)) == 1

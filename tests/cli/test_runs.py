@@ -32,7 +32,9 @@ def test_the_resume_command_repeats_only_what_the_run_does_not_store(plan: RunPl
         "database_url": "postgresql://bench:hunter2@db:5432/buzz",
     }  # fmt: skip
     changed = replace(
-        plan, modes=Modes(StackMode.EXTERNAL, EnvKind.LOCAL), config=plan.config.updated(given)
+        plan,
+        modes=Modes(StackMode.EXTERNAL, EnvKind.LOCAL),
+        effective=plan.effective.updated(given),
     )
     assert resume_command(changed) == (
         f"/opt/venv/bin/orchestra resume {plan.scope.path} --n-concurrent 1 --keep-errors "

@@ -182,6 +182,9 @@ def test_top_level_keys() -> None:
         "message_count",
         "truncated",
         "messages",
+        "trace",
+        "relay_events",
+        "agent_files",
     }
     assert evidence["trial"] == {"run_id": "job", "trial_id": "trial", "channel_id": CHANNEL}
 

@@ -1,9 +1,10 @@
 """`orchestra compare`: did the candidate get worse than the baseline, and by how much?
 
-The verdict is the suite's (orchestra.report.stats.paired): tasks scored on both sides are paired,
-the mean per-task difference of mean reward gets a paired bootstrap interval and an exact test
-(McNemar with one attempt per task on each side, a sign-flip permutation test otherwise), and
-a regression significant at α fails the comparison (exit 3). Tasks are not dropped silently:
+The verdict is the suite's (orchestra.report.stats.paired): tasks scored on both sides are
+paired, the mean per-task difference of mean reward gets a paired interval and the exact
+one-sided permutation test of attempts within tasks (valid for any attempts per side), and a
+regression significant at α fails the comparison (exit 3); an improvement is reported, never
+a failure. Tasks are not dropped silently:
 those not scored on both sides are listed with why, and a baseline task the candidate has no
 scored trial of (not run, or only errors and cancellations) also fails it, since nothing shows
 the contract still holds; a task the baseline itself did not score (an infrastructure error on
@@ -17,30 +18,30 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orchestra.documents.report import ReportDocument
-from orchestra.documents.summary import Interval, MetricCount, TaskSummary
-from orchestra.report.compare.document import (
-    EXCLUDED,
-    IMPROVEMENT,
-    MISSING,
-    REGRESSION,
-    UNCHANGED,
-    UNSCORED,
-    Comparison,
-    Discordant,
-    ExcludedTask,
-    Lead,
-    MetricChange,
-    SideRecord,
-    SuiteRecord,
-    TaskComparison,
-)
 from orchestra.report.report_json import build_report
+from orchestra.report.stats.confirm import (
+    DEFAULT_RELIABILITY_TARGET,
+    NONE,
+    Counts,
+    Decision,
+    Hypothesis,
+    TaskEvidence,
+    decide,
+    under_watch,
+)
 from orchestra.report.stats.inference import Bounds, significant, wilson
-from orchestra.report.stats.paired import SuiteComparison, TaskPair, compare_suite
+from orchestra.report.stats.paired import NO_CHANGE, SuiteComparison, TaskPair, compare_suite
 
 ALPHA = 0.05
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+UNCHANGED = "unchanged"
+MISSING = "missing"
+UNSCORED = "unscored"
+EXCLUDED = "excluded"
 
 
 class CompareInputError(Exception):
@@ -48,17 +49,16 @@ class CompareInputError(Exception):
 
 
 @dataclass(frozen=True)
-class SideTask:
-    layer: str
-    summary: TaskSummary
-
-
-@dataclass(frozen=True)
 class Side:
     label: str  # job names, or the report file
     condition: str
-    tasks: dict[str, SideTask]  # task name -> its layer and summary in report.json
+    tasks: dict[str, dict[str, Any]]  # task name -> the task summary of report.json
     digests: dict[str, str] = field(default_factory=dict)  # task name -> its files' digest
+    # a history's (orchestra.report.compare_history): the recent runs' confirmation attempts,
+    # the tasks that failed a first attempt in them, and what was pooled
+    recent: dict[str, Counts] = field(default_factory=dict)
+    recent_first_failed: frozenset[str] = frozenset()
+    pooled: tuple[str, ...] = ()
 
 
 def _digests(report: ReportDocument) -> dict[str, str]:
@@ -89,11 +89,51 @@ def side_of_report(report: ReportDocument, label: str, where: str) -> Side:
         )
     condition = report.conditions[0]
     tasks = {
-        name: SideTask(layer_name, task)
+        name: {**task.model_dump(mode="json"), "layer": layer_name}
         for layer_name, layer in condition.layers.items()
         for name, task in layer.tasks.items()
     }
     return Side(label, condition.condition, tasks, _digests(report))
+
+
+@dataclass
+class MetricChange:
+    """A metric's pass counts on each side: descriptive (the verdict is the suite's)."""
+
+    metric: str
+    baseline: tuple[int, int] | None  # (passed, scored)
+    candidate: tuple[int, int] | None
+    change: str  # regression, improvement, unchanged, metric-added, metric-removed
+    p_value: float | None = None  # reward only: the task's lead p-value (raw)
+    significant: bool = False  # reward only: a regression whose Holm-adjusted p ≤ α
+    baseline_interval: tuple[float, float] | None = None
+    candidate_interval: tuple[float, float] | None = None
+    note: str = ""
+
+
+@dataclass
+class TaskComparison:
+    task: str
+    layer: str
+    status: str  # regression, improvement, unchanged, unscored, missing, new
+    note: str = ""
+    metrics: list[MetricChange] = field(default_factory=list)
+    baseline_mean: float | None = None  # mean reward over scored trials
+    candidate_mean: float | None = None
+    difference: float | None = None  # candidate − baseline
+    p_value: float | None = None  # one-sided Fisher on the reward's pass counts (a lead)
+    adjusted_p_value: float | None = None  # Holm over the tasks compared
+    files_changed: bool = False  # the task's digest differs between the sides
+
+    @property
+    def significant(self) -> bool:
+        return any(metric.significant for metric in self.metrics)
+
+    @property
+    def lost(self) -> bool:
+        """The candidate has no scored trial of a task the baseline scored (§ module
+        docstring); a task the baseline did not score is excluded, never lost."""
+        return self.status in (MISSING, UNSCORED)
 
 
 def _pair(value: Bounds) -> tuple[float, float]:
@@ -101,20 +141,20 @@ def _pair(value: Bounds) -> tuple[float, float]:
 
 
 def compare_metric(
-    metric: str, baseline: MetricCount | None, candidate: MetricCount | None
+    metric: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
 ) -> MetricChange:
     if baseline is None or candidate is None:
-        counts = baseline or candidate
+        counts = baseline or candidate or {}
         return MetricChange(
             metric=metric,
-            baseline=(baseline.passed, baseline.scored) if baseline else None,
-            candidate=(candidate.passed, candidate.scored) if candidate else None,
+            baseline=(baseline["passed"], baseline["scored"]) if baseline else None,
+            candidate=(candidate["passed"], candidate["scored"]) if candidate else None,
             change="metric-removed" if candidate is None else "metric-added",
             note=f"only the {'baseline' if candidate is None else 'candidate'} has this metric "
-            f"({counts.passed if counts else None}/{counts.scored if counts else None})",
+            f"({counts.get('passed')}/{counts.get('scored')})",
         )
-    b_pass, b_n = baseline.passed, baseline.scored
-    c_pass, c_n = candidate.passed, candidate.scored
+    b_pass, b_n = int(baseline["passed"]), int(baseline["scored"])
+    c_pass, c_n = int(candidate["passed"]), int(candidate["scored"])
     b_rate, c_rate = b_pass / b_n, c_pass / c_n
     change = REGRESSION if c_rate < b_rate else IMPROVEMENT if c_rate > b_rate else UNCHANGED
     result = MetricChange(metric, (b_pass, b_n), (c_pass, c_n), change)
@@ -132,42 +172,34 @@ def _fmt_interval(interval: tuple[float, float]) -> str:
     return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
-def _mean(task: TaskSummary) -> float:
-    """The mean reward of a task with scored trials (a hand-edited report may lack it)."""
-    if task.pass_rate is None:
-        raise CompareInputError("malformed report: a scored task has no pass_rate")
-    return task.pass_rate
-
-
 def compare_task(
-    name: str, baseline: SideTask | None, candidate: SideTask | None
+    name: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
 ) -> TaskComparison:
     if candidate is None:
         assert baseline is not None
-        return TaskComparison(name, baseline.layer, MISSING, "not run by the candidate")
+        return TaskComparison(name, baseline["layer"], MISSING, "not run by the candidate")
     if baseline is None:
-        return TaskComparison(name, candidate.layer, "new", "not run by the baseline")
-    layer = candidate.layer
-    before, after = baseline.summary, candidate.summary
-    if not before.scored:
+        return TaskComparison(name, candidate["layer"], "new", "not run by the baseline")
+    layer = str(candidate["layer"])
+    if not baseline["scored"]:
         # Nothing to hold the candidate to: an infrastructure error on the baseline's side
         # says nothing about the task, so the task leaves the comparison (shown, not lost).
         return TaskComparison(
             name,
             layer,
             EXCLUDED,
-            f"the baseline scored no trial of it ({before.errors} error(s), "
-            f"{before.cancelled} cancelled): excluded from the comparison",
+            f"the baseline scored no trial of it ({baseline.get('errors', 0)} error(s), "
+            f"{baseline.get('cancelled', 0)} cancelled): excluded from the comparison",
         )
-    if not after.scored:
+    if not candidate["scored"]:
         return TaskComparison(
             name,
             layer,
             UNSCORED,
-            f"the baseline scored {before.scored} trial(s); the candidate none "
-            f"({after.errors} error(s), {after.cancelled} cancelled)",
+            f"the baseline scored {baseline['scored']} trial(s); the candidate none "
+            f"({candidate['errors']} error(s), {candidate['cancelled']} cancelled)",
         )
-    b_metrics, c_metrics = before.metrics or {}, after.metrics or {}
+    b_metrics, c_metrics = baseline.get("metrics", {}), candidate.get("metrics", {})
     names = sorted(set(b_metrics) | set(c_metrics), key=lambda m: (m != "reward", m))
     metrics = [compare_metric(m, b_metrics.get(m), c_metrics.get(m)) for m in names]
     changes = {m.change for m in metrics}
@@ -183,29 +215,27 @@ def compare_task(
         layer,
         status,
         metrics=metrics,
-        baseline_mean=_mean(before),
-        candidate_mean=_mean(after),
-        difference=_mean(after) - _mean(before),
+        baseline_mean=float(baseline["pass_rate"]),
+        candidate_mean=float(candidate["pass_rate"]),
+        difference=float(candidate["pass_rate"]) - float(baseline["pass_rate"]),
     )
 
 
-def successes_of(task: TaskSummary) -> int:
-    """Scored trials with reward 1.0 (a report written before `successes` existed: the reward
-    metric's passes)."""
-    if task.successes is not None:
-        return task.successes
-    reward = (task.metrics or {}).get("reward")
-    return 0 if reward is None else reward.passed
+def successes_of(task: dict[str, Any]) -> int:
+    """Scored trials with reward 1.0 (a report from before issue 29: the reward metric)."""
+    if task.get("successes") is not None:
+        return int(task["successes"])
+    return int(task.get("metrics", {}).get("reward", {}).get("passed", 0))
 
 
-def task_pair(name: str, baseline: TaskSummary, candidate: TaskSummary) -> TaskPair:
+def task_pair(name: str, baseline: dict[str, Any], candidate: dict[str, Any]) -> TaskPair:
     return TaskPair(
         task=name,
-        baseline_mean=_mean(baseline),
-        baseline_n=baseline.scored,
+        baseline_mean=float(baseline["pass_rate"]),
+        baseline_n=int(baseline["scored"]),
         baseline_passes=successes_of(baseline),
-        candidate_mean=_mean(candidate),
-        candidate_n=candidate.scored,
+        candidate_mean=float(candidate["pass_rate"]),
+        candidate_n=int(candidate["scored"]),
         candidate_passes=successes_of(candidate),
     )
 
@@ -214,34 +244,72 @@ def _excluded_reason(task: TaskComparison) -> str:
     return task.note or f"{task.status}"
 
 
-def suite_record(suite: SuiteComparison) -> SuiteRecord:
-    return SuiteRecord(
-        n_tasks=suite.n_tasks,
-        mean_difference=suite.mean_difference,
-        interval=None
-        if suite.interval is None
-        else Interval.model_validate(asdict(suite.interval)),
-        test=suite.test,
-        p_value=suite.p_value,
-        verdict=suite.verdict,
-        discordant=None
+def suite_dict(suite: SuiteComparison) -> dict[str, Any]:
+    return {
+        "n_tasks": suite.n_tasks,
+        "mean_difference": suite.mean_difference,
+        "interval": None if suite.interval is None else asdict(suite.interval),
+        "test": suite.test,
+        "p_value": suite.p_value,
+        "p_regression": suite.p_regression,
+        "p_improvement": suite.p_improvement,
+        "verdict": suite.verdict,
+        "discordant": None
         if suite.discordant is None
-        else Discordant(baseline_only=suite.discordant[0], candidate_only=suite.discordant[1]),
-        detectable_change=suite.detectable.change,
-        assumed_sd=suite.detectable.sd,
-        power=suite.detectable.text(),
+        else {"baseline_only": suite.discordant[0], "candidate_only": suite.discordant[1]},
+        "detectable_change": suite.detectable.change,
+        "assumed_sd": suite.detectable.sd,
+        "power": suite.detectable.text(),
+    }
+
+
+def _evidence(name: str, baseline: Side, candidate: Side, target: float) -> TaskEvidence:
+    before, after = baseline.tasks[name], candidate.tasks[name]
+    confirmation = after.get("confirmation") or {}
+    tonight = Counts(int(confirmation.get("passes", 0)), int(confirmation.get("scored", 0)))
+    counts = Counts(successes_of(before), int(before["scored"]))
+    return TaskEvidence(
+        name,
+        counts,
+        Counts(successes_of(after), int(after["scored"])),
+        tonight + baseline.recent.get(name, NONE),
+        under_watch(counts, name in baseline.recent_first_failed, target),
     )
 
 
-def compare_sides(baseline: Side, candidate: Side, alpha: float = ALPHA) -> Comparison:
+def _hypothesis_dict(hypothesis: Hypothesis) -> dict[str, Any]:
+    return asdict(hypothesis)
+
+
+def decision_dict(decision: Decision) -> dict[str, Any]:
+    return {
+        "alpha": decision.alpha,
+        "target": decision.target,
+        "family": [_hypothesis_dict(h) for h in decision.family],
+        "below_target": [_hypothesis_dict(h) for h in decision.below_target],
+        "evidence": {
+            name: asdict(e) | {"screened": e.screened} for name, e in decision.evidence.items()
+        },
+        "confirmed_regressions": decision.regressions,
+        "missed_target": decision.missed_target,
+    }
+
+
+def compare_sides(
+    baseline: Side,
+    candidate: Side,
+    alpha: float = ALPHA,
+    *,
+    target: float = DEFAULT_RELIABILITY_TARGET,
+    fail_below_target: bool = False,
+) -> dict[str, Any]:
+    """The comparison document; its `decision` is the one family (orchestra.report.confirm)
+    of the suite test and the tasks confirmed by their fresh attempts."""
     names = sorted(set(baseline.tasks) | set(candidate.tasks))
     tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n)) for n in names]
     paired = [t for t in tasks if t.difference is not None]
     suite = compare_suite(
-        [
-            task_pair(t.task, baseline.tasks[t.task].summary, candidate.tasks[t.task].summary)
-            for t in paired
-        ],
+        [task_pair(t.task, baseline.tasks[t.task], candidate.tasks[t.task]) for t in paired],
         alpha,
     )
     for task, raw, adjusted in zip(paired, suite.lead_p_values, suite.lead_adjusted, strict=True):
@@ -253,41 +321,75 @@ def compare_sides(baseline: Side, candidate: Side, alpha: float = ALPHA) -> Comp
     for task in tasks:
         before, after = baseline.digests.get(task.task), candidate.digests.get(task.task)
         task.files_changed = before is not None and after is not None and before != after
-    return Comparison(
-        baseline=SideRecord(label=baseline.label, condition=baseline.condition),
-        candidate=SideRecord(label=candidate.label, condition=candidate.condition),
+    # the suite test's p in the regression direction (the family tests regressions only)
+    suite_p = (suite.p_regression if suite.mean_difference < 0 else 1.0) if paired else None
+    decision = decide(
+        [_evidence(t.task, baseline, candidate, target) for t in paired],
+        suite_p=suite_p,
         alpha=alpha,
-        verdict=suite.verdict,
-        suite=suite_record(suite),
-        regressed_tasks=[t.task for t in tasks if t.status == REGRESSION],
-        significant_regressions=[t.task for t in tasks if t.significant],
-        missing_tasks=[t.task for t in tasks if t.lost],
-        improved_tasks=[t.task for t in tasks if t.status == IMPROVEMENT],
-        excluded_tasks=[
-            ExcludedTask(task=t.task, status=t.status, reason=_excluded_reason(t))
+        target=target,
+    )
+    verdict = suite.verdict if suite.verdict != REGRESSION else NO_CHANGE
+    return {
+        "baseline": {
+            "label": baseline.label,
+            "condition": baseline.condition,
+            "pooled": list(baseline.pooled),
+        },
+        "candidate": {"label": candidate.label, "condition": candidate.condition},
+        "alpha": alpha,
+        "verdict": REGRESSION if decision.suite_regression else verdict,
+        "decision": decision_dict(decision),
+        "fail_below_target": fail_below_target,
+        "suite": suite_dict(suite),
+        "regressed_tasks": [t.task for t in tasks if t.status == REGRESSION],
+        "significant_regressions": [t.task for t in tasks if t.significant],
+        "missing_tasks": [t.task for t in tasks if t.lost],
+        "improved_tasks": [t.task for t in tasks if t.status == IMPROVEMENT],
+        "excluded_tasks": [
+            {"task": t.task, "status": t.status, "reason": _excluded_reason(t)}
             for t in tasks
             if t.difference is None
         ],
-        leads=[
-            Lead(
-                task=t.task,
-                change=t.status,
-                difference=t.difference,
-                p_value=t.p_value,
-                adjusted_p_value=t.adjusted_p_value,
-            )
+        "leads": [
+            {
+                "task": t.task,
+                "change": t.status,
+                "difference": t.difference,
+                "p_value": t.p_value,
+                "adjusted_p_value": t.adjusted_p_value,
+            }
             for t in paired
             if t.status in (REGRESSION, IMPROVEMENT)
         ],
-        changed_task_files=[t.task for t in tasks if t.files_changed],
-        tasks=tasks,
-    )
+        "changed_task_files": [t.task for t in tasks if t.files_changed],
+        "tasks": [asdict(t) for t in tasks],
+    }
 
 
-def compare_paths(baseline: Path, candidate: Path, alpha: float = ALPHA) -> Comparison:
-    return compare_sides(load_side(baseline), load_side(candidate), alpha=alpha)
+def compare_paths(
+    baseline: Path | Side,
+    candidate: Path,
+    alpha: float = ALPHA,
+    *,
+    target: float = DEFAULT_RELIABILITY_TARGET,
+    fail_below_target: bool = False,
+) -> dict[str, Any]:
+    """`baseline`: a run, job or report.json, or a side already built (a history)."""
+    sides = baseline if isinstance(baseline, Side) else load_side(baseline), load_side(candidate)
+    try:
+        return compare_sides(
+            *sides, alpha=alpha, target=target, fail_below_target=fail_below_target
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        # Job directories always give well-formed task summaries; a hand-edited report.json may not.
+        raise CompareInputError(f"malformed report: task summary lacks {error!r}") from None
 
 
-def exit_code(comparison: Comparison) -> int:
-    """3 on a significant suite-level regression or a baseline task the candidate lost."""
-    return 3 if comparison.verdict == REGRESSION or comparison.missing_tasks else 0
+def exit_code(comparison: dict[str, Any]) -> int:
+    """3 when the decision's family holds a regression (the suite's or a confirmed task's), a
+    baseline task was lost, or (when asked) a confirmed task missed the reliability target."""
+    decision = comparison["decision"]
+    failed = comparison["verdict"] == REGRESSION or decision["confirmed_regressions"]
+    missed = comparison["fail_below_target"] and decision["missed_target"]
+    return 3 if failed or missed or comparison["missing_tasks"] else 0

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestra.cli.task_cases import CaseWorld, cases_path, load_cases
-from orchestra.cli.task_stack import Replay, StackOptions, StackRun, replay
-from orchestra.cli.task_verifier import Verdict, run_verifier
 from orchestra.config.errors import ConfigError, display_path
 from orchestra.config.task import Task, load_task
 from orchestra.documents.enums import TrialStatus
 from orchestra.paths import PROJECT_ROOT, TaskPaths, TrialPaths
+from orchestra.taskkit.cases import CaseWorld, cases_path, load_cases
+from orchestra.taskkit.stack import Replay, StackOptions, StackRun, replay
+from orchestra.taskkit.verifier import Verdict, run_verifier
 
 NEGATIVE_IN_TASK = Path("solution") / "negative.sh"
 #: The repository's convention for datasets under `tasks/`: negative solutions live outside
@@ -194,12 +194,9 @@ def _replays(checks: list[TaskCheck], stack: StackOptions) -> None:
 
 def _judge(check: TaskCheck, what: str, run: StackRun, wanted: float) -> None:
     found = run.replays.get(check.dir.name)
-    result = found.result if found is not None else None
+    result = None if found is None else found.result
     if result is None:
-        last = run.output.strip().splitlines()[-1:] or ["no output"]
-        check.problems.append(
-            f"{check.shown}: {what}: no trial ran (benchmark exit {run.exit_code}: {last[0]})"
-        )
+        check.problems.append(f"{check.shown}: {what}: no trial ran ({run.why_no_trial()})")
     elif result.status is not TrialStatus.SCORED:
         info = result.exception_info
         reason = f"{info.exception_type}: {info.exception_message}" if info else str(result.status)
@@ -221,9 +218,7 @@ def _judge(check: TaskCheck, what: str, run: StackRun, wanted: float) -> None:
 def _workspace_absent(check: TaskCheck, found: Replay | None) -> None:
     """The oracle trial's evidence graded again where no agent ever ran: same rewards."""
     task = check.task
-    if task is None or found is None or found.result is None or found.trial_dir is None:
-        return
-    if found.result.status is not TrialStatus.SCORED:
+    if task is None or found is None or found.result.status is not TrialStatus.SCORED:
         return
     paths = TrialPaths(found.trial_dir)
     evidence = paths.artifacts_evidence_json
