@@ -119,6 +119,15 @@ def check(
             help="Replay the oracle and negative solutions through the real stack.",
         ),
     ] = True,
+    replay_cases: Annotated[
+        bool,
+        typer.Option(
+            "--replay-cases",
+            help="Also play every case of verifier-cases.toml through the real stack (as a "
+            "solution the oracle replays) and check the real verifier's metrics; cases the buzz "
+            "CLI cannot play are listed as left out.",
+        ),
+    ] = False,
     stack: Annotated[
         str | None,
         typer.Option(
@@ -155,9 +164,12 @@ def check(
     task_dirs = [path for path in paths if not path.is_file()]
     if not task_dirs:
         fail("no task directory among the paths given")
-    checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay))
+    options = CheckOptions(stack_options, negatives, replay, replay_cases)
+    checks = check_tasks(task_dirs, options)
     unsound = [c for c in checks if c.problems]
     for result in checks:
+        for note in result.notes:
+            typer.echo(note)
         for problem in result.problems:
             typer.echo(problem, err=True)
         if not result.problems:
