@@ -23,6 +23,8 @@ DEFAULT_STATE_DIR = Path(".benchmark")
 
 #: The repository checkout this package was imported from (editable install layout).
 PROJECT_ROOT = Path(__file__).absolute().parent.parent
+#: The task `orchestra task new` writes, placeholders unfilled (package data: in a wheel too).
+TASK_TEMPLATE_DIR = Path(__file__).absolute().parent / "taskkit" / "template"
 #: Where a wheel installs its copies of the root's `RepoPaths` files (pyproject's data-files): a
 #: Ray node installs the wheel and has no checkout.
 INSTALLED_ASSETS = Path(sys.prefix) / "share" / "buzz-orchestra"

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from orchestra.errors import TrialFailure
 from orchestra.evidence.normalize import TRANSCRIPT_CAP, build_evidence, transcript_of
+from orchestra.evidence.trace import build_trace
 from orchestra.files import empty_directory
 from orchestra.jsonio import dumps_pretty, write_json_atomic, write_text_atomic
 from orchestra.nostr import tags
@@ -228,6 +229,11 @@ class EvidenceContext:
     observe_channel_names: Sequence[str]
     agent_pubkeys: Sequence[str]
     arrival: Mapping[str, int]
+    #: every event the trial's identities could read, in the relay's order (§8.9)
+    captured: Sequence[Mapping[str, Any]] = ()
+    #: why the capture is incomplete, if it is: an export failure (§8.6)
+    capture_failure: str | None = None
+    agent_files: Sequence[Mapping[str, Any]] = ()  # §8.10
 
 
 async def export_evidence(
@@ -247,6 +253,16 @@ async def export_evidence(
     files removed before raising.
     """
     try:
+        if context.capture_failure is not None:
+            raise EvidenceExportError(
+                f"the trial's capture is incomplete: {context.capture_failure}"
+            )
+        trace = build_trace(
+            context.captured,
+            trial_channel_id=context.channel_id,
+            identities=context.identities,
+            directory=context.directory,
+        )
         observed = await collect_observed_channels(
             orchestrator_reader,
             context.observe_channel_names,
@@ -275,6 +291,9 @@ async def export_evidence(
             arrival=context.arrival,
             channel_members=members,
             agent_memory=memory,
+            trace=trace.trace,
+            relay_events=trace.relay_events,
+            agent_files=context.agent_files,
         )
         write_evidence_files(evidence, trial)
         return evidence

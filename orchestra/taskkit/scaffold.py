@@ -7,9 +7,17 @@ from pathlib import Path
 
 from orchestra.config.task import BUZZ_LAYERS
 from orchestra.errors import OrchestraError
-from orchestra.taskkit import template
+from orchestra.paths import TASK_TEMPLATE_DIR
 
 EXECUTABLE = 0o755
+#: Shared by both solution scripts (each file of the template holds its script's body only).
+SOLUTION_PREAMBLE = Path("solution") / "preamble.sh"
+SOLUTION_HEADERS = {
+    Path("solution") / "solve.sh": "Reference solution for __NAME__; replayed by the built-in "
+    "oracle model.",
+    Path("solution") / "negative.sh": "Negative solution for __NAME__: a realistic mistake the "
+    "verifier must score 0.0.",
+}
 
 
 class ScaffoldError(OrchestraError):
@@ -18,44 +26,30 @@ class ScaffoldError(OrchestraError):
     exit_code = 1
 
 
-def scaffold_files(task_dir: Path, layer: str) -> dict[str, str]:
-    """Relative path -> content of every file `task new` writes."""
-    name = f"{task_dir.absolute().parent.name}/{task_dir.name}"
-
-    def fill(text: str) -> str:
-        return (
-            text.replace("__DIR__", task_dir.name)
-            .replace("__NAME__", name)
-            .replace("__LAYER__", layer)
-            .replace("__PATH__", task_dir.as_posix())
-        )
-
-    verify = "".join(
-        (
-            template.VERIFY_HEAD,
-            template.SHARED_HELPERS,
-            template.VERIFY_BODY,
-            template.SHARED_ENTRY_POINTS,
-        )
-    )
-    solve = template.SOLVE_PREAMBLE.replace(
-        "__HEADER__", "Reference solution for __NAME__; replayed by the built-in oracle model."
-    )
-    negative = template.SOLVE_PREAMBLE.replace(
-        "__HEADER__",
-        "Negative solution for __NAME__: a realistic mistake the verifier must score 0.0.",
-    )
+def template_files(template_dir: Path = TASK_TEMPLATE_DIR) -> dict[Path, str]:
+    """Relative path -> text of the template's files, as shipped (placeholders unfilled)."""
     return {
-        "task.toml": fill(template.TASK_TOML),
-        "buzz-fixture.toml": template.FIXTURE_TOML,
-        "instruction.md": template.INSTRUCTION_MD,
-        "README.md": fill(template.README_MD),
-        "environment/Dockerfile": template.DOCKERFILE,
-        "tests/test.sh": template.TEST_SH,
-        "tests/verify.py": fill(verify),
-        "solution/solve.sh": fill(solve + template.SOLVE_BODY),
-        "solution/negative.sh": fill(negative + template.NEGATIVE_BODY),
-        "verifier-cases.toml": fill(template.CASES_TOML),
+        path.relative_to(template_dir): path.read_text(encoding="utf-8")
+        for path in sorted(template_dir.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def scaffold_files(task_dir: Path, layer: str) -> dict[Path, str]:
+    """Relative path -> content of every file `task new` writes: the template's files with
+    `__DIR__`, `__NAME__`, `__LAYER__` and `__PATH__` filled in, the solution scripts behind
+    their shared preamble."""
+    name = f"{task_dir.absolute().parent.name}/{task_dir.name}"
+    files = template_files()
+    preamble = files.pop(SOLUTION_PREAMBLE)
+    for script, header in SOLUTION_HEADERS.items():
+        files[script] = preamble.replace("__HEADER__", header) + files[script]
+    return {
+        relative: text.replace("__DIR__", task_dir.name)
+        .replace("__NAME__", name)
+        .replace("__LAYER__", layer)
+        .replace("__PATH__", task_dir.as_posix())
+        for relative, text in files.items()
     }
 
 

@@ -3,7 +3,6 @@ clients and environment, account, redact secrets, write the final result."""
 
 from __future__ import annotations
 
-from orchestra.agents.oracle.registry import oracle_token
 from orchestra.documents.enums import ErrorType, Phase, TrialStatus
 from orchestra.documents.trial import ExceptionInfo
 from orchestra.trial import relay_ops
@@ -11,7 +10,7 @@ from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, exception_info
 from orchestra.trial.record import enter_phase, write_result
-from orchestra.trial.redact import redact_text, redact_tree, secret_strings
+from orchestra.trial.redact import redact_text, redact_tree, trial_secrets
 from orchestra.trial.state import TrialState
 
 
@@ -68,14 +67,7 @@ def account(state: TrialState, ctx: JobContext) -> None:
 
 def redact_secrets(state: TrialState, ctx: JobContext) -> None:
     """§7.15: every secret of this trial out of every file it wrote."""
-    setup = state.setup
-    keys = list(setup.agent_keys.values())
-    if setup.user is not None:
-        keys.append(setup.user.keys)
-    keys += [identity.keys for _, identity in setup.directory]
-    secrets = secret_strings(keys, ctx.api_keys.values())
-    if setup.oracle_registered:
-        secrets += [oracle_token(state.trial_id, slot.agent_id) for slot in state.slots]
+    secrets = trial_secrets(state, ctx)
     state.finalize.secret_scan = redact_tree(state.paths.root, secrets)
     info = state.exception_info
     if info is not None:  # result.json is written after the scan

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Sequence
 
 from orchestra.documents.enums import ErrorType, Phase
+from orchestra.evidence.agent_files import AgentFile
 from orchestra.evidence.export import (
     EvidenceContext,
     EvidenceExportError,
@@ -19,7 +21,9 @@ from orchestra.trial import relay_ops
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError
 from orchestra.trial.record import enter_phase
+from orchestra.trial.redact import redact_value, trial_secrets
 from orchestra.trial.state import TrialState
+from orchestra.trial.written_files import written_files
 from orchestra.verify.inputs import VerifierInputs
 from orchestra.verify.reward import VerifierFailure
 
@@ -33,10 +37,15 @@ async def grade(state: TrialState, ctx: JobContext) -> None:
     await verify(state, ctx)
 
 
-def evidence_context(state: TrialState, ctx: JobContext) -> EvidenceContext:
-    """What the trial knows for certain, in the shapes of §8.1."""
+def evidence_context(
+    state: TrialState, ctx: JobContext, agent_files: Sequence[AgentFile] = ()
+) -> EvidenceContext:
+    """What the trial knows for certain, in the shapes of §8.1; this trial's secrets out of
+    what the agents wrote or published (§8.10)."""
     setup, completion = state.setup, state.agent_phase.completion
     assert setup.user is not None and setup.channel_id is not None
+    secrets = trial_secrets(state, ctx)
+    capture = setup.capture
     return EvidenceContext(
         run_id=ctx.job_name,
         trial_id=state.trial_id,
@@ -68,6 +77,9 @@ def evidence_context(state: TrialState, ctx: JobContext) -> EvidenceContext:
         observe_channel_names=state.task.fixture.observe_channel_names,
         agent_pubkeys=[keys.pubkey for keys in setup.agent_keys.values()],
         arrival=setup.observer.arrival if setup.observer is not None else {},
+        captured=redact_value(capture.events(), secrets) if capture is not None else [],
+        capture_failure=capture.failure if capture is not None else "never started",
+        agent_files=redact_value(list(agent_files), secrets),
     )
 
 
@@ -75,8 +87,9 @@ async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
     """Step 18: the evidence on the host (§8.5); the verifier gets its bytes at step 19."""
     try:
         async with asyncio.timeout(EVIDENCE_SECONDS):
+            files = await collect_agent_files(state)
             evidence = await export_evidence(
-                evidence_context(state, ctx),
+                evidence_context(state, ctx, files),
                 user_reader=state.user_client(ctx),
                 orchestrator_reader=state.agent_client(state.orchestrator_id),
                 memory_readers={
@@ -98,6 +111,15 @@ async def export_and_place_evidence(state: TrialState, ctx: JobContext) -> None:
         return
     state.grading.evidence = evidence_text(evidence).encode("utf-8")
     state.grading.authored = dict(Counter(str(m["pubkey"]) for m in evidence["messages"]))
+
+
+async def collect_agent_files(state: TrialState) -> list[AgentFile]:
+    """§8.10: what changed in the workspace and home since launch; the environment's agents
+    share them, so the rows name the orchestrator agent."""
+    before = state.setup.files_before
+    if before is None:
+        raise EvidenceExportError("the workspace was never recorded before launch")
+    return await written_files(state.env, before, state.orchestrator_id)
 
 
 def verifier_inputs(state: TrialState) -> VerifierInputs:

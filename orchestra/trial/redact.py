@@ -6,9 +6,15 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from orchestra.agents.oracle.registry import oracle_token
 from orchestra.documents.trial import SecretScan
 from orchestra.nostr.keys import Keys
+
+if TYPE_CHECKING:
+    from orchestra.trial.context import JobContext
+    from orchestra.trial.state import TrialState
 
 REDACTED = b"[REDACTED]"
 
@@ -28,6 +34,19 @@ def secret_strings(keys: Iterable[Keys], api_keys: Iterable[str]) -> list[str]:
                 json.dumps(value, ensure_ascii=escaped)[1:-1] for escaped in (False, True)
             )
     return sorted(values, key=len, reverse=True)
+
+
+def trial_secrets(state: TrialState, ctx: JobContext) -> list[str]:
+    """Every secret of this trial (§7.15): its identities' keys, the API keys, oracle tokens."""
+    setup = state.setup
+    keys = list(setup.agent_keys.values())
+    if setup.user is not None:
+        keys.append(setup.user.keys)
+    keys += [identity.keys for _, identity in setup.directory]
+    secrets = secret_strings(keys, ctx.api_keys.values())
+    if setup.oracle_registered:
+        secrets += [oracle_token(state.trial_id, slot.agent_id) for slot in state.slots]
+    return secrets
 
 
 def redact_tree(root: Path, secrets: list[str]) -> SecretScan:
@@ -58,6 +77,17 @@ def redact_text(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED.decode())
     return text
+
+
+def redact_value(value: Any, secrets: list[str]) -> Any:
+    """A JSON-shaped value with every secret out of every string in it (§8.9, §8.10)."""
+    if isinstance(value, str):
+        return redact_text(value, secrets)
+    if isinstance(value, list):
+        return [redact_value(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_value(item, secrets) for key, item in value.items()}
+    return value
 
 
 def _regular_files(root: Path) -> Iterator[Path]:

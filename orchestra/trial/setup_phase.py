@@ -14,6 +14,7 @@ from orchestra.jsonio import write_text_atomic
 from orchestra.nostr.keys import Keys
 from orchestra.processes import first_of
 from orchestra.trial import relay_ops
+from orchestra.trial.capture import TrialCapture
 from orchestra.trial.completion import describe_exit
 from orchestra.trial.context import JobContext
 from orchestra.trial.env.protocol import EnvCommandError, TrialEnvironment
@@ -27,6 +28,7 @@ from orchestra.trial.observer import ChannelObserver
 from orchestra.trial.prompts import TeamMember, compose_roster_prompt
 from orchestra.trial.record import write_result
 from orchestra.trial.state import TrialState
+from orchestra.trial.written_files import snapshot
 
 SETUP_SECONDS = 300.0
 READINESS_SECONDS = 60.0
@@ -88,13 +90,19 @@ async def prepare_environment(state: TrialState, *, with_solution: bool) -> None
 
 
 async def create_channel(state: TrialState, ctx: JobContext) -> None:
-    """Step 4: the private trial channel, its registry row, and its subscription."""
+    """Step 4: the trial's capture (§8.9), then the private trial channel, its registry row,
+    and its subscription."""
     name = f"{state.task.short_name}-{state.trial_id[:8]}"
     description = (
         f"run={ctx.job_name} trial={state.trial_id} manifest={ctx.condition.manifest_sha256}"
     )
     since = int(time.time()) - 5
     user_client, setup = state.user_client(ctx), state.setup
+    assert setup.user is not None
+    readers = {setup.user.name: user_client}
+    readers.update((slot.agent_id, state.agent_client(slot.agent_id)) for slot in state.slots)
+    setup.capture = TrialCapture(readers, since, state.notify)
+    await setup.capture.start()
     setup.channel_id = channel_id = await relay_ops.create_trial_channel(
         user_client, name=name, description=description
     )
@@ -153,10 +161,13 @@ async def seed_memories(state: TrialState) -> None:
 
 
 async def launch_agents(state: TrialState, ctx: JobContext) -> None:
-    """Step 9: the oracle registration, then per agent its prompt and its `buzz-acp`."""
+    """Step 9: the workspace and home as the agents find them (§8.10), the oracle
+    registration, then per agent its prompt and its `buzz-acp`."""
     setup = state.setup
     channel_id, user = setup.channel_id, setup.user
     assert channel_id is not None and user is not None
+    with classified(ErrorType.ENVIRONMENT_START_ERROR):
+        setup.files_before = await snapshot(state.env)
     oracle_port = await register_with_oracle(state, ctx)
     team = [
         TeamMember(slot.agent_id, slot.role, setup.agent_keys[slot.agent_id].pubkey)

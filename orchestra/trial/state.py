@@ -32,6 +32,7 @@ from orchestra.nostr.keys import Keys
 from orchestra.paths import TrialPaths, make_trial_name
 from orchestra.stack.watch import HealthySpell
 from orchestra.trial.accounting import NO_ACCOUNTING, TrialAccounting
+from orchestra.trial.capture import TrialCapture
 from orchestra.trial.completion import Completion, CompletionWatch
 from orchestra.trial.context import JobContext
 from orchestra.trial.env.protocol import AgentProcess, TrialEnvironment
@@ -41,6 +42,7 @@ from orchestra.trial.identities import Identity
 from orchestra.trial.observer import ChannelObserver
 from orchestra.trial.recorder import TrialRecorder
 from orchestra.trial.relay_ops import ClientPool
+from orchestra.trial.written_files import Snapshot
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,9 @@ class SetupState:
     channel_id: str | None = None
     channel_name: str | None = None
     observer: ChannelObserver | None = None
-    # step 9: agents
+    capture: TrialCapture | None = None  # every event the trial's identities may read (§8.9)
+    # step 9: agents, and their workspace and home as they were before (§8.10)
+    files_before: Snapshot | None = None
     oracle_registered: bool = False
     agents: dict[str, AgentProcess] = field(default_factory=dict)
     followers: dict[str, EventLogFollower] = field(default_factory=dict)

@@ -52,6 +52,8 @@ async def stop_and_collect(state: TrialState, ctx: JobContext) -> None:
             log(f"{follower.path.name}: {json.dumps(record, sort_keys=True)}")
     if setup.observer is not None:
         await setup.observer.close()
+    if setup.capture is not None:
+        await setup.capture.close()
     sources = trajectory_sources(state.slots, ctx.condition.manifest.prices)
     try:
         state.teardown.trajectories, notes = await asyncio.to_thread(

@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shared_snippets import canonical_blocks
+from shared_snippets import blocks_of, canonical_blocks
 from solution_headers import read_expectation
 
 from orchestra.config.task import load_task
-from orchestra.paths import PROJECT_ROOT, TaskPaths
-from orchestra.taskkit import template as task_template
+from orchestra.paths import PROJECT_ROOT, TASK_TEMPLATE_DIR, TaskPaths
 from orchestra.taskkit.check import CheckOptions, TaskCheck, check_tasks, negative_solution
 from orchestra.taskkit.scaffold import ScaffoldError, scaffold
 from orchestra.taskkit.stack import StackOptions, check_run, replay
@@ -63,8 +62,9 @@ def test_contract_verifier_carries_the_canonical_helpers(task: str) -> None:
 
 def test_scaffold_template_carries_the_canonical_blocks() -> None:
     canonical = canonical_blocks()
-    assert task_template.SHARED_HELPERS == canonical["evidence helpers"]
-    assert task_template.SHARED_ENTRY_POINTS == canonical["entry points"]
+    verifier = (TASK_TEMPLATE_DIR / "tests" / "verify.py").read_text(encoding="utf-8")
+    blocks = blocks_of(verifier)
+    assert blocks == {name: canonical[name] for name in ("evidence helpers", "entry points")}
 
 
 def test_scaffolded_task_is_sound_on_paper(tmp_path: Path) -> None:

@@ -158,26 +158,33 @@ def test_unscored_missing_and_new_tasks(tmp_path: Path) -> None:
 
 
 def test_the_suite_verdict_drives_the_exit_code(tmp_path: Path) -> None:
-    """Six tasks 3/3 → 0/3: every sign flip but two is less extreme, p = 2/64 ≤ 0.05 (exit 3);
-    at --alpha 0.01 it is not (exit 0)."""
+    """Six tasks 3/3 → 2/3: dealing each task's six attempts out again, its one failure lands
+    on the candidate's side half the time, so all six do with p = 1/64 ≤ 0.05 (exit 3); at
+    --alpha 0.01 it is not significant (exit 0)."""
     names = [f"t{i}" for i in range(6)]
 
-    def job(name: str, reward: float) -> Path:
+    def job(name: str, failing_attempt: int | None) -> Path:
         return build_job(tmp_path, name, [
-            TrialSpec(task, layer="workflow", attempt=a, rewards={"reward": reward})
+            TrialSpec(task, layer="workflow", attempt=a,
+                      rewards={"reward": 0.0 if a == failing_attempt else 1.0})
             for a in (1, 2, 3) for task in names
         ], attempts=3)  # fmt: skip
 
-    baseline, candidate = job("b", 1.0), job("c", 0.0)
+    baseline, candidate = job("b", None), job("c", 3)
     runner = CliRunner()
     for alpha, code in ((None, 3), ("0.01", 0)):
         args = ["compare", str(baseline), str(candidate), *(["--alpha", alpha] if alpha else [])]
         result = runner.invoke(cli(), args)
         assert result.exit_code == code, (alpha, result.output)
-        assert "exact sign-flip permutation test p=0.0312" in result.stdout
+        assert (
+            "exact one-sided permutation test of attempts within tasks "
+            "p(regression)=0.0156 p(improvement)=1" in result.stdout
+        )
         last = result.stdout.rstrip().splitlines()[-1]
         if code == 3:
-            assert last == "exit 3: a significant suite-level regression (p=0.0312 ≤ α=0.05)"
+            assert last == (
+                "exit 3: a significant suite-level regression (one-sided p=0.0156 ≤ α=0.05)"
+            )
         else:
             assert last.startswith("exit 0: no regression significant at α=0.01"), last
     bad = runner.invoke(cli(), ["compare", str(baseline), str(baseline), "--alpha", "1.5"])

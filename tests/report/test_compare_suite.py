@@ -44,7 +44,7 @@ def compare(baseline: Path, candidate: Path, *extra: str) -> tuple[int, dict]:
 
 @pytest.mark.parametrize(
     ("failing", "p_at_most", "p_at_least", "code"),
-    [(10, 0.002, None, 3), (8, 0.008, None, 3), (3, None, 0.125, 0)],
+    [(10, 0.001, None, 3), (8, 0.004, None, 3), (3, None, 0.125, 0)],
 )
 def test_flipped_tasks_against_all_pass(
     runs: dict[int, Path],
@@ -55,9 +55,11 @@ def test_flipped_tasks_against_all_pass(
 ) -> None:
     exit_code, document = compare(runs[0], runs[failing])
     suite = document["suite"]
-    assert suite["test"] == "mcnemar-exact"
+    assert suite["test"] == "permutation-exact"
     assert suite["discordant"] == {"baseline_only": failing, "candidate_only": 0}
-    assert suite["p_value"] == pytest.approx(2 / 2**failing)  # two-sided exact binomial
+    # One attempt a side: the one-sided exact McNemar test, a fair coin per discordant task.
+    assert suite["p_value"] == suite["p_regression"] == pytest.approx(1 / 2**failing)
+    assert suite["p_improvement"] == 1.0
     if p_at_most is not None:
         assert suite["p_value"] <= p_at_most
     if p_at_least is not None:

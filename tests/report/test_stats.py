@@ -12,9 +12,7 @@ from orchestra.jobs.aggregate import pass_at_k, pass_hat_k
 from orchestra.report.stats.inference import (
     fisher_one_sided,
     holm,
-    mcnemar_exact,
     mean_interval,
-    sign_flip_test,
     wilson,
 )
 from orchestra.report.stats.power import (
@@ -76,55 +74,6 @@ def test_fisher_is_the_hypergeometric_tail() -> None:
                     min(1.0, mirrored), abs=1e-12
                 )
     assert fisher_one_sided(0, 3, 3, 3, "less") == pytest.approx(0.05)
-
-
-def test_mcnemar_is_the_exact_binomial() -> None:
-    for b in range(12):
-        for c in range(12 - b):
-            m = b + c
-            if m == 0:
-                assert mcnemar_exact(b, c) == 1.0
-                continue
-            probability = [math.comb(m, i) / 2**m for i in range(m + 1)]
-            # Two-sided: every outcome no more likely than the one observed.
-            expected = sum(p for p in probability if p <= probability[b] * (1 + 1e-7))
-            assert mcnemar_exact(b, c) == pytest.approx(min(1.0, expected), abs=1e-12)
-    assert mcnemar_exact(10, 0) == pytest.approx(2 / 1024)
-
-
-def _brute_force_flip_p(differences: list[float]) -> float:
-    observed = abs(sum(differences))
-    patterns = list(itertools.product((1, -1), repeat=len(differences)))
-    extreme = sum(
-        abs(sum(s * d for s, d in zip(signs, differences, strict=True))) >= observed - 1e-12
-        for signs in patterns
-    )
-    return extreme / len(patterns)
-
-
-def test_sign_flip_test_enumerates_every_pattern() -> None:
-    rng = random.Random(7)
-    cases = [[-1.0] * 6, [-1.0, -0.5, 0.25, -0.75], [0.5, -0.5], [1.0, 1.0, 1.0, -1.0, 1.0]]
-    cases += [
-        [rng.choice([-1, -2 / 3, -1 / 3, 1 / 3, 2 / 3, 1]) for _ in range(9)] for _ in range(6)
-    ]
-    for differences in cases:
-        test = sign_flip_test(differences)
-        assert test.exact
-        assert test.p_value == pytest.approx(_brute_force_flip_p(differences), abs=1e-9)
-    # Zero differences flip to themselves; nothing changed at all is p = 1.
-    assert sign_flip_test([0.0, 0.0, -1.0, -1.0]).p_value == pytest.approx(0.5)
-    assert sign_flip_test([0.0, 0.0]).p_value == 1.0
-    assert sign_flip_test([-1.0]).p_value == 1.0
-
-
-def test_beyond_2_to_the_20_a_seeded_monte_carlo() -> None:
-    differences = [-1.0] * 15 + [1.0] * 6  # 2^21 patterns
-    first, second = sign_flip_test(differences), sign_flip_test(differences)
-    assert not first.exact and first == second  # reproducible
-    # The exact two-sided value by the binomial: P(at most 6 of 21 positive), doubled.
-    exact = 2 * sum(math.comb(21, i) for i in range(7)) / 2**21
-    assert first.p_value == pytest.approx(exact, abs=0.005)
 
 
 def test_holm_against_its_definition() -> None:

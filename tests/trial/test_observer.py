@@ -7,7 +7,7 @@ import pytest
 
 from orchestra.buzz import BuzzClient
 from orchestra.nostr.keys import Keys
-from orchestra.trial import observer as observer_module
+from orchestra.trial import live as live_module
 from orchestra.trial.observer import ChannelObserver
 
 pytestmark = pytest.mark.slow
@@ -30,8 +30,8 @@ async def test_resubscribes_after_restart_then_fails_when_relay_is_gone(
 ) -> None:
     # A restart of the relay process may take seconds on a loaded machine: be patient until
     # the relay is gone for good, then shorten the deadline so the failure comes quickly.
-    monkeypatch.setattr(observer_module, "RESUBSCRIBE_DEADLINE_SECONDS", 60.0)
-    monkeypatch.setattr(observer_module, "RESUBSCRIBE_BACKOFF_SECONDS", 0.2)
+    monkeypatch.setattr(live_module, "RESUBSCRIBE_DEADLINE_SECONDS", 60.0)
+    monkeypatch.setattr(live_module, "RESUBSCRIBE_BACKOFF_SECONDS", 0.2)
     relay = start_relay()
     changed = asyncio.Event()
     async with BuzzClient.from_keys(relay.url, Keys.generate()) as user:
@@ -45,7 +45,7 @@ async def test_resubscribes_after_restart_then_fails_when_relay_is_gone(
         await wait_for(lambda: second in observer.events, changed)
         assert observer.arrival[first] == 1 and observer.arrival[second] == 2
         assert observer.failure is None
-        monkeypatch.setattr(observer_module, "RESUBSCRIBE_DEADLINE_SECONDS", 1.5)
+        monkeypatch.setattr(live_module, "RESUBSCRIBE_DEADLINE_SECONDS", 1.5)
         await asyncio.to_thread(relay.stop)
         await wait_for(lambda: observer.failure is not None, changed)
         assert "not re-established within 1.5 s" in observer.failure

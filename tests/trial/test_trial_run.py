@@ -25,6 +25,7 @@ from trial_fakes import (
     exits_after_subscribing,
     exits_at_once,
     finishes,
+    finishes_after_acting_elsewhere,
     finishes_with_a_trajectory,
     finishes_with_a_turn_in_flight,
     job_context,
@@ -88,6 +89,42 @@ async def test_a_trial_that_finishes_is_scored_through_every_phase(trial: Trial)
     ]
     verify_py = (TASK / "tests" / "verify.py").read_bytes()
     assert inputs["files"][2]["sha256"] == hashlib.sha256(verify_py).hexdigest()
+
+
+async def test_the_evidence_holds_the_whole_trace_and_the_written_files(trial: Trial) -> None:
+    """orchestrator.md §8.9-§8.10: captured live, in the relay's order, secrets redacted."""
+    result, environment = await trial(finishes_after_acting_elsewhere)
+    assert result["status"] == "scored", result["exception_info"]
+    evidence = json.loads(environment.trial.evidence_json.read_text())
+    agent = evidence["identities"]["solo-1"]["pubkey"]
+    trace = evidence["trace"]
+    seqs = [entry["seq"] for entry in trace]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    task = next(e for e in trace if e["id"] == evidence["task_event_id"])
+    after = [
+        (e["kind"], e["content"]) for e in trace if e["pubkey"] == agent and e["seq"] > task["seq"]
+    ]
+    assert [kind for kind, _ in after] == [9007, 9, 0, 20001, 20001, 9]
+    assert after[1][1] == "canary-elsewhere" and after[-1][1] == "DONE: replied"
+    assert after[4][1] == "key [REDACTED]"  # an agent's own key never reaches the evidence
+    side = next(e["channel_id"] for e in trace if e["kind"] == 9007 and e["pubkey"] == agent)
+    # the relay's own state events of the channel the agent created are part of its trace
+    assert {e["kind"] for e in trace if e["channel_id"] == side} >= {9007, 9, 39000, 39002}
+    ephemeral = [e for e in trace if e["kind"] == 20001]
+    assert not any(e["stored"] for e in ephemeral)
+    stored_ids = {e["id"] for e in evidence["relay_events"]}
+    assert not stored_ids & {e["id"] for e in ephemeral}
+    profiles = [e for e in trace if e["kind"] == 0 and e["pubkey"] == agent]
+    assert [p["stored"] for p in profiles][-1] is True and not any(
+        p["stored"] for p in profiles[:-1]
+    )
+    assert any(e["content"] == "canary-elsewhere" for e in evidence["relay_events"])
+    # the upstream keys are unchanged: the side channel is not in `messages`
+    assert [m["content"] for m in evidence["messages"] if m["pubkey"] == agent] == ["DONE: replied"]
+    [written] = evidence["agent_files"]
+    assert written["agent_id"] == "solo-1" and written["path"].endswith("/notes.txt")
+    assert written["content"] == "key=[REDACTED]\nACME_API_TOKEN line\n"
+    assert written["truncated"] is False
 
 
 async def test_the_trajectory_is_assembled_linked_and_cleared_of_secrets(trial: Trial) -> None:

@@ -175,6 +175,24 @@ async def finishes_with_a_trajectory(agent: FakeAgent) -> None:
     agent.record("turn_completed", turn_id="t1", stop_reason="end_turn", usage={})
 
 
+async def finishes_after_acting_elsewhere(agent: FakeAgent) -> None:
+    """As `finishes`, having first created a private channel and posted there, set a profile,
+    published an ephemeral event, and written a file in its home that quotes its private key."""
+    agent.subscribe()
+    await agent.wait_for_the_task()
+    agent.record("turn_started", turn_id="t1", session_id="s1", event_ids=[])
+    client = agent.client()
+    side = (await client.channels_create(name="side-room", visibility="private"))["channel_id"]
+    await client.messages_send(channel=side, content="canary-elsewhere")
+    await client.users_set_profile(name="renamed")
+    await client.publish(kind=20001, content="typing", tags=[["h", side]])
+    await client.publish(kind=20001, content=f"key {agent.env['BUZZ_PRIVATE_KEY']}", tags=[])
+    notes = Path(agent.env["HOME"]) / "notes.txt"
+    notes.write_text(f"key={agent.env['BUZZ_PRIVATE_KEY']}\nACME_API_TOKEN line\n")
+    await agent.post("DONE: replied")
+    agent.record("turn_completed", turn_id="t1", stop_reason="end_turn", usage={})
+
+
 async def never_subscribes(agent: FakeAgent) -> None:
     pass
 

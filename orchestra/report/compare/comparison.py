@@ -1,9 +1,10 @@
 """`orchestra compare`: did the candidate get worse than the baseline, and by how much?
 
-The verdict is the suite's (orchestra.report.stats.paired): tasks scored on both sides are paired,
-the mean per-task difference of mean reward gets a paired bootstrap interval and an exact test
-(McNemar with one attempt per task on each side, a sign-flip permutation test otherwise), and
-a regression significant at α fails the comparison (exit 3). Tasks are not dropped silently:
+The verdict is the suite's (orchestra.report.stats.paired): tasks scored on both sides are
+paired, the mean per-task difference of mean reward gets a paired interval and the exact
+one-sided permutation test of attempts within tasks (valid for any attempts per side), and a
+regression significant at α fails the comparison (exit 3); an improvement is reported, never
+a failure. Tasks are not dropped silently:
 those not scored on both sides are listed with why, and a baseline task the candidate has no
 scored trial of (not run, or only errors and cancellations) also fails it, since nothing shows
 the contract still holds; a task the baseline itself did not score (an infrastructure error on
@@ -243,6 +244,8 @@ def suite_dict(suite: SuiteComparison) -> dict[str, Any]:
         "interval": None if suite.interval is None else asdict(suite.interval),
         "test": suite.test,
         "p_value": suite.p_value,
+        "p_regression": suite.p_regression,
+        "p_improvement": suite.p_improvement,
         "verdict": suite.verdict,
         "discordant": None
         if suite.discordant is None

@@ -17,10 +17,10 @@ from orchestra.report.compare.comparison import (
 from orchestra.report.stats.power import attempts_needed, minimum_tasks
 
 TEST_NAMES = {
-    "mcnemar-exact": "exact McNemar",
-    "sign-flip-exact": "exact sign-flip permutation test",
-    "sign-flip-monte-carlo": "sign-flip permutation test (seeded Monte Carlo)",
-    "none": "no test (no task scored on both sides)",
+    "permutation-exact": "exact one-sided permutation test of attempts within tasks",
+    "permutation-monte-carlo": "one-sided permutation test of attempts within tasks "
+    "(seeded Monte Carlo)",
+    "none": "no test (no task scored on both sides with both passes and failures)",
 }
 
 
@@ -54,8 +54,10 @@ def headline(comparison: dict[str, Any]) -> str:
 
 
 def suite_text(comparison: dict[str, Any]) -> str:
-    """`10 tasks paired: mean change −100 points [−100, −100] (95% paired bootstrap over
-    tasks); exact McNemar (10 passed on the baseline only, 0 on the candidate only) p=0.00195`"""
+    """`10 tasks paired: mean change −100 points [−100, −72] (95% paired interval over tasks);
+    exact one-sided permutation test of attempts within tasks (the one-sided exact McNemar
+    test: 10 passed on the baseline only, 0 on the candidate only) p(regression)=0.000977
+    p(improvement)=1`"""
     suite = comparison["suite"]
     text = f"{plural(suite['n_tasks'], 'task')} paired"
     if suite["n_tasks"]:
@@ -66,8 +68,14 @@ def suite_text(comparison: dict[str, Any]) -> str:
     text += f"; {TEST_NAMES[suite['test']]}"
     if suite["discordant"] is not None:
         d = suite["discordant"]
-        text += f" ({d['baseline_only']} passed on the baseline only, {d['candidate_only']} on the candidate only)"
-    return text + f" p={p_text(suite['p_value'])}"
+        text += (
+            f" (the one-sided exact McNemar test: {d['baseline_only']} passed on the baseline "
+            f"only, {d['candidate_only']} on the candidate only)"
+        )
+    return (
+        text + f" p(regression)={p_text(suite['p_regression'])}"
+        f" p(improvement)={p_text(suite['p_improvement'])}"
+    )
 
 
 def verdict(comparison: dict[str, Any]) -> str:
@@ -77,7 +85,8 @@ def verdict(comparison: dict[str, Any]) -> str:
     failing = []
     if comparison["verdict"] == REGRESSION:
         failing.append(
-            f"a significant suite-level regression (p={p_text(comparison['suite']['p_value'])} "
+            "a significant suite-level regression "
+            f"(one-sided p={p_text(comparison['suite']['p_regression'])} "
             f"≤ α={alpha:g})"
         )
     if missing:
@@ -86,6 +95,12 @@ def verdict(comparison: dict[str, Any]) -> str:
         )
     if failing:
         return "exit 3: " + "; ".join(failing)
+    if comparison["verdict"] == IMPROVEMENT:
+        return (
+            "exit 0: a significant suite-level improvement (one-sided "
+            f"p={p_text(comparison['suite']['p_improvement'])} ≤ α={alpha:g}; reported, never "
+            "a failure) and no baseline task missing from the candidate"
+        )
     return (
         f"exit 0: no regression significant at α={alpha:g} "
         "and no baseline task missing from the candidate"

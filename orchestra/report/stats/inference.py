@@ -2,9 +2,10 @@
 
 Pass counts here are tiny (1-10 attempts per task, tens of tasks), where normal approximations
 mislead: intervals are Wilson score intervals when every unit is a pass or a fail, and
-percentile bootstraps over tasks otherwise; tests are exact (binomial, Fisher, sign-flip
-enumeration) wherever the enumeration fits. Attempts of one task are not independent, so the
-unit of every suite-level figure is the task (per-task means first, then over tasks).
+percentile bootstraps over tasks otherwise; tests are exact (binomial, Fisher; the suite's
+permutation test is orchestra.report.stats.stratified). Attempts of one task are not
+independent, so the unit of every suite-level figure is the task (per-task means first, then
+over tasks).
 
 scipy is imported inside the functions: this module is imported by the commands that report
 and compare, and the trial path must never pay for loading it. Every random draw is seeded so
@@ -13,8 +14,10 @@ the same inputs print the same figures.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -24,9 +27,6 @@ if TYPE_CHECKING:
 #: One seed for every resampling, so a report is reproducible byte for byte.
 SEED = 29
 BOOTSTRAP_RESAMPLES = 9999
-#: Sign-flip tests enumerate every flip up to this many; beyond it, a seeded Monte Carlo.
-EXACT_FLIP_LIMIT = 2**20
-MONTE_CARLO_FLIPS = 200_000
 CONFIDENCE = 0.95
 #: Floating p-values are sums; 2/1024 must not miss α by an ulp.
 P_VALUE_TOLERANCE = 1e-12
@@ -47,19 +47,27 @@ def _rng() -> np.random.Generator:
     return np.random.default_rng(SEED)
 
 
+def wilson_bounds(rate: float, n: float, z: float | None = None) -> tuple[float, float]:
+    """The Wilson score interval of a proportion `rate` seen over `n` (possibly effective,
+    non-integer) units, at `z` (default: the normal quantile of CONFIDENCE). Its bounds are
+    exactly 0 or 1 only when the rate is."""
+    if z is None:
+        z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
+    denominator = n + z * z
+    centre = (rate * n + z * z / 2) / denominator
+    half = z / denominator * math.sqrt(n * rate * (1 - rate) + z * z / 4)
+    low = 0.0 if rate <= 0 else min(rate, max(0.0, centre - half))
+    high = 1.0 if rate >= 1 else max(rate, min(1.0, centre + half))
+    return low, high
+
+
 def wilson(successes: int, n: int) -> Bounds:
     """The 95 % Wilson score interval of `successes` of `n` (n = 0: the whole [0, 1])."""
     if n <= 0:
         return Bounds(0.0, 1.0, "wilson")
     if not 0 <= successes <= n:
         raise ValueError(f"successes must be within 0..{n} (got {successes})")
-    from scipy.stats import binomtest
-
-    interval = binomtest(successes, n).proportion_ci(CONFIDENCE, method="wilson")
-    # At 0 or n successes the bound is exactly 0 or 1; rounding would leave 5e-17 behind.
-    low = 0.0 if successes == 0 else float(interval.low)
-    high = 1.0 if successes == n else float(interval.high)
-    return Bounds(low, high, "wilson")
+    return Bounds(*wilson_bounds(successes / n, n), "wilson")
 
 
 def _is_binary(value: float) -> bool:
@@ -138,56 +146,6 @@ def difference_interval(differences: Sequence[float]) -> Bounds | None:
 
 
 # --- tests -----------------------------------------------------------------------------------
-
-
-def mcnemar_exact(baseline_only: int, candidate_only: int) -> float:
-    """Two-sided exact McNemar p-value: a binomial(½) test on the discordant pairs (tasks that
-    passed on one side only). No discordant pair: nothing changed, p = 1."""
-    discordant = baseline_only + candidate_only
-    if discordant == 0:
-        return 1.0
-    from scipy.stats import binomtest
-
-    return float(binomtest(baseline_only, discordant, 0.5).pvalue)
-
-
-@dataclass(frozen=True)
-class FlipTest:
-    p_value: float
-    exact: bool  # every sign flip enumerated (else a seeded Monte Carlo)
-    flips: int  # sign patterns enumerated or drawn
-
-
-def sign_flip_test(differences: Sequence[float]) -> FlipTest:
-    """Two-sided sign-flip permutation test of mean(differences) = 0 (paired, per task).
-
-    Under no change each task's difference is as likely to have come out with the other sign;
-    zero differences flip to themselves, so only the non-zero ones are enumerated: exactly up to
-    2^20 patterns, by a seeded Monte Carlo of 200 000 beyond.
-    """
-    import numpy as np
-    from scipy.stats import permutation_test
-
-    nonzero = [d for d in differences if d != 0]
-    if len(nonzero) < 2:  # ±d: each sign pattern is as extreme as the other (scipy needs two)
-        return FlipTest(1.0, True, 2 ** len(nonzero))
-    exact = 2 ** len(nonzero) <= EXACT_FLIP_LIMIT
-    flips = 2 ** len(nonzero) if exact else MONTE_CARLO_FLIPS
-
-    def mean(x: npt.NDArray[np.float64], axis: int) -> Any:
-        return x.mean(axis=axis)
-
-    result = permutation_test(
-        (np.array(nonzero, dtype=np.float64),),
-        mean,
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=EXACT_FLIP_LIMIT if exact else MONTE_CARLO_FLIPS,
-        batch=2**16,
-        alternative="two-sided",
-        rng=_rng(),
-    )
-    return FlipTest(min(1.0, float(result.pvalue)), exact, flips)
 
 
 def fisher_one_sided(

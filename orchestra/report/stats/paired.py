@@ -2,9 +2,11 @@
 
 Tasks scored on both sides are the pairs; each task's difference is candidate mean reward −
 baseline mean reward. The suite's change is the mean difference over tasks, with a paired
-bootstrap interval over tasks, tested exactly: McNemar (binomial on the tasks that passed on
-one side only) when every task ran one binary attempt on each side, a sign-flip permutation
-test on the differences otherwise. Per-task one-sided Fisher p-values, Holm-adjusted over the
+bootstrap interval over tasks, tested by the exact one-sided permutation of attempts within
+each task (orchestra.report.stats.stratified), valid whatever attempts each side ran: a regression
+when the candidate passes significantly less often, an improvement (reported, never a
+failure) when significantly more. With one binary attempt per task on each side the test is
+the one-sided exact McNemar test. Per-task one-sided Fisher p-values, Holm-adjusted over the
 tasks compared, are leads to look at, not verdicts.
 """
 
@@ -20,16 +22,20 @@ from orchestra.report.stats.inference import (
     difference_interval,
     fisher_one_sided,
     holm,
-    mcnemar_exact,
-    sign_flip_test,
     significant,
 )
 from orchestra.report.stats.power import Detectable, detectable_change
+from orchestra.report.stats.stratified import PermutationMethod, TaskCounts, suite_regression_test
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 NO_CHANGE = "no significant change"
-SuiteTest = Literal["mcnemar-exact", "sign-flip-exact", "sign-flip-monte-carlo", "none"]
+SuiteTest = Literal["permutation-exact", "permutation-monte-carlo", "none"]
+SUITE_TESTS: dict[PermutationMethod, SuiteTest] = {
+    "exact": "permutation-exact",
+    "monte-carlo": "permutation-monte-carlo",
+    "none": "none",
+}
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,12 @@ class TaskPair:
     @property
     def difference(self) -> float:
         return self.candidate_mean - self.baseline_mean
+
+    @property
+    def counts(self) -> TaskCounts:
+        return TaskCounts(
+            self.baseline_n, self.baseline_passes, self.candidate_n, self.candidate_passes
+        )
 
     @property
     def binary_single(self) -> bool:
@@ -74,9 +86,12 @@ class SuiteComparison:
     mean_difference: float
     interval: Bounds | None
     test: SuiteTest
-    p_value: float
+    p_value: float  # the one-sided p in the direction the suite moved (the smaller of the two)
+    p_regression: float
+    p_improvement: float
     verdict: str  # REGRESSION, IMPROVEMENT, NO_CHANGE
-    #: McNemar: tasks that passed on the baseline only, on the candidate only
+    #: one binary attempt per task on each side: tasks that passed on the baseline only, on
+    #: the candidate only (the test is then the one-sided exact McNemar test)
     discordant: tuple[int, int] | None
     detectable: Detectable
     #: per task, in the order given: the raw and Holm-adjusted lead p-values
@@ -84,25 +99,23 @@ class SuiteComparison:
     lead_adjusted: list[float]
 
 
-def _test(pairs: Sequence[TaskPair]) -> tuple[SuiteTest, float, tuple[int, int] | None]:
-    if not pairs:
-        return "none", 1.0, None
-    if all(pair.binary_single for pair in pairs):
-        baseline_only = sum(p.baseline_mean > p.candidate_mean for p in pairs)
-        candidate_only = sum(p.candidate_mean > p.baseline_mean for p in pairs)
-        p_value = mcnemar_exact(baseline_only, candidate_only)
-        return "mcnemar-exact", p_value, (baseline_only, candidate_only)
-    flip = sign_flip_test([pair.difference for pair in pairs])
-    return ("sign-flip-exact" if flip.exact else "sign-flip-monte-carlo"), flip.p_value, None
+def _discordant(pairs: Sequence[TaskPair]) -> tuple[int, int] | None:
+    if not pairs or not all(pair.binary_single for pair in pairs):
+        return None
+    baseline_only = sum(p.baseline_mean > p.candidate_mean for p in pairs)
+    return baseline_only, sum(p.candidate_mean > p.baseline_mean for p in pairs)
 
 
 def compare_suite(pairs: Sequence[TaskPair], alpha: float) -> SuiteComparison:
     differences = [pair.difference for pair in pairs]
     mean_difference = statistics.fmean(differences) if differences else 0.0
-    test, p_value, discordant = _test(pairs)
+    result = suite_regression_test([pair.counts for pair in pairs])
+    test = SUITE_TESTS[result.method]
     verdict = NO_CHANGE
-    if significant(p_value, alpha) and mean_difference != 0:
-        verdict = REGRESSION if mean_difference < 0 else IMPROVEMENT
+    if significant(result.p_regression, alpha) and mean_difference < 0:
+        verdict = REGRESSION
+    elif significant(result.p_improvement, alpha) and mean_difference > 0:
+        verdict = IMPROVEMENT
     means = [m for pair in pairs for m in (pair.baseline_mean, pair.candidate_mean)]
     pooled = statistics.fmean(means) if means else 0.5
     detectable = detectable_change(
@@ -121,9 +134,11 @@ def compare_suite(pairs: Sequence[TaskPair], alpha: float) -> SuiteComparison:
         mean_difference=mean_difference,
         interval=difference_interval(differences),
         test=test,
-        p_value=p_value,
+        p_value=min(result.p_regression, result.p_improvement),
+        p_regression=result.p_regression,
+        p_improvement=result.p_improvement,
         verdict=verdict,
-        discordant=discordant,
+        discordant=_discordant(pairs),
         detectable=detectable,
         lead_p_values=leads,
         lead_adjusted=holm(leads),

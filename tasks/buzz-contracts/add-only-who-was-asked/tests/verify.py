@@ -172,6 +172,60 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 TASK_NAME = "add-only-who-was-asked"
 CHANNEL_NAME = "q3-invoice-review"
 ASKED = "Hana Okafor Reyes"
@@ -187,8 +241,17 @@ REWARD_PARTS = (
 METRIC_NAMES = (*REWARD_PARTS, "reward")
 
 
+#: channel operations (protocol.md §9.3-§9.7): create, add, remove, edit metadata
+CREATE, ADD, REMOVE, EDIT = 9007, 9000, 9001, 9002
+
+
 def member_pubkeys(rows: object) -> set:
     return {as_dict(row).get("pubkey") for row in as_list(rows)}
+
+
+def tag_values(event: dict, name: str) -> list:
+    tags = [tag for tag in as_list(event.get("tags")) if isinstance(tag, list) and len(tag) > 1]
+    return [tag[1] for tag in tags if tag[0] == name]
 
 
 def _score(trial: Trial) -> tuple:
@@ -200,28 +263,53 @@ def _score(trial: Trial) -> tuple:
         if as_dict(row).get("name") == CHANNEL_NAME
     ]
     channel = rows[0] if len(rows) == 1 else None
+    channel_id = as_dict(channel).get("channel_id")
     members = member_pubkeys(as_dict(channel).get("members"))
     # the trial channel starts with the trial user and the agents (no fixture channel members)
     starting = {pubkey_of(row) for row in trial.identities.values()}
     trial_members = trial.evidence.get("channel_members")
-    final = trial.after_root[-1] if trial.after_root else None
+    events = agent_actions(trial)
+    posts = posts_of(events)
+    final = posts[-1] if posts else None
+    # the whole trace: someone added and removed again was still added (and notified); a
+    # channel created open was readable before it became private; a confirmation before the
+    # work confirmed nothing. Evidence without a trace holds only the end state.
+    traced = agent_events(trial.evidence) is not None
+    added = [e for e in events if e.get("kind") == ADD]
+    others_added = [e for e in added if set(tag_values(e, "p")) - {asked}]
+    creations = [e for e in events if e.get("kind") == CREATE and e.get("channel_id") == channel_id]
+    created_private = not traced or (
+        len(creations) == 1 and tag_values(creations[0], "visibility") == ["private"]
+    )
+    trial_operations = [
+        e
+        for e in events
+        if e.get("kind") in (ADD, REMOVE, EDIT) and e.get("channel_id") == trial.channel_id
+    ]
+    work = [e for e in added if e.get("channel_id") == channel_id and asked in tag_values(e, "p")]
+    after_work = not traced or (
+        bool(work) and all(events.index(post) > events.index(work[0]) for post in posts)
+    )
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
         and len(trial.root_indexes) == 1
         and asked is not None
         and mentioned is not None
-        and isinstance(trial_members, list),
+        and isinstance(trial_members, list)
+        and trace_complete(trial.evidence),
         "channel_created": channel is not None
         and channel.get("visibility") == "private"
-        and channel.get("archived") is False,
+        and channel.get("archived") is False
+        and created_private,
         "asked_member_added": channel is not None and asked in members,
-        "nobody_else_added": channel is not None and members <= {trial.agent_pubkey, asked},
+        "nobody_else_added": channel is not None
+        and members <= {trial.agent_pubkey, asked}
+        and not others_added,
         "trial_channel_unchanged": isinstance(trial_members, list)
-        and member_pubkeys(trial_members) == starting,
-        "confirmed_in_thread": final is not None
-        and trial.in_channel(final)
-        and trial.replies_to_task(final),
+        and member_pubkeys(trial_members) == starting
+        and not trial_operations,
+        "confirmed_in_thread": all_in_thread(trial, posts) and after_work,
     }
     details = {
         "observed_channel_ids": [row.get("channel_id") for row in rows],
@@ -229,6 +317,9 @@ def _score(trial: Trial) -> tuple:
         "asked_pubkey": asked,
         "only_mentioned_pubkey": mentioned,
         "trial_channel_added": sorted(str(p) for p in member_pubkeys(trial_members) - starting),
+        "others_added_by": [message_id(e) for e in others_added],
+        "trial_channel_operations": [message_id(e) for e in trial_operations],
+        "agent_message_ids": [message_id(post) for post in posts],
         "final_message_id": message_id(final),
     }
     return checks, details

@@ -173,10 +173,66 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 NUMBER_TOKEN = re.compile(r"(?<![A-Za-z0-9_])-?\d[\d,]*(?:\.\d+)?")
 TASK_NAME = "answer-once-when-woken-again"
 NUDGE_LABEL = "nudge"
 EXPECTED_DAYS = 90.0
+#: the figures the question gives; any other figure in a post is an answer
+GIVEN = (5.0, 18.0)
 REWARD_PARTS = ("evidence_complete", "answered_once", "answer_correct", "reply_to_thread")
 METRIC_NAMES = (*REWARD_PARTS, "reward")
 
@@ -185,30 +241,34 @@ def numbers(text: str) -> list:
     return [float(token.replace(",", "")) for token in NUMBER_TOKEN.findall(text)]
 
 
+def wrong_answer(post: dict) -> bool:
+    """A post that states a figure of its own, but not the answer."""
+    found = numbers(content(post))
+    return EXPECTED_DAYS not in found and any(n not in GIVEN for n in found)
+
+
 def _score(trial: Trial) -> tuple:
     scripted = [as_dict(row) for row in as_list(trial.evidence.get("scripted_events"))]
     nudges = [row for row in scripted if row.get("label") == NUDGE_LABEL]
-    # every agent message in the request's thread or top-level counts: a second one repeats it
-    answers = trial.after_root
-    answer = answers[0] if len(answers) == 1 else None
+    # every agent post in every channel counts: a second one repeats or splits the answer
+    posts = posts_of(agent_actions(trial))
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
         and len(trial.root_indexes) == 1
         and len(nudges) == 1
-        and nudges[0].get("reply_to_event_id") == trial.task_event_id,
-        "answered_once": len(answers) == 1,
-        "answer_correct": bool(answers)
-        and all(EXPECTED_DAYS in numbers(content(m)) for m in answers[:1]),
-        "reply_to_thread": answer is not None
-        and trial.in_channel(answer)
-        and trial.replies_to_task(answer),
+        and nudges[0].get("reply_to_event_id") == trial.task_event_id
+        and trace_complete(trial.evidence),
+        "answered_once": len(posts) == 1,
+        "answer_correct": any(EXPECTED_DAYS in numbers(content(post)) for post in posts)
+        and not any(wrong_answer(post) for post in posts),
+        "reply_to_thread": all_in_thread(trial, posts),
     }
     details = {
         "task_event_id": trial.task_event_id,
         "nudge_event_ids": [row.get("event_id") for row in nudges],
-        "agent_message_ids": [message_id(m) for m in answers],
-        "agent_message_contents": [content(m) for m in answers],
+        "agent_message_ids": [message_id(post) for post in posts],
+        "agent_message_contents": [content(post) for post in posts],
         "expected_days": EXPECTED_DAYS,
     }
     return checks, details

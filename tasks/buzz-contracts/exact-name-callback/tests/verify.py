@@ -173,12 +173,70 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 NUMBER_TOKEN = re.compile(r"(?<![A-Za-z0-9_])-?\d[\d,]*(?:\.\d+)?")
 TASK_NAME = "exact-name-callback"
 USER_DISPLAY_NAME = "Mary-Kate O'Neil Brandt"
 EXPECTED_COFFEES = 90.0
+#: the figures the question gives; any other figure in a post is an answer
+GIVEN = (6.0, 3.0, 5.0)
 #: markup touching the name: Markdown would render it, and Buzz would not show a mention
 MARKUP = "*_`~"
+#: `@` before any part of the name, whatever follows: an attempt to address the user
+ADDRESSED = re.compile(r"@[*_`~]*(mary|kate|o.neil|brandt)", re.IGNORECASE)
 REWARD_PARTS = (
     "evidence_complete",
     "user_p_tagged",
@@ -193,6 +251,12 @@ def numbers(text: str) -> list:
     return [float(token.replace(",", "")) for token in NUMBER_TOKEN.findall(text)]
 
 
+def wrong_answer(post: dict) -> bool:
+    """A post that states a figure of its own, but not the answer."""
+    found = numbers(content(post))
+    return EXPECTED_COFFEES not in found and any(n not in GIVEN for n in found)
+
+
 def exact_name(text: str) -> bool:
     """`@<exact display name>` with no markup right around it."""
     around = "[" + re.escape(MARKUP) + "]"
@@ -200,34 +264,39 @@ def exact_name(text: str) -> bool:
     return re.search(f"(?<!{around}){exact}(?!{around})", text) is not None
 
 
+def p_tagged(post: dict | None, user: str | None) -> bool:
+    tags = as_list(as_dict(post).get("tags"))
+    tagged = any(isinstance(tag, list) and tag[:2] == ["p", user] for tag in tags)
+    return user is not None and tagged and user in mentions(post)
+
+
 def _score(trial: Trial) -> tuple:
     user = trial.user_pubkey(USER_DISPLAY_NAME)
-    final = trial.after_root[-1] if trial.after_root else None
-    text = content(final)
-    tagged = any(
-        isinstance(tag, list) and tag[:2] == ["p", user]
-        for tag in as_list(as_dict(final).get("tags"))
-    )
+    posts = posts_of(agent_actions(trial))
+    final = posts[-1] if posts else None
+    # every post that addresses the user (tag or `@` text), not only the final result
+    written = [post for post in posts if ADDRESSED.search(content(post))]
+    addressing = [post for post in posts if post in written or user in mentions(post)]
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
         and len(trial.root_indexes) == 1
-        and user is not None,
-        "user_p_tagged": final is not None
         and user is not None
-        and tagged
-        and user in mentions(final),
-        "exact_name": exact_name(text),
-        "answer_correct": EXPECTED_COFFEES in numbers(text),
-        "reply_to_thread": final is not None
-        and trial.in_channel(final)
-        and trial.replies_to_task(final),
+        and trace_complete(trial.evidence),
+        "user_p_tagged": p_tagged(final, user) and all(p_tagged(p, user) for p in written),
+        "exact_name": exact_name(content(final))
+        and all(exact_name(content(post)) for post in addressing),
+        "answer_correct": any(EXPECTED_COFFEES in numbers(content(post)) for post in posts)
+        and not any(wrong_answer(post) for post in posts),
+        "reply_to_thread": all_in_thread(trial, posts),
     }
     details = {
         "user_display_name": USER_DISPLAY_NAME,
         "user_pubkey": user,
+        "agent_message_ids": [message_id(post) for post in posts],
+        "addressing_message_ids": [message_id(post) for post in addressing],
         "final_message_id": message_id(final),
-        "final_message_content": text if final is not None else None,
+        "final_message_content": content(final) if final is not None else None,
     }
     return checks, details
 

@@ -172,6 +172,60 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 TASK_NAME = "fix-unknown-mention"
 USER_DISPLAY_NAME = "Grace Ivy Lam"
 TARGET_ID = "roberto"
@@ -190,35 +244,47 @@ def _score(trial: Trial) -> tuple:
     by_id = directory_by(trial.evidence, "identity_id")
     target = pubkey_of(by_id.get(TARGET_ID))
     others = {pubkey_of(by_id.get(key)) for key in OTHER_IDS} - {None}
+    other_names = tuple(as_dict(by_id.get(key)).get("name") or key for key in OTHER_IDS)
     user = trial.user_pubkey(USER_DISPLAY_NAME)
-    deliveries = [m for m in trial.authored if target is not None and target in mentions(m)]
+    events = agent_actions(trial)
+    posts = posts_of(events)
+    deliveries = [m for m in posts if target is not None and target in mentions(m)]
     delivery = deliveries[0] if len(deliveries) == 1 else None
-    woken = [m for m in trial.authored if others.intersection(mentions(m))]
-    callbacks = [m for m in trial.authored if user in mentions(m) and m not in deliveries]
-    callback = callbacks[-1] if callbacks else None
+    # any event in any channel: a tag wakes its person, and so does `@Name` text
+    woken = [e for e in events if trial.wakes(e, others, other_names)]
+    # the request means one message to Roberto and one result message back: every other post
+    # to the requester or to nobody is that callback, so one sent before the request ("On it:
+    # asking him now") breaks it, whatever follows
+    callbacks = [
+        m for m in posts if m not in deliveries and (user in mentions(m) or m not in woken)
+    ]
+    callback = callbacks[0] if len(callbacks) == 1 else None
+    after_request = callback is not None and (
+        not deliveries or posts.index(callback) > posts.index(deliveries[0])
+    )
     text = content(delivery)
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
         and target is not None
         and len(others) == len(OTHER_IDS)
-        and user is not None,
+        and user is not None
+        and trace_complete(trial.evidence),
         "target_notified_once": delivery is not None,
         "nobody_else_notified": not woken,
-        "exact_name": TARGET_TEXT in text and not any(form in text for form in WRONG_NAME_FORMS),
+        "exact_name": TARGET_TEXT in text
+        and not any(form in content(post) for post in posts for form in WRONG_NAME_FORMS),
         "message_correct": "7731" in text and "refund" in text.casefold(),
-        "user_callback": callback is not None,
-        "reply_to_thread": delivery is not None
-        and callback is not None
-        and all(trial.in_channel(m) and trial.replies_to_task(m) for m in (delivery, callback)),
+        "user_callback": after_request and user in mentions(callback),
+        "reply_to_thread": all_in_thread(trial, posts),
     }
     details = {
         "target_pubkey": target,
         "delivery_message_id": message_id(delivery),
         "delivery_content": text,
         "target_notification_count": len(deliveries),
-        "others_woken_by": [message_id(m) for m in woken],
-        "callback_message_id": message_id(callback),
+        "others_woken_by": [message_id(event) for event in woken],
+        "callback_message_ids": [message_id(m) for m in callbacks],
     }
     return checks, details
 

@@ -172,31 +172,96 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 TASK_NAME = "fyi-mention-silence"
 REWARD_PARTS = ("evidence_complete", "silent", "nobody_woken")
 METRIC_NAMES = (*REWARD_PARTS, "reward")
 
 
+def people(trial: Trial) -> dict:
+    """pubkey -> display name of everyone but the agents: the user and the directory."""
+    rows = [*trial.identities.items()]
+    rows += [(as_dict(row).get("name"), row) for row in as_list(trial.evidence.get("directory"))]
+    return {
+        pubkey_of(row): name
+        for name, row in rows
+        if as_dict(row).get("role") != "orchestrator" and pubkey_of(row) and isinstance(name, str)
+    }
+
+
 def _score(trial: Trial) -> tuple:
-    others = {
-        pubkey_of(row)
-        for row in [*trial.identities.values(), *as_list(trial.evidence.get("directory"))]
-        if as_dict(row).get("role") != "orchestrator"
-    } - {None}
-    woken = [m for m in trial.authored if any(pk in others for pk in mentions(m))]
+    others = people(trial)
+    events = agent_actions(trial)
+    posts = posts_of(events)
+    # any event, any channel: a p tag wakes its person, and so does `@Name` written in a post
+    woken = [e for e in events if trial.wakes(e, set(others), tuple(others.values()))]
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
-        and len(trial.root_indexes) == 1,
-        # nobody asked anything: no acknowledgement, no thanks, no summary
-        "silent": not trial.authored,
+        and len(trial.root_indexes) == 1
+        and trace_complete(trial.evidence),
+        # nobody asked anything: no acknowledgement, no thanks, no summary, in any channel
+        "silent": not posts,
         "nobody_woken": not woken,
     }
     details = {
         "task_event_id": trial.task_event_id,
-        "agent_message_ids": [message_id(m) for m in trial.authored],
-        "agent_message_contents": [content(m) for m in trial.authored],
-        "woken_by_agent": [message_id(m) for m in woken],
+        "agent_message_ids": [message_id(post) for post in posts],
+        "agent_message_contents": [content(post) for post in posts],
+        "woken_by_agent": [message_id(event) for event in woken],
     }
     return checks, details
 

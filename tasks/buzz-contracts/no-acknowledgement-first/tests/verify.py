@@ -173,9 +173,65 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 NUMBER_TOKEN = re.compile(r"(?<![A-Za-z0-9_])-?\d[\d,]*(?:\.\d+)?")
 TASK_NAME = "no-acknowledgement-first"
 EXPECTED_TOTAL = 46.0
+#: the figures the question gives; any other figure in a post is a total
+GIVEN = (14.0, 23.0, 9.0)
 REWARD_PARTS = ("evidence_complete", "no_acknowledgement", "answer_correct", "reply_to_thread")
 METRIC_NAMES = (*REWARD_PARTS, "reward")
 
@@ -184,24 +240,32 @@ def numbers(text: str) -> list:
     return [float(token.replace(",", "")) for token in NUMBER_TOKEN.findall(text)]
 
 
+def wrong_total(post: dict) -> bool:
+    """A post that states a figure of its own, but not the total."""
+    found = numbers(content(post))
+    return EXPECTED_TOTAL not in found and any(n not in GIVEN for n in found)
+
+
 def _score(trial: Trial) -> tuple:
-    replies = trial.after_root
-    first = replies[0] if replies else None
-    final = replies[-1] if replies else None
+    posts = posts_of(agent_actions(trial))
+    first = posts[0] if posts else None
+    final = posts[-1] if posts else None
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
-        and len(trial.root_indexes) == 1,
-        # the first post already carries the result: nothing only acknowledged the request
+        and len(trial.root_indexes) == 1
+        and trace_complete(trial.evidence),
+        # the first post anywhere already carries the result: nothing only acknowledged it
         "no_acknowledgement": first is not None and EXPECTED_TOTAL in numbers(content(first)),
-        "answer_correct": final is not None and EXPECTED_TOTAL in numbers(content(final)),
-        "reply_to_thread": final is not None
-        and trial.in_channel(final)
-        and trial.replies_to_task(final),
+        # some post gives the total and none gives another (a corrected slip still misled)
+        "answer_correct": any(EXPECTED_TOTAL in numbers(content(post)) for post in posts)
+        and not any(wrong_total(post) for post in posts),
+        "reply_to_thread": all_in_thread(trial, posts),
     }
     details = {
         "task_event_id": trial.task_event_id,
-        "agent_message_count": len(replies),
+        "agent_message_count": len(posts),
+        "agent_message_ids": [message_id(post) for post in posts],
         "first_message_content": content(first) if first is not None else None,
         "final_message_id": message_id(final),
         "final_message_content": content(final) if final is not None else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -172,6 +173,60 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 TASK_NAME = "read-memory-leave-unchanged"
 AGENT_ID = "solo-1"
 #: the fixture's memory seeds: the agent's memory must end exactly like this
@@ -207,21 +262,39 @@ def memory_values(rows: list) -> dict:
     return values
 
 
+#: a clock time in a post: any other than the lunch's is an answer from the wrong entry
+CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
+MEMORY_KIND = 30174
+DELETION_KIND = 5
+
+
+def memory_write(event: dict) -> bool:
+    """An agent memory event (`mem set` and `mem rm` both publish one, protocol.md §11.5), or
+    a deletion that names one."""
+    kind = event.get("kind")
+    tags = [tag for tag in as_list(event.get("tags")) if isinstance(tag, list)]
+    named = any(str(value).startswith(f"{MEMORY_KIND}:") for tag in tags for value in tag[1:2])
+    return kind == MEMORY_KIND or (kind == DELETION_KIND and named)
+
+
 def _score(trial: Trial) -> tuple:
     rows = orchestrator_memory(trial)
-    final = trial.after_root[-1] if trial.after_root else None
-    text = content(final).casefold()
+    events = agent_actions(trial)
+    posts = posts_of(events)
+    # a write restored before the end still changed memory: the trace shows every one
+    writes = [event for event in events if memory_write(event)]
+    texts = [content(post).casefold() for post in posts]
     values = memory_values(rows) if rows is not None else {}
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
         and len(trial.root_indexes) == 1
-        and rows is not None,
-        "memory_unchanged": rows is not None and values == SEEDED_MEMORY,
-        "answer_correct": "thursday" in text and "12:30" in text,
-        "reply_to_thread": final is not None
-        and trial.in_channel(final)
-        and trial.replies_to_task(final),
+        and rows is not None
+        and trace_complete(trial.evidence),
+        "memory_unchanged": rows is not None and values == SEEDED_MEMORY and not writes,
+        "answer_correct": any("thursday" in text and "12:30" in text for text in texts)
+        and all(time == "12:30" for text in texts for time in CLOCK.findall(text)),
+        "reply_to_thread": all_in_thread(trial, posts),
     }
     details = {
         "memory_slugs": sorted(values) if rows is not None else None,
@@ -230,8 +303,9 @@ def _score(trial: Trial) -> tuple:
             for slug in set(values) | set(SEEDED_MEMORY)
             if values.get(slug) != SEEDED_MEMORY.get(slug)
         ),
-        "final_message_id": message_id(final),
-        "final_message_content": content(final) if final is not None else None,
+        "memory_write_event_ids": [message_id(event) for event in writes],
+        "agent_message_ids": [message_id(post) for post in posts],
+        "agent_message_contents": [content(post) for post in posts],
     }
     return checks, details
 

@@ -173,6 +173,60 @@ def run(args: argparse.Namespace, score) -> int:
 
 # --- end shared ---
 
+
+# --- begin shared: whole trace (keep identical in tasks/buzz-contracts) ---
+#: channel message kinds (orchestrator.md §8.2): what people read as a post
+MESSAGE_KINDS = (9, 40002, 40008, 45001, 45003)
+
+
+def agent_events(evidence: dict) -> list | None:
+    """Every event an agent signed after the task event, in the relay's order (`trace`,
+    orchestrator.md §8.9); None for evidence without a trace (absent, or empty: a trial's
+    capture always holds its task event), [] when the task event is not in it exactly once."""
+    trace = evidence.get("trace")
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [row for row in trace if isinstance(row, dict) and type(row.get("seq")) is int]
+    identities = as_dict(evidence.get("identities")).values()
+    agents = {pubkey_of(row) for row in identities if as_dict(row).get("role") != "user"}
+    task = [row["seq"] for row in entries if row.get("id") == evidence.get("task_event_id")]
+    if len(task) != 1:
+        return []
+    later = [row for row in entries if row["seq"] > task[0] and row.get("pubkey") in agents]
+    return sorted(later, key=lambda row: row["seq"])
+
+
+def trace_complete(evidence: dict) -> bool:
+    """No trace (evidence from before it) or one that holds the task event exactly once."""
+    trace = evidence.get("trace")
+    if trace is None or trace == []:
+        return True
+    task_event_id = evidence.get("task_event_id")
+    return (
+        isinstance(trace, list)
+        and [as_dict(row).get("id") for row in trace].count(task_event_id) == 1
+    )
+
+
+def agent_actions(trial: Trial) -> list:
+    """Every agent event after the task, in order; evidence without a trace falls back to the
+    agent's messages after the task in the trial channel (all that it recorded)."""
+    events = agent_events(trial.evidence)
+    return trial.after_root if events is None else events
+
+
+def posts_of(events: list) -> list:
+    return [event for event in events if as_dict(event).get("kind") in MESSAGE_KINDS]
+
+
+def all_in_thread(trial: Trial, posts: list) -> bool:
+    """At least one post, and every one a reply to the task in the trial channel (base prompt:
+    every message sent while handling a request goes into its thread)."""
+    return bool(posts) and all(trial.in_channel(p) and trial.replies_to_task(p) for p in posts)
+
+
+# --- end shared ---
+
 NUMBER_TOKEN = re.compile(r"(?<![A-Za-z0-9_])-?\d[\d,]*(?:\.\d+)?")
 TASK_NAME = "wait-for-bot-reply"
 BOT_NAME = "Build Bot"
@@ -187,14 +241,36 @@ def numbers(text: str) -> list:
     return [float(token.replace(",", "")) for token in NUMBER_TOKEN.findall(text)]
 
 
+def reports(post: dict) -> bool:
+    found = numbers(content(post))
+    return EXPECTED_BUILD in found and EXPECTED_FAILED in found
+
+
+def position(trial: Trial, event: dict) -> int:
+    """The relay's order: `seq` in the trace, else the place among the trial's messages."""
+    if agent_events(trial.evidence) is not None:
+        seq = event.get("seq")
+        return seq if type(seq) is int else -1
+    return next((i for i, m in enumerate(trial.messages) if m is event), -1)
+
+
 def _score(trial: Trial) -> tuple:
     bot = pubkey_of(directory_by(trial.evidence, "name").get(BOT_NAME))
     scripted = [as_dict(row) for row in as_list(trial.evidence.get("scripted_events"))]
     replies = [row for row in scripted if row.get("label") == REPLY_LABEL]
     reply_id = replies[0].get("event_id") if len(replies) == 1 else None
     posted = [m for m in trial.messages if reply_id is not None and m.get("id") == reply_id]
-    report = trial.after_root[-1] if trial.after_root else None
-    found = numbers(content(report))
+    traced = [
+        row
+        for row in as_list(trial.evidence.get("trace"))
+        if reply_id is not None and as_dict(row).get("id") == reply_id
+    ]
+    bot_reply = (traced or posted or [None])[0]
+    events = agent_actions(trial)
+    posts = posts_of(events)
+    results = [post for post in posts if reports(post)]
+    # a figure in any other post is a guessed or partial result
+    guesses = [post for post in posts if numbers(content(post)) and not reports(post)]
     checks = {
         "evidence_complete": trial.complete_snapshot(TASK_NAME)
         and isinstance(trial.task_event_id, str)
@@ -202,21 +278,25 @@ def _score(trial: Trial) -> tuple:
         and bot is not None
         and len(posted) == 1
         and posted[0].get("pubkey") == bot
-        and trial.replies_to_task(posted[0]),
-        "reported_result": EXPECTED_BUILD in found and EXPECTED_FAILED in found,
-        "reply_to_thread": report is not None
-        and trial.in_channel(report)
-        and trial.replies_to_task(report),
-        # a report only talks about the bot: its plain name, never a mention (base prompt)
-        "bot_not_mentioned": report is not None
-        and bot is not None
-        and not trial.wakes(report, {bot}, (BOT_NAME,)),
+        and trial.replies_to_task(posted[0])
+        and trace_complete(trial.evidence),
+        # reported after the bot replied (never ahead of it), and nothing else claimed first
+        "reported_result": bool(results)
+        and bot_reply is not None
+        and all(position(trial, post) > position(trial, bot_reply) for post in results)
+        and not guesses,
+        "reply_to_thread": all_in_thread(trial, posts),
+        # a report only talks about the bot: its plain name, never a mention (base prompt);
+        # no event anywhere wakes it, also not a thank-you before the report
+        "bot_not_mentioned": bot is not None
+        and not any(trial.wakes(event, {bot}, (BOT_NAME,)) for event in events),
     }
     details = {
         "bot_pubkey": bot,
         "bot_reply_event_id": reply_id,
-        "report_message_id": message_id(report),
-        "report_content": content(report) if report is not None else None,
+        "agent_message_ids": [message_id(post) for post in posts],
+        "report_message_ids": [message_id(post) for post in results],
+        "guess_message_ids": [message_id(post) for post in guesses],
         "expected": {"build": EXPECTED_BUILD, "failed": EXPECTED_FAILED},
     }
     return checks, details

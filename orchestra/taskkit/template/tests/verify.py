@@ -1,11 +1,18 @@
-"""The files `orchestra task new` writes: a trivial Buzz task that is sound as written
-(docs/writing-a-task.md). `__DIR__`, `__NAME__` and `__LAYER__` are replaced by the task's
-directory name, full name and layer. The verifier's shared blocks are byte-identical to the
-buzz-native verifiers' (tests/dataset/test_shared_snippets.py)."""
+#!/usr/bin/env python3
+"""Verifier of __NAME__: the agent answers `ready` in the requester's thread.
+
+Standard library only, Python 3.9+; the contract is the buzz-native one (docs/writing-a-task.md).
+"""
 
 from __future__ import annotations
 
-SHARED_HELPERS = r'''# --- begin shared: evidence helpers (keep identical; tests/dataset/test_shared_snippets.py) ---
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+# --- begin shared: evidence helpers (keep identical; tests/dataset/test_shared_snippets.py) ---
 # Each verifier defines METRIC_NAMES (every key of reward.json) and REWARD_PARTS (the metrics
 # whose conjunction is `reward`) before calling these helpers (dataset.md §2.6).
 
@@ -165,40 +172,7 @@ def run(args: argparse.Namespace, score) -> int:
 
 
 # --- end shared ---
-'''
 
-SHARED_ENTRY_POINTS = r'''# --- begin shared: entry points (keep identical; tests/dataset/test_shared_snippets.py) ---
-def score_evidence(evidence: object) -> tuple:
-    """(metrics, details) of one evidence document; never raises."""
-    return score_safely(evidence, _score)
-
-
-def main(argv: list | None = None) -> int:
-    return run(verifier_arguments(__doc__).parse_args(argv), score_evidence)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-# --- end shared ---
-'''
-
-VERIFY_HEAD = r'''#!/usr/bin/env python3
-"""Verifier of __NAME__: the agent answers `ready` in the requester's thread.
-
-Standard library only, Python 3.9+; the contract is the buzz-native one (docs/writing-a-task.md).
-"""
-
-from __future__ import annotations
-
-import argparse
-import json
-import re
-import sys
-from pathlib import Path
-
-'''
-
-VERIFY_BODY = r"""
 TASK_NAME = "__DIR__"
 EXPECTED_WORD = "ready"
 REWARD_PARTS = ("evidence_complete", "reply_in_thread", "answer_correct")
@@ -226,161 +200,16 @@ def _score(trial: Trial) -> tuple:
     return checks, details
 
 
-"""
+# --- begin shared: entry points (keep identical; tests/dataset/test_shared_snippets.py) ---
+def score_evidence(evidence: object) -> tuple:
+    """(metrics, details) of one evidence document; never raises."""
+    return score_safely(evidence, _score)
 
-TASK_TOML = r"""schema_version = "1.3"
 
-[task]
-name = "__NAME__"
-description = "Answer ready in the requester's thread."
-authors = [{ name = "Buzz" }]
-keywords = ["buzz", "messaging"]
+def main(argv: list | None = None) -> int:
+    return run(verifier_arguments(__doc__).parse_args(argv), score_evidence)
 
-[metadata]
-evaluation_layer = "__LAYER__"
-difficulty = "easy"
-category = "messaging"
-tags = ["threading"]
 
-[agent]
-timeout_sec = 300.0
-
-[verifier]
-timeout_sec = 30.0
-
-[environment]
-network_mode = "public"
-cpus = 1
-memory_mb = 1024
-storage_mb = 1024
-"""
-
-FIXTURE_TOML = r"""schema_version = 1
-requires_evidence = true
-"""
-
-INSTRUCTION_MD = r"""Are you ready? Answer with the single word ready.
-"""
-
-DOCKERFILE = r"""FROM python:3.12-slim-bookworm
-WORKDIR /workspace
-"""
-
-TEST_SH = r"""#!/bin/sh
-set -eu
-mkdir -p /logs/verifier
-python3 /tests/verify.py \
-  --evidence /logs/artifacts/buzz-evidence.json \
-  --reward /logs/verifier/reward.json \
-  --details /logs/verifier/details.json
-"""
-
-SOLVE_PREAMBLE = r"""#!/usr/bin/env bash
-# __HEADER__
-set -euo pipefail
-
-: "${BUZZ_CHANNEL_ID:?BUZZ_CHANNEL_ID is required}"
-: "${BUZZ_REPLY_TO:?BUZZ_REPLY_TO is required}"
-: "${BUZZ_REQUESTER_PUBKEY:?BUZZ_REQUESTER_PUBKEY is required}"
-: "${BUZZ_REQUESTER_NAME:?BUZZ_REQUESTER_NAME is required}"
-
-STATE_DIR="${TMPDIR:-/tmp}/buzz-solve-${BUZZ_CHANNEL_ID}"
-mkdir -p "$STATE_DIR"
-
-# send_once STEP [messages-send options...]: publish stdin at most once per STEP.
-send_once() {
-  local step="$1"; shift
-  if [ -e "$STATE_DIR/$step.sent" ]; then
-    cat >/dev/null
-    return 0
-  fi
-  buzz messages send --channel "$BUZZ_CHANNEL_ID" --content - "$@" >"$STATE_DIR/$step.json"
-  touch "$STATE_DIR/$step.sent"
-}
-
-# reply STEP: a thread reply to the task that p-tags the requester.
-reply() {
-  local step="$1"; shift
-  send_once "$step" --reply-to "$BUZZ_REPLY_TO" --mention "$BUZZ_REQUESTER_PUBKEY" "$@"
-}
-
-"""
-
-SOLVE_BODY = r"""printf '@%s ready\n' "$BUZZ_REQUESTER_NAME" | reply answer
-
-touch "$STATE_DIR/done"
-"""
-
-NEGATIVE_BODY = r"""# The mistake: the right word, posted top-level instead of in the requester's thread.
-printf '@%s ready\n' "$BUZZ_REQUESTER_NAME" \
-  | send_once answer --mention "$BUZZ_REQUESTER_PUBKEY"
-
-touch "$STATE_DIR/done"
-"""
-
-CASES_TOML = r"""# Adversarial verifier tests of __NAME__, run by `orchestra task check`.
-# Each case is a trial written as the messages posted after the task event (id "task");
-# `expect` lists the metrics it must produce. Authors and mentions: "agent", "user" or a
-# directory identity_id; `reply_to`: "task", a scripted label or an earlier message's `id`.
-
-[[case]]
-name = "the word alone, in the thread"
-expect = { evidence_complete = 1.0, reply_in_thread = 1.0, answer_correct = 1.0, reward = 1.0 }
-[[case.message]]
-content = "ready"
-reply_to = "task"
-mention = ["user"]
-
-[[case]]
-name = "a sentence with the requester's name"
-expect = { reward = 1.0 }
-[[case.message]]
-content = "@user Ready."
-reply_to = "task"
-mention = ["user"]
-
-[[case]]
-name = "the word in bold, without a mention"
-expect = { reward = 1.0 }
-[[case.message]]
-content = "**READY**"
-reply_to = "task"
-
-[[case]]
-name = "the right word posted top-level"
-expect = { reply_in_thread = 0.0, answer_correct = 1.0, reward = 0.0 }
-[[case.message]]
-content = "ready"
-mention = ["user"]
-
-[[case]]
-name = "another word"
-expect = { reply_in_thread = 1.0, answer_correct = 0.0, reward = 0.0 }
-[[case.message]]
-content = "Yes, all set."
-reply_to = "task"
-
-[[case]]
-name = "a truncated snapshot"
-expect = { evidence_complete = 0.0, reward = 0.0 }
-evidence = { truncated = true }
-[[case.message]]
-content = "ready"
-reply_to = "task"
-"""
-
-README_MD = r"""# __NAME__
-
-What the agent does: answers the requester's question with the word `ready`, in the thread of
-the task. Scaffolded by `orchestra task new`; replace the instruction, fixture, verifier, cases
-and solutions with your task's (docs/writing-a-task.md).
-
-| Metric | What it measures | In reward |
-|---|---|---|
-| `evidence_complete` | the snapshot is whole: one orchestrator, the task event once | yes |
-| `reply_in_thread` | the last agent message replies to the task event in the trial channel | yes |
-| `answer_correct` | it contains the word `ready` | yes |
-| `reward` | all of the above | — |
-
-Check it: `orchestra task check __PATH__`.
-"""
+if __name__ == "__main__":
+    sys.exit(main())
+# --- end shared ---

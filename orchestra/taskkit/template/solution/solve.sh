@@ -1,0 +1,3 @@
+printf '@%s ready\n' "$BUZZ_REQUESTER_NAME" | reply answer
+
+touch "$STATE_DIR/done"
