@@ -62,10 +62,10 @@ def benchmark(
         fail("--allow-missing-keys is only valid with --dry-run")
     given = given_options(ctx, options)
     if dataset is not None:
-        if "path" in given:
+        if "paths" in given:
             fail("--path and --dataset are mutually exclusive; pass one of them")
         try:
-            given["path"] = dataset_dir(dataset)
+            given["paths"] = [dataset_dir(dataset)]
         except PlanError as error:
             fail(str(error))
     if dry_run or skip_endpoint_check:  # a dry run sends the live check only when asked

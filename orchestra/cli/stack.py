@@ -139,14 +139,14 @@ def stack_down(
     typer.echo("\n".join(done) if done else "no stack was running")
 
 
-def _docker_stack_configured(paths: StatePaths) -> bool:
+def _docker_stack_configured(state_paths: StatePaths) -> bool:
     """A docker stack was brought up from this state dir (it wrote `.env`) and Docker answers."""
-    return paths.compose_env.exists() and docker_available()
+    return state_paths.compose_env.exists() and docker_available()
 
 
-def _docker_services(paths: StatePaths) -> dict[str, str]:
+def _docker_services(state_paths: StatePaths) -> dict[str, str]:
     try:
-        return asyncio.run(docker_stack_services(paths, project=compose_project()))
+        return asyncio.run(docker_stack_services(state_paths, project=compose_project()))
     except StackError:
         return {}
 

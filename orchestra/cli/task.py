@@ -92,7 +92,7 @@ def new(
     notes={"stack": "embedded; external with --relay-url"},
 )
 def check(
-    paths: Annotated[
+    directories: Annotated[
         list[Path], typer.Argument(metavar="PATH...", help="Task directories (hold task.toml).")
     ],
     negatives: Annotated[
@@ -126,9 +126,9 @@ def check(
     # the work directory is replaced by the check's own temporary directory
     stack_options = StackOptions(Path(), check_run({k: v for k, v in given.items() if v}))
     # `tasks/buzz-contracts/*` also matches the dataset's README.md: files are not tasks
-    for skipped in (path for path in paths if path.is_file()):
+    for skipped in (path for path in directories if path.is_file()):
         typer.echo(f"{skipped}: skipped (a file, not a task directory)")
-    task_dirs = [path for path in paths if not path.is_file()]
+    task_dirs = [path for path in directories if not path.is_file()]
     if not task_dirs:
         fail("no task directory among the paths given")
     checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay))

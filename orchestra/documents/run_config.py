@@ -53,13 +53,14 @@ STACK_HELP = (
 
 
 class TaskSelection(Part):
-    """Which tasks run (§2.2): the dataset and the filters, as given; `attempts` None means
-    the per-layer defaults."""
+    """Which tasks run (§2.2): the task or dataset directories (none: tasks/buzz-native) and
+    the filters, as given; `attempts` None means the per-layer defaults."""
 
-    path: Path | None = option(
-        None, "--path", "-p", metavar="PATH", default_note="tasks/buzz-native",
+    paths: list[Path] = option(
+        None, "--path", "-p", metavar="PATH", default_factory=list,
+        default_note="tasks/buzz-native",
         description="A task directory (holds task.toml) or a dataset directory (its "
-        "subdirectories are tasks).",
+        "subdirectories are tasks); repeatable: one plan over the tasks of every PATH.",
     )  # fmt: skip
     layer: Layer | None = option(
         None, "--layer", default_note="all",
@@ -81,6 +82,15 @@ class TaskSelection(Part):
         "selected",
         description="Attempts per task, one job for every task.",
     )  # fmt: skip
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_path(cls, data: Any) -> Any:
+        """Before `-p` was repeatable, a selection held one `path` (None: the default)."""
+        if not isinstance(data, dict) or "path" not in data:
+            return data
+        rest = {key: value for key, value in data.items() if key != "path"}
+        return {"paths": [] if data["path"] is None else [data["path"]], **rest}
 
 
 class TrialSettings(Part):
