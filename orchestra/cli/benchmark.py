@@ -28,7 +28,8 @@ from orchestra.cli.options import (
 from orchestra.cli.run_output import EXIT_CODES, finish
 from orchestra.cli.terminal import output_console
 from orchestra.config.errors import ConfigError
-from orchestra.documents.run_config import RunConfig, load_run_config, options_problem
+from orchestra.documents.run_config import RunConfig
+from orchestra.documents.run_config_file import load_run_config, options_problem
 from orchestra.jobs.plan import PlanError, dataset_dir
 from orchestra.run.driver import Run
 from orchestra.run.execution import Execution

@@ -1,4 +1,6 @@
-"""`RunConfig`: every option of a `benchmark` or `resume` run, declared once.
+"""`RunConfig`: every option of a `benchmark` or `resume` run, declared once: its field holds
+its help, bounds, flags and whether `resume` takes it (`orchestra.documents.options`), and the
+commands' parameters are built from it (`orchestra.cli.options`).
 
 The command line, a `--config` file (YAML or JSON) and a run's `run.json` all fill this one
 model; the driver (`orchestra.run`), the jobs, the executors and each trial read their part of
@@ -9,16 +11,13 @@ task selection beside the settings: `RunConfig` reads them as they are (see `_ne
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from orchestra.config.errors import TOP_LEVEL, ConfigError, display_path, from_validation_error
 from orchestra.config.task import Layer
 from orchestra.documents.enums import EnvKind, ExecutorKind, StackMode
 from orchestra.documents.options import option
@@ -237,8 +236,25 @@ class RunConfig(Part):
     )  # fmt: skip
     confirm_target: float = option(
         0.8, "--confirm-target", metavar="P", gt=0, lt=1,
-        description="--confirm-against: the reliability target a task's attempts are tested "
-        "against (one-sided exact binomial; below it: 'below contract').",
+        description="The reliability target a confirmed task's attempts are tested against "
+        "(one-sided exact binomial; below it: a finding shown apart, never a regression).",
+    )  # fmt: skip
+    # ... or against the condition's recent runs in a results database (docs/results-db.md
+    # "History as the baseline"): up to `history_runs` runs pooled per task
+    baseline_history: Path | None = option(
+        None, "--baseline-history", metavar="DB",
+        description="Take each task's baseline from the condition's recent runs in this "
+        "results database (`orchestra db`), pooled only where manifest, timeout multiplier and "
+        "task files match (benchmark: confirm as --confirm-against does).",
+    )  # fmt: skip
+    history_runs: int = option(
+        30, "--history-runs", metavar="N", ge=1,
+        description="--baseline-history: pool at most the N latest runs.",
+    )  # fmt: skip
+    fail_below_target: bool = option(
+        False, "--fail-below-target",
+        description="Exit 3 also when a confirmed task holds less often than --confirm-target "
+        "(a finding shown apart, never a regression).",
     )  # fmt: skip
     # --- this command only ---
     new_run: bool = option(
@@ -287,6 +303,10 @@ class RunConfig(Part):
         if self.ray_address is not None and self.ray_slots_per_node is not None:
             raise ValueError(
                 "ray_slots_per_node starts a local cluster; it cannot go with ray_address"
+            )
+        if self.confirm_against is not None and self.baseline_history is not None:
+            raise ValueError(
+                "confirm_against and baseline_history are two baselines; give one of them"
             )
         return self
 
@@ -340,44 +360,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [_jsonable(item) for item in value]
     return value
-
-
-def load_run_config(path: Path) -> RunConfig:
-    """A `--config` file (YAML, or JSON, which YAML reads too); `ConfigError` naming the file
-    and the field (with a suggestion for a misspelt option)."""
-    shown = display_path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(shown, "", f"cannot read ({error.strerror or error})") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(shown, "", f"not valid YAML or JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(shown, "", "must be a mapping of option names to values")
-    try:
-        return RunConfig.model_validate_json(json.dumps(data))
-    except (TypeError, ValueError) as error:
-        if not isinstance(error, ValidationError):
-            raise ConfigError(shown, "", f"not a plain YAML value ({error})") from None
-        first = from_validation_error(shown, error)[0]
-        problem = first.problem
-        if error.errors()[0]["type"] == "extra_forbidden":
-            problem = "unknown option" + _did_you_mean(first.field)
-        field = "" if first.field == TOP_LEVEL else first.field
-        raise ConfigError(first.file, field, problem) from None
-
-
-def _did_you_mean(field: str) -> str:
-    leaf = field.rpartition(".")[2]
-    known = [*RunConfig.model_fields, *OPTION_PATHS]
-    close = difflib.get_close_matches(leaf, known, n=1)
-    return f" (did you mean {'.'.join(OPTION_PATHS.get(close[0], (close[0],)))}?)" if close else ""
-
-
-def options_problem(error: ValidationError, file: Path | None = None) -> str:
-    """One line for options that do not validate: the file when there is one, the option
-    unless the problem names it (`hard_cost_cap needs max_cost_usd`)."""
-    first = from_validation_error(display_path(file) if file else "", error)[0]
-    where = [first.file] if file is not None else []
-    where += [first.field] if first.field != TOP_LEVEL else []
-    return ": ".join([*where, first.problem])

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from orchestra.errors import OrchestraError
 from orchestra.jobs.runner import JobOutcome
+from orchestra.report.files import ReportFiles
 from orchestra.run.confirmation import TaskConfirmation
 from orchestra.run.scope import RunScope
 
@@ -52,6 +53,8 @@ class RunOutcome:
     missing_keys: bool = False
     #: --confirm-against: the tasks that regressed against the baseline and their verdicts
     confirmations: list[TaskConfirmation] = field(default_factory=list)
+    #: the reports written when the jobs ran (`--report`, or rewritten where they existed)
+    reports: list[ReportFiles] = field(default_factory=list)
 
     @classmethod
     def refused(cls, error: Refused, scope: RunScope | None = None) -> RunOutcome:

@@ -17,7 +17,8 @@ from orchestra.config.errors import ConfigError
 from orchestra.config.task import load_task
 from orchestra.documents.enums import StackMode
 from orchestra.documents.run import RunRecord
-from orchestra.documents.run_config import AUTO, RunConfig, options_problem
+from orchestra.documents.run_config import AUTO, RunConfig
+from orchestra.documents.run_config_file import options_problem
 from orchestra.jobs.layout import load_job_config
 from orchestra.jobs.plan import PlannedJob, dataset_paths, discover_tasks, select_tasks
 from orchestra.jobs.run import RunRequest, RunTarget, check_plan_unchanged, choose_run, run_of
