@@ -10,7 +10,6 @@ from orchestra.documents.trial import BudgetExceeded, ScriptedEvent
 from orchestra.trial import relay_ops
 from orchestra.trial.budget import budget_exceeded, trial_cost
 from orchestra.trial.completion import (
-    AgentProcessExited,
     CompletionRules,
     CompletionWatch,
     describe_exit,
@@ -45,10 +44,8 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
         state.changed,
     )
     remaining = state.timeouts.agent_seconds - (time.monotonic() - accepted_at)
-    try:
-        phase.completion = completion = await watch.wait(remaining)
-    except AgentProcessExited as error:
-        raise TrialError(ErrorType.AGENT_PROCESS_EXITED, str(error)) from error
+    # an agent that exits first raises `AgentProcessExited`, the trial's failure as it is
+    phase.completion = completion = await watch.wait(remaining)
     if completion.unaccounted_events:
         state.recorder.log(describe_unaccounted(completion.unaccounted_events))
     state.recorder.log(f"agent phase ended: {completion.stop_reason}")
