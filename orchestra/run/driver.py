@@ -31,7 +31,12 @@ from orchestra.report.compare.comparison import CompareInputError
 from orchestra.report.files import report_problem, write_reports
 from orchestra.report.stats.power import dry_run_power_text
 from orchestra.report.text.progress import Progress
-from orchestra.run.confirmation import BaselineConfirmation
+from orchestra.results.schema import DatabaseError
+from orchestra.run.confirmation import (
+    BaselineConfirmation,
+    baseline_of_history,
+    baseline_of_run,
+)
 from orchestra.run.execution import (
     Execution,
     driver_stack,
@@ -174,15 +179,25 @@ class Run:
                 outcome.errors.append(report_problem(error, out_dir))
 
     def _confirmation(self) -> BaselineConfirmation | None:
-        """The confirmation reruns `--confirm-against` asks for (its baseline read now: a bad
-        one refuses the run before anything starts)."""
-        baseline = self.effective.confirm_against
-        if baseline is None:
-            return None
+        """The confirmation reruns `--confirm-against` or `--baseline-history` asks for (the
+        baseline read now: a bad one refuses the run before anything starts)."""
+        effective = self.effective
         try:
-            return BaselineConfirmation(self.effective, baseline)
+            if effective.baseline_history is not None:
+                jobs = list(self.scope.jobs)
+                baseline = baseline_of_history(
+                    effective.baseline_history, self.plan.condition, effective, jobs
+                )
+                for line in baseline.lines:
+                    self._say(line)
+                return BaselineConfirmation(effective, baseline)
+            if effective.confirm_against is not None:
+                return BaselineConfirmation(effective, baseline_of_run(effective.confirm_against))
         except CompareInputError as error:
             raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
+        except DatabaseError as error:
+            raise Refused(RunEnd.USAGE, f"--baseline-history: {error}") from None
+        return None
 
     def _execute(
         self,
@@ -247,12 +262,13 @@ class Run:
             if result.attempt <= planned[outcome.name].attempts
         ]
         unfinished = len(in_plan) < self.scope.n_planned
-        confirmations = [
-            found
-            for outcome in outcomes
-            if confirmation is not None
-            for found in confirmation.confirmations(planned[outcome.name], outcome.results)
-        ]
+        confirmations = (
+            []
+            if confirmation is None
+            else confirmation.confirmations(
+                [(planned[outcome.name], outcome.results) for outcome in outcomes]
+            )
+        )
         if interrupted:
             end = RunEnd.INTERRUPTED
         elif stopped:
