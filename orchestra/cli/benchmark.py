@@ -17,6 +17,7 @@ from orchestra.cli.options import (
     AllowMissingKeys,
     ArtifactRoot,
     Attempts,
+    BaselineHistory,
     BuzzBinDir,
     CheckEndpoints,
     ConfigFile,
@@ -30,8 +31,10 @@ from orchestra.cli.options import (
     Env,
     Exclude,
     Executor,
+    FailBelowTarget,
     Fresh,
     HardCostCap,
+    HistoryRuns,
     Include,
     JobName,
     JobsDir,
@@ -122,6 +125,9 @@ def benchmark(
     confirm_against: ConfirmAgainst = None,
     confirm_attempts: ConfirmAttempts = None,
     confirm_target: ConfirmTarget = None,
+    baseline_history: BaselineHistory = None,
+    history_runs: HistoryRuns = None,
+    fail_below_target: FailBelowTarget = False,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline, no API key).
 

@@ -423,6 +423,34 @@ ConfirmTarget = Annotated[
     ),
 ]
 
+BaselineHistory = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline-history",
+        metavar="DB",
+        help="Confirm as --confirm-against does, against each task's recent runs in this "
+        "results database (`orchestra db`): runs of this condition with this manifest, timeout "
+        "multiplier and task files, pooled per task.",
+    ),
+]
+HistoryRuns = Annotated[
+    int | None,
+    typer.Option(
+        "--history-runs",
+        min=1,
+        metavar="N",
+        help="--baseline-history: pool at most the N latest runs.  [default: 30]",
+    ),
+]
+FailBelowTarget = Annotated[
+    bool,
+    typer.Option(
+        "--fail-below-target",
+        help="Exit 3 also when a confirmed task holds less often than --confirm-target (a "
+        "finding shown apart, never a regression).",
+    ),
+]
+
 #: the options `orchestra resume` takes, by the `RunConfig` field each sets
 RESUME_OPTIONS: dict[str, Any] = {
     "n_concurrent": NConcurrent,

@@ -102,6 +102,11 @@ class RunConfig(Part):
     confirm_against: Path | None = None
     confirm_attempts: Positive = 4
     confirm_target: Annotated[float, Field(gt=0, lt=1)] = 0.8
+    # ... or against the condition's recent runs in a results database (docs/results-db.md
+    # "History as the baseline"): up to `history_runs` runs pooled per task
+    baseline_history: Path | None = None
+    history_runs: Positive = 30
+    fail_below_target: bool = False  # a miss of `confirm_target` also exits 3
     # --- this command only ---
     new_run: bool = Field(default=False, exclude=True)
     keep_errors: bool = Field(default=False, exclude=True)
@@ -132,6 +137,10 @@ class RunConfig(Part):
         if self.ray_address is not None and self.ray_slots_per_node is not None:
             raise ValueError(
                 "ray_slots_per_node starts a local cluster; it cannot go with ray_address"
+            )
+        if self.confirm_against is not None and self.baseline_history is not None:
+            raise ValueError(
+                "confirm_against and baseline_history are two baselines; give one of them"
             )
         return self
 
