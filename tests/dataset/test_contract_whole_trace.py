@@ -4,14 +4,20 @@ the trace still scores (docs/decisions.md D101; orchestrator.md §8.9)."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import pytest
+from solution_headers import read_expectation
 
 from orchestra.config.task import load_task
 from orchestra.nostr.kinds import Kind
 from orchestra.paths import PROJECT_ROOT
 from orchestra.taskkit.cases import FRESH_KEY, Case, CaseWorld, load_cases
+from orchestra.taskkit.stack import StackOptions, check_run, replay
 
 CONTRACTS = PROJECT_ROOT / "tasks" / "buzz-contracts"
 WHOLE_TRACE_TASKS = sorted(
@@ -22,6 +28,7 @@ WHOLE_TRACE_TASKS = sorted(
 #: every add-only case holds channel operations, which only a trace shows (its fallback reads
 #: the channels' end state instead)
 OPERATIONS_TASK = "add-only-who-was-asked"
+BREACHES = PROJECT_ROOT / "tests" / "fixtures" / "breach-solutions" / "buzz-contracts"
 #: the keys the whole trace added to the evidence (schema 1, additive)
 TRACE_KEYS = ("trace", "relay_events", "agent_files")
 
@@ -114,3 +121,42 @@ def test_channel_operations_fall_back_to_the_end_state() -> None:
     removed = world.evidence(cases["Tomas added, then removed again"])
     assert score(removed)[0]["nobody_else_added"] == 0.0
     assert score(without_trace(removed))[0]["nobody_else_added"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def stack_scratch() -> Iterator[Path]:
+    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
+    path = Path(tempfile.mkdtemp(prefix="buzz-whole-trace-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_whole_trace_breaches_are_caught_through_the_real_stack(
+    stack_scratch: Path, free_port: int
+) -> None:
+    """One realistic breach per task, played by the oracle through the real stack, where the
+    last message in the trial channel is right and only the captured trace shows the breach
+    (another channel, an earlier post, an undone change): its `# caught-by:` metric is 0.0
+    and every `# expect:` line holds."""
+    stack = StackOptions(
+        stack_scratch / "breaches",
+        check_run({"relay_port": free_port, "state_dir": stack_scratch / "state"}),
+    )
+    scripts = {CONTRACTS / task: BREACHES / f"{task}.sh" for task in WHOLE_TRACE_TASKS}
+    run = replay("breach", scripts, stack)
+    for task in WHOLE_TRACE_TASKS:
+        found = run.replays.get(task)
+        assert found is not None and found.result is not None, run.output
+        result = found.result
+        assert result.status == "scored", (task, result.exception_info)
+        expectation = read_expectation(BREACHES / f"{task}.sh")
+        assert result.rewards is not None and result.rewards[expectation.caught_by] == 0.0, task
+        assert expectation.problems(result.rewards) == {}, (task, result.rewards)
+
+
+def test_every_breach_script_belongs_to_a_task() -> None:
+    assert sorted(path.stem for path in BREACHES.glob("*.sh")) == WHOLE_TRACE_TASKS
