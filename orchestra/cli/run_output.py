@@ -18,7 +18,7 @@ from orchestra.cli.errors import (
     EXIT_USAGE,
     error_lines,
 )
-from orchestra.cli.options import RESUME_OPTIONS, flag
+from orchestra.cli.options import RESUMABLE, RUN_OPTIONS
 from orchestra.cli.terminal import print_summary
 from orchestra.config.errors import display_path
 from orchestra.documents.run_config import RunConfig
@@ -112,12 +112,13 @@ def resume_command(plan: RunPlan) -> str:
     stored = plan.scope.stored
     current = plan.effective.updated({"stack": plan.modes.stack, "env": plan.modes.env})
     args = [program(), "resume", display_path(plan.scope.path)]
-    for name, alias in RESUME_OPTIONS.items():
+    for name in RESUMABLE:
         value, before = _option(current, name), _option(stored, name)
+        flag = RUN_OPTIONS[name].flag
         if isinstance(value, bool):
-            args += [flag(alias)] if value and not before else []
+            args += [flag] if value and not before else []
         elif value is not None and _compared(value) != _compared(before):
-            args += [flag(alias), _shown(name, value)]
+            args += [flag, _shown(name, value)]
     return shlex.join(args)
 
 

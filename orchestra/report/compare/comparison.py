@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestra.errors import OrchestraError
 from orchestra.jsonio import read_json_object
 from orchestra.report.report_json import build_report
 from orchestra.report.stats.confirm import (
@@ -44,7 +45,7 @@ UNSCORED = "unscored"
 EXCLUDED = "excluded"
 
 
-class CompareInputError(Exception):
+class CompareInputError(OrchestraError):
     """A side that is neither a job directory nor a report.json (one-line message)."""
 
 
