@@ -6,20 +6,19 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, epilog
 from orchestra.cli.leaderboard import LEADERBOARD_EPILOG, leaderboard
+from orchestra.cli.options import with_options
 from orchestra.documents.io import DocumentError
 from orchestra.report.compare.comparison import ALPHA, CompareInputError, compare_paths, exit_code
 from orchestra.report.compare.format import FORMATTERS, target_effect_dict
 from orchestra.report.compare.history import history_side
 from orchestra.report.files import report_problem, write_reports
-from orchestra.report.stats.confirm import DEFAULT_RELIABILITY_TARGET
-from orchestra.results.history import HISTORY_RUNS
 
 
 class CompareFormat(StrEnum):
@@ -100,6 +99,7 @@ def report(
         typer.echo(f"wrote {path}")
 
 
+@with_options(["baseline_history", "history_runs", "confirm_target", "fail_below_target"])
 def compare(
     sides: Annotated[
         list[Path],
@@ -130,38 +130,7 @@ def compare(
             "e.g. 0.1 for 10 points) with 80 % power at --alpha over the tasks compared.",
         ),
     ] = None,
-    baseline_history: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline-history",
-            metavar="DB",
-            help="Take each task's baseline from the candidate condition's recent runs in this "
-            "results database (`orchestra db`), pooled only where manifest, timeout multiplier "
-            "and task files match the candidate's.",
-        ),
-    ] = None,
-    history_runs: Annotated[
-        int,
-        typer.Option(
-            "--history-runs", min=1, metavar="N", help="--baseline-history: the N latest runs."
-        ),
-    ] = HISTORY_RUNS,
-    confirm_target: Annotated[
-        float,
-        typer.Option(
-            "--confirm-target",
-            metavar="P",
-            help="The reliability target confirmed tasks are tested against (a finding shown "
-            "apart, never a regression).",
-        ),
-    ] = DEFAULT_RELIABILITY_TARGET,
-    fail_below_target: Annotated[
-        bool,
-        typer.Option(
-            "--fail-below-target",
-            help="Exit 3 also when a confirmed task holds less often than --confirm-target.",
-        ),
-    ] = False,
+    **options: Any,
 ) -> None:
     """Did the candidate regress? The suite's mean change with a paired bootstrap interval and
     an exact test, per-task leads, and the smallest change this comparison can detect; exit 3
@@ -169,9 +138,8 @@ def compare(
     scored trial of."""
     if not 0 < alpha < 1:
         fail(f"--alpha must be between 0 and 1 (got {alpha:g})")
-    if not 0 < confirm_target < 1:
-        fail(f"--confirm-target must be between 0 and 1 (got {confirm_target:g})")
-    wanted = 1 if baseline_history is not None else 2
+    history = options["baseline_history"]
+    wanted = 1 if history is not None else 2
     if len(sides) != wanted:
         fail(
             "compare takes BASELINE CANDIDATE, or --baseline-history DB CANDIDATE "
@@ -182,15 +150,15 @@ def compare(
     try:
         baseline = (
             sides[0]
-            if baseline_history is None
-            else history_side(baseline_history, sides[0], history_runs)
+            if history is None
+            else history_side(history, sides[0], options["history_runs"])
         )
         comparison = compare_paths(
             baseline,
             sides[-1],
             alpha,
-            target=confirm_target,
-            fail_below_target=fail_below_target,
+            target=options["confirm_target"],
+            fail_below_target=options["fail_below_target"],
         )
     except (DocumentError, CompareInputError) as error:
         fail(str(error))

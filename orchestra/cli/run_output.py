@@ -18,10 +18,9 @@ from orchestra.cli.errors import (
     EXIT_USAGE,
     error_lines,
 )
-from orchestra.cli.options import RESUME_OPTIONS, flag
+from orchestra.cli.options import RESUMABLE, RUN_OPTIONS
 from orchestra.cli.terminal import print_summary
 from orchestra.config.errors import display_path
-from orchestra.documents.run_config import RunConfig
 from orchestra.jobs.aggregate import aggregate
 from orchestra.plural import plural
 from orchestra.report.stats.confirm import NIGHTLY_ALPHA
@@ -112,21 +111,14 @@ def resume_command(plan: RunPlan) -> str:
     stored = plan.scope.stored
     current = plan.effective.updated({"stack": plan.modes.stack, "env": plan.modes.env})
     args = [program(), "resume", display_path(plan.scope.path)]
-    for name, alias in RESUME_OPTIONS.items():
-        value, before = _option(current, name), _option(stored, name)
+    for name in RESUMABLE:
+        value, before = current.option_value(name), stored.option_value(name)
+        flag = RUN_OPTIONS[name].flag
         if isinstance(value, bool):
-            args += [flag(alias)] if value and not before else []
+            args += [flag] if value and not before else []
         elif value is not None and _compared(value) != _compared(before):
-            args += [flag(alias), _shown(name, value)]
+            args += [flag, _shown(name, value)]
     return shlex.join(args)
-
-
-def _option(config: RunConfig, name: str) -> Any:
-    return (
-        getattr(config.trial, name)
-        if name in type(config.trial).model_fields
-        else getattr(config, name)
-    )
 
 
 def _compared(value: Any) -> Any:

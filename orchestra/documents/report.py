@@ -3,7 +3,7 @@ what explains its numbers, and the jobs' plans.
 
 `compare` and the nightly read report.json files kept as baselines, so keys added since the
 first typed report (2026-12-02) default when absent: a per-trial `agents` and `error_cause`, a
-job's `models` and a planned task's `digest` (the summary's own additions default in
+job's `models` and a planned task's `digest` and `verifier_digest` (the summary's own additions default in
 `orchestra.documents.summary`). Today's documents dump to exactly the bytes they were read from.
 """
 
@@ -38,6 +38,8 @@ class PlannedTaskRecord(Part):
     name: str
     layer: Layer
     digest: Sha256 | Literal[""] = ""  # "": written before compare flagged changed task files
+    #: `tests/` alone ("": written before compare flagged another verifier)
+    verifier_digest: Sha256 | Literal[""] = ""
 
 
 class PendingSlot(Part):

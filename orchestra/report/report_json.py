@@ -199,7 +199,10 @@ def report_job(record: JobRecord) -> ReportJob:
         attempts=record.attempts,
         oracle=record.oracle,
         planned_tasks=[
-            PlannedTaskRecord(name=t.name, layer=t.layer, digest=t.digest) for t in record.tasks
+            PlannedTaskRecord(
+                name=t.name, layer=t.layer, digest=t.digest, verifier_digest=t.verifier_digest
+            )
+            for t in record.tasks
         ],
         pending=pending_slots(record),
     )

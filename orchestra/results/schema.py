@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orchestra.config.errors import display_path
+from orchestra.errors import OrchestraError
 
 SCHEMA_VERSION = 2
 
 
-class DatabaseError(Exception):
+class DatabaseError(OrchestraError):
     """A database path that cannot be used (exit 1); `str()` is one line naming the file."""
 
 

@@ -353,9 +353,12 @@ class Run:
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-class MachineFault(Exception):
+class MachineFault(OrchestraError):
     """The machine failed the run: an OS error writing the jobs directory (a full disk, a
-    read-only or vanished filesystem). `str()` is one line naming the path and the error."""
+    read-only or vanished filesystem). `str()` is one line naming the path and the error. The
+    run ends as an interrupted one does (§2.4): nothing is lost, a resume runs what is owed."""
+
+    exit_code = 130
 
     @classmethod
     def of(cls, errors: BaseExceptionGroup[OSError], jobs_root: Path) -> MachineFault:

@@ -28,12 +28,14 @@ def refusal_of(error: OrchestraError) -> RunEnd:
     return RunEnd.USAGE if error.exit_code == 1 else RunEnd.PREFLIGHT
 
 
-class Refused(Exception):
-    """A check failed before anything started: how the run ends and the message."""
+class Refused(OrchestraError):
+    """A check failed before anything started: how the run ends (a usage error, exit 1, or a
+    failed preflight, exit 2) and the message."""
 
     def __init__(self, end: RunEnd, message: str, *, missing_keys: bool = False) -> None:
         super().__init__(message)
         self.end = end
+        self.exit_code = 1 if end is RunEnd.USAGE else 2
         self.missing_keys = missing_keys
 
 

@@ -12,7 +12,6 @@ from orchestra.documents.trial import BudgetExceeded, ScriptedEvent
 from orchestra.trial import relay_ops
 from orchestra.trial.budget import budget_exceeded, trial_cost
 from orchestra.trial.completion import (
-    AgentProcessExited,
     CompletionRules,
     CompletionWatch,
     describe_exit,
@@ -56,10 +55,8 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
             phase.completion = completion = await watch.wait(remaining)
             posting.cancel()  # a timeout or a budget stop ends the trial before a late post
     except BaseExceptionGroup as failed:  # one task's own error, as if it ran alone
-        error = failed.exceptions[0]
-        if isinstance(error, AgentProcessExited):
-            raise TrialError(ErrorType.AGENT_PROCESS_EXITED, str(error)) from error
-        raise error from None
+        # an agent that exited first is `AgentProcessExited`, the trial's failure as it is
+        raise failed.exceptions[0] from None
     if completion.unaccounted_events:
         state.recorder.log(describe_unaccounted(completion.unaccounted_events))
     state.recorder.log(f"agent phase ended: {completion.stop_reason}")

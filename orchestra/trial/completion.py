@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from orchestra.documents.enums import BudgetScope, StopReason
 from orchestra.documents.trial import BudgetExceeded
+from orchestra.errors import TrialFailure
 from orchestra.paths import TrialPaths
 from orchestra.processes import first_of
 from orchestra.stack.watch import StackUnavailable
@@ -27,8 +28,8 @@ BUDGET_STOPS = {
 }
 
 
-class AgentProcessExited(Exception):
-    pass
+class AgentProcessExited(TrialFailure):
+    """An agent process of the trial exited before it completed (§7.7)."""
 
 
 def describe_exit(paths: TrialPaths, agent: AgentProcess) -> str:

@@ -16,11 +16,13 @@ compared and flagged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestra.documents.report import ReportDocument
+from orchestra.documents.report import PlannedTaskRecord, ReportDocument
+from orchestra.errors import OrchestraError
 from orchestra.report.report_json import build_report
 from orchestra.report.stats.confirm import (
     DEFAULT_RELIABILITY_TARGET,
@@ -44,7 +46,7 @@ UNSCORED = "unscored"
 EXCLUDED = "excluded"
 
 
-class CompareInputError(Exception):
+class CompareInputError(OrchestraError):
     """A side that is neither a job directory nor a report.json (one-line message)."""
 
 
@@ -54,6 +56,8 @@ class Side:
     condition: str
     tasks: dict[str, dict[str, Any]]  # task name -> the task summary of report.json
     digests: dict[str, str] = field(default_factory=dict)  # task name -> its files' digest
+    #: task name -> the digest of the `tests/` that graded it (runs recorded before it: none)
+    verifier_digests: dict[str, str] = field(default_factory=dict)
     # a history's (orchestra.report.compare_history): the recent runs' confirmation attempts,
     # the tasks that failed a first attempt in them, and what was pooled
     recent: dict[str, Counts] = field(default_factory=dict)
@@ -61,10 +65,9 @@ class Side:
     pooled: tuple[str, ...] = ()
 
 
-def _digests(report: ReportDocument) -> dict[str, str]:
-    return {
-        task.name: task.digest for job in report.jobs for task in job.planned_tasks if task.digest
-    }
+def _digests(report: ReportDocument, of: Callable[[PlannedTaskRecord], str]) -> dict[str, str]:
+    """Task name -> `of` its planned record (the files' or the verifier's digest), where set."""
+    return {task.name: of(task) for job in report.jobs for task in job.planned_tasks if of(task)}
 
 
 def load_side(path: Path) -> Side:
@@ -93,7 +96,13 @@ def side_of_report(report: ReportDocument, label: str, where: str) -> Side:
         for layer_name, layer in condition.layers.items()
         for name, task in layer.tasks.items()
     }
-    return Side(label, condition.condition, tasks, _digests(report))
+    return Side(
+        label,
+        condition.condition,
+        tasks,
+        _digests(report, lambda task: task.digest),
+        _digests(report, lambda task: task.verifier_digest),
+    )
 
 
 @dataclass
@@ -124,6 +133,7 @@ class TaskComparison:
     p_value: float | None = None  # one-sided Fisher on the reward's pass counts (a lead)
     adjusted_p_value: float | None = None  # Holm over the tasks compared
     files_changed: bool = False  # the task's digest differs between the sides
+    verifier_changed: bool = False  # graded by different verifiers (`tests/` digests)
 
     @property
     def significant(self) -> bool:
@@ -321,6 +331,8 @@ def compare_sides(
     for task in tasks:
         before, after = baseline.digests.get(task.task), candidate.digests.get(task.task)
         task.files_changed = before is not None and after is not None and before != after
+        graded = baseline.verifier_digests.get(task.task), candidate.verifier_digests.get(task.task)
+        task.verifier_changed = None not in graded and graded[0] != graded[1]
     # the suite test's p in the regression direction (the family tests regressions only)
     suite_p = (suite.p_regression if suite.mean_difference < 0 else 1.0) if paired else None
     decision = decide(
@@ -363,6 +375,7 @@ def compare_sides(
             if t.status in (REGRESSION, IMPROVEMENT)
         ],
         "changed_task_files": [t.task for t in tasks if t.files_changed],
+        "changed_verifiers": [t.task for t in tasks if t.verifier_changed],
         "tasks": [asdict(t) for t in tasks],
     }
 
