@@ -21,7 +21,6 @@ from orchestra.cli.errors import (
 from orchestra.cli.options import RESUMABLE, RUN_OPTIONS
 from orchestra.cli.terminal import print_summary
 from orchestra.config.errors import display_path
-from orchestra.documents.run_config import RunConfig
 from orchestra.jobs.aggregate import aggregate
 from orchestra.plural import plural
 from orchestra.report.stats.confirm import NIGHTLY_ALPHA
@@ -113,21 +112,13 @@ def resume_command(plan: RunPlan) -> str:
     current = plan.effective.updated({"stack": plan.modes.stack, "env": plan.modes.env})
     args = [program(), "resume", display_path(plan.scope.path)]
     for name in RESUMABLE:
-        value, before = _option(current, name), _option(stored, name)
+        value, before = current.option_value(name), stored.option_value(name)
         flag = RUN_OPTIONS[name].flag
         if isinstance(value, bool):
             args += [flag] if value and not before else []
         elif value is not None and _compared(value) != _compared(before):
             args += [flag, _shown(name, value)]
     return shlex.join(args)
-
-
-def _option(config: RunConfig, name: str) -> Any:
-    return (
-        getattr(config.trial, name)
-        if name in type(config.trial).model_fields
-        else getattr(config, name)
-    )
 
 
 def _compared(value: Any) -> Any:

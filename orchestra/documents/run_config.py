@@ -322,6 +322,13 @@ class RunConfig(Part):
             target[leaf] = _jsonable(value)
         return RunConfig.model_validate_json(json.dumps(data))
 
+    def option_value(self, name: str) -> Any:
+        """The value of the option `name` (a nested one by its own name, e.g. `settle_ms`)."""
+        value: Any = self
+        for part in OPTION_PATHS[name]:
+            value = getattr(value, part)
+        return value
+
     def stored(self) -> RunConfig:
         """This config as a document stores it: the command's own options at their defaults."""
         return RunConfig.model_validate_json(self.model_dump_json())

@@ -60,6 +60,22 @@ def test_contract_verifier_carries_the_canonical_helpers(task: str) -> None:
     assert canonical_blocks()["evidence helpers"] in text
 
 
+#: the contract verifiers that judge the agent's events (the secret check scans everything)
+WHOLE_TRACE_TASKS = [task for task in CONTRACT_TASKS if task != "secret-canary-refusal"]
+
+
+def test_contract_verifiers_share_one_whole_trace_block() -> None:
+    """docs/decisions.md D101: the nine behaviour verifiers read the trace by the same rules."""
+    blocks = {
+        task: blocks_of((CONTRACTS / task / "tests" / "verify.py").read_text("utf-8")).get(
+            "whole trace"
+        )
+        for task in WHOLE_TRACE_TASKS
+    }
+    assert None not in blocks.values(), blocks
+    assert len(set(blocks.values())) == 1, "whole trace blocks differ between verifiers"
+
+
 def test_scaffold_template_carries_the_canonical_blocks() -> None:
     canonical = canonical_blocks()
     verifier = (TASK_TEMPLATE_DIR / "tests" / "verify.py").read_text(encoding="utf-8")
