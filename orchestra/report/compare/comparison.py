@@ -31,7 +31,6 @@ from orchestra.report.stats.confirm import (
     Hypothesis,
     TaskEvidence,
     decide,
-    under_watch,
 )
 from orchestra.report.stats.inference import Bounds, significant, wilson
 from orchestra.report.stats.paired import NO_CHANGE, SuiteComparison, TaskPair, compare_suite
@@ -282,7 +281,7 @@ def _evidence(name: str, baseline: Side, candidate: Side, target: float) -> Task
         counts,
         Counts(successes_of(after), int(after["scored"])),
         tonight + baseline.recent.get(name, NONE),
-        under_watch(counts, name in baseline.recent_first_failed, target),
+        name in baseline.recent_first_failed,
     )
 
 
