@@ -111,6 +111,15 @@ def check(
             help="Replay the oracle and negative solutions through the real stack.",
         ),
     ] = True,
+    replay_cases: Annotated[
+        bool,
+        typer.Option(
+            "--replay-cases",
+            help="Also play every case of verifier-cases.toml through the real stack (as a "
+            "solution the oracle replays) and check the real verifier's metrics; cases the buzz "
+            "CLI cannot play are listed as left out.",
+        ),
+    ] = False,
     **options: Any,
 ) -> None:
     """Check that each task is sound and print what is missing, one line each.
@@ -131,9 +140,11 @@ def check(
     task_dirs = [path for path in directories if not path.is_file()]
     if not task_dirs:
         fail("no task directory among the paths given")
-    checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay))
+    checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay, replay_cases))
     unsound = [c for c in checks if c.problems]
     for result in checks:
+        for note in result.notes:
+            typer.echo(note)
         for problem in result.problems:
             typer.echo(problem, err=True)
         if not result.problems:
