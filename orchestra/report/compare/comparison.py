@@ -50,7 +50,6 @@ from orchestra.report.stats.confirm import (
     Decision,
     TaskEvidence,
     decide,
-    under_watch,
 )
 from orchestra.report.stats.inference import Bounds, significant, wilson
 from orchestra.report.stats.paired import NO_CHANGE, SuiteComparison, TaskPair, compare_suite
@@ -285,7 +284,7 @@ def _evidence(name: str, baseline: Side, candidate: Side, target: float) -> Task
         counts,
         Counts(after.successes, after.scored),
         after.confirmation + baseline.recent.get(name, NONE),
-        under_watch(counts, name in baseline.recent_first_failed, target),
+        name in baseline.recent_first_failed,
     )
 
 
