@@ -134,7 +134,7 @@ def decision_lines(comparison: dict[str, Any]) -> list[str]:
         name = hypothesis["name"]
         evidence = decision["evidence"][name]
         fresh, base = evidence["fresh"], evidence["baseline"]
-        why = "regressed" if evidence["screened"] else "under watch"
+        why = "a first attempt failed" if evidence["screened"] else "under watch"
         outcome = "confirmed regression" if hypothesis["rejected"] else "not confirmed"
         line = (
             f"confirmation: {name} ({why}): {fresh['passes']} of {fresh['scored']} fresh "
