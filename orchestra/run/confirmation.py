@@ -19,7 +19,7 @@ from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.tally import metric_passed
-from orchestra.report.compare.comparison import load_side, successes_of
+from orchestra.report.compare.comparison import load_side
 from orchestra.report.stats.confirm import (
     NIGHTLY_ALPHA,
     NONE,
@@ -49,7 +49,7 @@ def baseline_of_run(path: Path) -> Baseline:
     """A run or job directory, or a report.json (`CompareInputError` naming the path)."""
     side = load_side(path)
     return Baseline(
-        {name: Counts(successes_of(task), int(task["scored"])) for name, task in side.tasks.items()}
+        {name: Counts(task.successes, task.scored) for name, task in side.tasks.items()}
     )
 
 
