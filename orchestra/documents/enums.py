@@ -172,3 +172,16 @@ class BudgetScope(StrEnum):
 
     AGENT = "agent"
     TRIAL = "trial"
+
+
+class Flag(StrEnum):
+    """A liveness flag of a trial or of one agent seat (orchestrator.md §10.3): what the score
+    alone does not say about how the agents behaved, in this (display) order."""
+
+    NO_TOOL_CALL = "no-tool-call"  # never called a tool
+    TEXT_ONLY = "text-only"  # answered only in text: wrote replies, posted nothing
+    ROUND_CAPPED = "round-capped"  # its last turn stopped at max_turn_requests, then silence
+    INVALID_OUTPUT = "invalid-output"  # a turn ended because the model's output did not parse
+    LOOPING = "looping"  # the same tool call with the same arguments LOOP_CALLS times in a row
+    TIMEOUT = "timeout"  # the agent phase ran out of time
+    UNPRICED = "unpriced"  # agents ran turns whose usage (so cost) was not reported

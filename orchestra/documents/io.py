@@ -25,6 +25,12 @@ def absent(value: object) -> bool:
     return value is None
 
 
+def empty(value: object) -> bool:
+    """`exclude_if` of a collection key added later: empty is not written, so a document
+    with nothing to say there keeps the bytes it had before the key existed."""
+    return not value
+
+
 class DocumentError(ConfigError):
     """A document that is missing, unreadable or does not match its model (exit 1).
 

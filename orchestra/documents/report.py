@@ -14,8 +14,8 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, JsonValue
 
 from orchestra.config.task import Layer
-from orchestra.documents.enums import Accounting, Phase, StopReason, TrialStatus
-from orchestra.documents.io import Document, Sha256, Timestamp, absent
+from orchestra.documents.enums import Accounting, Flag, Phase, StopReason, TrialStatus
+from orchestra.documents.io import Document, Sha256, Timestamp, absent, empty
 from orchestra.documents.summary import AgentSummary, ConditionSummary
 from orchestra.documents.trial import (
     Attempt,
@@ -109,6 +109,8 @@ class ReportTrial(TrialIdentity):
     exception_info: ExceptionInfo | None
     error_cause: str | None = None  # whose failure an error is (`ErrorType.cause`)
     budget_exceeded: BudgetExceeded | None
+    #: the result's liveness flags (§10.3)
+    flags: Annotated[list[Flag], Field(default_factory=list, exclude_if=empty)]
     tokens: TrialTokens | None
     cost_usd: float | None
     accounting: Accounting

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from orchestra.documents.io import absent
+from orchestra.documents.io import absent, empty
 from orchestra.documents.trial import Count, Part, TokenCounts
 
 
@@ -25,6 +25,8 @@ class Rates(Part):
     not_started: Count  # planned slots with no trial result
     pass_rate: float | None  # mean reward over scored trials; None when none was scored
     pass_rate_all: float | None  # successes / planned
+    #: liveness flag -> trials carrying it (§10.3), flags no trial carries left out
+    flags: Annotated[dict[str, Count], Field(default_factory=dict, exclude_if=empty)]
 
 
 class UsageSummary(Part):
@@ -140,6 +142,11 @@ class AgentSummary(Part):
     transcript_share: float | None  # None: no agent message in any exported transcript
     tokens: TokenCounts
     cost_usd: float
+    #: model requests and seconds with a turn in flight, summed over the trials that recorded
+    #: them, and liveness flag -> trials in which this seat carried it (per-seat attribution)
+    requests: Annotated[Count | None, Field(exclude_if=absent)] = None  # None: not recorded
+    active_seconds: Annotated[float | None, Field(exclude_if=absent)] = None
+    flags: Annotated[dict[str, Count], Field(default_factory=dict, exclude_if=empty)]
 
 
 class ConditionSummary(Part):
@@ -154,6 +161,13 @@ class ConditionSummary(Part):
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
     #: endpoint name -> the model id sent (issue 30); conditions differing here are never pooled
     models: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def never_acted(self) -> bool:
+        """Every finished trial is flagged `no-tool-call`: over a suite, more likely a serving
+        mistake (no tool-call template) than a model that cannot act."""
+        finished = self.totals.scored + self.totals.errors
+        return finished > 0 and self.totals.flags.get("no-tool-call", 0) >= finished
 
 
 class Summary(Part):

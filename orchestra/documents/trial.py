@@ -13,13 +13,14 @@ from orchestra.documents.enums import (
     BudgetScope,
     EnvKind,
     ErrorType,
+    Flag,
     Phase,
     SandboxKind,
     StopReason,
     TrialStatus,
     VerifierNetwork,
 )
-from orchestra.documents.io import Document, Sha256, Timestamp, absent
+from orchestra.documents.io import Document, Sha256, Timestamp, absent, empty
 
 Attempt = Annotated[int, Field(ge=1)]
 Count = Annotated[int, Field(ge=0)]
@@ -188,6 +189,11 @@ class BuzzAgent(Part):
     #: messages this agent authored in the exported transcript (the evidence's `messages`);
     #: absent when no evidence was exported, and in documents written before the field existed
     messages: Annotated[Count | None, Field(exclude_if=absent)] = None
+    #: model requests the seat made, the seconds it had a turn in flight and its liveness
+    #: flags (§10.3, per-seat attribution); absent in documents written before they existed
+    requests: Annotated[Count | None, Field(exclude_if=absent)] = None
+    active_seconds: Annotated[float | None, Field(exclude_if=absent)] = None
+    flags: Annotated[list[Flag], Field(default_factory=list, exclude_if=empty)]
 
 
 class ScriptedEvent(Part):
@@ -268,6 +274,8 @@ class TrialResult(TrialIdentity, Document):
     accounting: Accounting = Accounting.UNAVAILABLE
     cached_estimated: bool = False
     budget_exceeded: BudgetExceeded | None = None
+    #: liveness flags (§10.3) in `Flag` order; empty until finalize and in older documents
+    flags: list[Flag] = Field(default_factory=list)
     #: wake-eligible events the stop gave up waiting for (§7.11); absent in older documents
     unaccounted_events: list[str] = Field(default_factory=list)
     buzz: BuzzRecord = Field(default_factory=BuzzRecord)

@@ -8,7 +8,7 @@ from math import comb
 from pathlib import Path
 
 from orchestra.config.task import LAYERS, Layer
-from orchestra.documents.enums import TrialStatus
+from orchestra.documents.enums import Flag, TrialStatus
 from orchestra.documents.job import EndpointRecord, JobConfig, PlanRecord
 from orchestra.documents.summary import (
     AgentSummary,
@@ -294,10 +294,18 @@ class _AgentTally:
     messages: int = 0
     tokens: list[int] = field(default_factory=lambda: [0] * len(TOKEN_FIELDS))
     cost_usd: float = 0.0
+    requests: int | None = None  # None: no trial recorded the seat's requests
+    active_seconds: float = 0.0
+    flags: dict[str, int] = field(default_factory=dict)
 
     def add(self, agent: BuzzAgent, used: AgentTokens | None) -> None:
         self.trials += 1
         self.messages += agent.messages or 0
+        if agent.requests is not None:
+            self.requests = (self.requests or 0) + agent.requests
+        self.active_seconds += agent.active_seconds or 0.0
+        for flag in agent.flags:
+            self.flags[flag] = self.flags.get(flag, 0) + 1
         if used is not None:
             self.tokens = [sum(pair) for pair in zip(self.tokens, token_tuple(used), strict=True)]
             self.cost_usd += used.cost_usd
@@ -323,6 +331,9 @@ def agent_summaries(trials: Sequence[TrialResult]) -> dict[str, AgentSummary]:
             transcript_share=tally.messages / written if written else None,
             tokens=TokenCounts(**dict(zip(TOKEN_FIELDS, tally.tokens, strict=True))),
             cost_usd=tally.cost_usd,
+            requests=tally.requests,
+            active_seconds=None if tally.requests is None else round(tally.active_seconds, 3),
+            flags={flag.value: tally.flags[flag] for flag in Flag if flag in tally.flags},
         )
         for agent_id, tally in tallies.items()
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
 
-from orchestra.documents.enums import TrialStatus
+from orchestra.documents.enums import Flag, TrialStatus
 from orchestra.documents.summary import Rates, UsageSummary
 from orchestra.documents.trial import TokenCounts, TrialResult
 
@@ -91,6 +91,7 @@ class Counted:
     tokens: tuple[int, int, int, int] | None  # TOKEN_FIELDS; None: no agent was started
     cost_usd: float
     seconds: float | None  # started to finished, once finished
+    flags: tuple[str, ...] = ()  # liveness flags (§10.3)
 
     @classmethod
     def of(cls, trial: TrialResult) -> Counted:
@@ -114,6 +115,7 @@ class Counted:
             seconds=seconds_between(trial.started_at, trial.finished_at)
             if trial.finished_at
             else None,
+            flags=tuple(trial.flags),
         )
 
 
@@ -131,6 +133,7 @@ class Tally:
     timed: int = 0  # trials with a finish time
     seconds: ExactSum = field(default_factory=ExactSum)
     failing: dict[str, int] = field(default_factory=dict)  # metric -> scored trials below 1.0
+    flags: dict[str, int] = field(default_factory=dict)  # liveness flag -> trials carrying it
 
     def add(self, trial: Counted, sign: int = 1) -> None:
         """Count `trial` in (`sign` 1) or take it back out (`sign` -1)."""
@@ -149,16 +152,14 @@ class Tally:
         if trial.seconds is not None:
             self.timed += sign
             self.seconds.add(trial.seconds, sign)
+        for flag in trial.flags:
+            _count(self.flags, flag, sign)
 
     def remove(self, trial: Counted) -> None:
         self.add(trial, -1)
 
     def _count_failing(self, name: str, sign: int) -> None:
-        count = self.failing.get(name, 0) + sign
-        if count:
-            self.failing[name] = count
-        else:
-            del self.failing[name]
+        _count(self.failing, name, sign)
 
     def merge(self, other: Tally) -> None:
         self.trials += other.trials
@@ -175,6 +176,8 @@ class Tally:
         self.seconds.merge(other.seconds)
         for name, count in other.failing.items():
             self._count_failing(name, count)
+        for flag, count in other.flags.items():
+            _count(self.flags, flag, count)
 
     @classmethod
     def of(cls, tallies: list[Tally]) -> Tally:
@@ -198,6 +201,7 @@ class Tally:
             not_started=max(0, planned - self.trials),
             pass_rate=self.rewards.value / scored if scored else None,
             pass_rate_all=self.successes / planned if planned else None,
+            flags={flag.value: self.flags[flag] for flag in Flag if self.flags.get(flag)},
         )
 
     def token_counts(self) -> TokenCounts:
@@ -215,6 +219,15 @@ class Tally:
     def failing_dimensions(self) -> dict[str, int]:
         """By metric name (the same order however the trials came and went)."""
         return dict(sorted(self.failing.items()))
+
+
+def _count(counts: dict[str, int], key: str, sign: int) -> None:
+    """Add `sign` to `counts[key]`, dropping the key at zero."""
+    count = counts.get(key, 0) + sign
+    if count:
+        counts[key] = count
+    else:
+        del counts[key]
 
 
 def seconds_between(start: str, end: str) -> float:

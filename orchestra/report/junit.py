@@ -82,6 +82,7 @@ def _summary_text(trial: ReportTrial) -> str:
             f"status: {trial.status}; stop reason: {shown(trial.stop_reason)}",
             f"reward: {shown(trial.reward)}; metrics: {metrics or '-'}",
             f"cost: {shown(trial.cost_usd)}; tokens: {_token_line(trial.tokens)}",
+            f"flags: {', '.join(trial.flags) or '-'}",
             f"trial directory: {trial.files.dir}",
         )
     )
@@ -158,6 +159,7 @@ def condition_properties(condition: ConditionSummary) -> list[tuple[str, object]
             found += _rate_properties(f"{label}{k}", estimate.value, estimate.interval)
     if totals.flaky_tasks:
         found.append(("flaky_tasks", ",".join(totals.flaky_tasks)))
+    found += [(f"flags.{flag}", count) for flag, count in totals.flags.items()]
     return [(f"condition.{name}", value) for name, value in found]
 
 

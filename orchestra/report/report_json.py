@@ -111,6 +111,7 @@ def trial_entry(job: JobRecord, result: TrialResult) -> ReportTrial:
         exception_info=result.exception_info,
         error_cause=(result.exception_info.exception_type.cause if result.exception_info else None),
         budget_exceeded=result.budget_exceeded,
+        flags=result.flags,
         tokens=result.tokens,
         cost_usd=result.cost_usd,
         accounting=result.accounting,

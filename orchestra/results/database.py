@@ -215,8 +215,13 @@ class _TrialRows:
         )
         connection.executemany(
             "INSERT INTO agents (trial_key, agent_id, role, kind, endpoint, model_revision,"
-            " transcript_messages) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " transcript_messages, requests, active_seconds, flags)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(trial_key, *row) for row in self._agent_rows()],
+        )
+        connection.executemany(
+            "INSERT INTO flags (trial_key, flag) VALUES (?, ?)",
+            [(trial_key, flag.value) for flag in result.flags],
         )
         connection.executemany(
             "INSERT INTO costs (trial_key, agent_id, input_tokens, cached_input_tokens,"
@@ -246,14 +251,15 @@ class _TrialRows:
             for agent in buzz_agents:
                 yield (
                     agent.agent_id, agent.role, agent.kind, agent.endpoint,
-                    revisions.get(agent.agent_id), agent.messages,
+                    revisions.get(agent.agent_id), agent.messages, agent.requests,
+                    agent.active_seconds, ",".join(agent.flags),
                 )  # fmt: skip
             return
         # An early setup error leaves no agent list in the result; the roster has the plan.
         for planned in self.config.roster if self.config else ():
             yield (
                 planned.agent_id, planned.role, planned.kind, planned.endpoint,
-                planned.model_revision, None,
+                planned.model_revision, None, None, None, "",
             )  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from orchestra.config.errors import display_path
 from orchestra.errors import OrchestraError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class DatabaseError(OrchestraError):
@@ -103,7 +103,15 @@ CREATE TABLE agents (
   endpoint TEXT NOT NULL,
   model_revision TEXT,                  -- from the trial's config.json roster
   transcript_messages INTEGER,          -- messages it wrote in the channel (NULL: no evidence)
+  requests INTEGER,                     -- model requests it made (NULL: not recorded)
+  active_seconds REAL,                  -- seconds it had a turn in flight (NULL: not recorded)
+  flags TEXT NOT NULL DEFAULT '',       -- its liveness flags, comma-separated
   PRIMARY KEY (trial_key, agent_id)
+);
+CREATE TABLE flags (
+  trial_key INTEGER NOT NULL REFERENCES trials ON DELETE CASCADE,
+  flag TEXT NOT NULL,                   -- no-tool-call | text-only | round-capped | ...
+  PRIMARY KEY (trial_key, flag)
 );
 CREATE TABLE costs (
   trial_key INTEGER NOT NULL REFERENCES trials ON DELETE CASCADE,

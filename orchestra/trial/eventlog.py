@@ -13,6 +13,7 @@ from pathlib import Path
 
 from orchestra.agents.acp.records import (
     AgentExited,
+    AgentMessage,
     EventDropped,
     EventIgnored,
     EventQueued,
@@ -22,6 +23,7 @@ from orchestra.agents.acp.records import (
     Record,
     Shutdown,
     Subscribed,
+    ToolCall,
     TurnCompleted,
     TurnDelivered,
     TurnFailed,
@@ -41,6 +43,7 @@ class SessionUsage:
     cached_input_tokens: int = 0
     cached_reported: bool = False
     cache_write_input_tokens: int = 0
+    llm_calls: int = 0  # model requests the session made
 
     def absorb(self, numbers: UsageCounters) -> None:
         """Counters are cumulative per session: keep the maximum seen."""
@@ -49,6 +52,7 @@ class SessionUsage:
             self.cache_write_input_tokens, _count(numbers.cache_write_input_tokens)
         )
         self.output_tokens = max(self.output_tokens, _count(numbers.output_tokens))
+        self.llm_calls = max(self.llm_calls, _count(numbers.llm_calls))
         if numbers.cached_input_tokens is not None:
             self.cached_reported = True
             self.cached_input_tokens = max(
@@ -79,6 +83,14 @@ class AgentLogState:
     turns_completed: int = 0
     #: how the last turn that ended ended, as a trial stop reason (None: none ended yet)
     last_turn: StopReason | None = None
+    #: the ACP stop reason of the last completed turn as logged (`max_turn_requests`, say)
+    last_acp_stop: str | None = None
+    #: ACP stop reason -> completed turns that ended so
+    turn_stops: dict[str, int] = field(default_factory=dict)
+    tool_calls: int = 0  # distinct tool calls the agent made
+    #: the longest run of consecutive tool calls with one title (tool name and arguments)
+    longest_repeat: int = 0
+    text_replies: int = 0  # non-empty text answers the agent ended turns with
     delivered: set[str] = field(default_factory=set)
     queued: list[str] = field(default_factory=list)
     discarded: set[str] = field(default_factory=set)
@@ -88,6 +100,8 @@ class AgentLogState:
     active_seconds: float = 0.0
     notes: list[dict[str, object]] = field(default_factory=list)
     _active_since: float | None = None
+    _calls_seen: set[str] = field(default_factory=set)
+    _repeat: tuple[str | None, int] = (None, 0)  # the last call's title and its run length
 
     @property
     def in_flight(self) -> int:
@@ -125,10 +139,18 @@ class AgentLogState:
                     self.awaiting_retry.remove(retried)
             case TurnDelivered():
                 self.delivered.update(record.event_ids or ())
+            case ToolCall(tool_call_id=str(call_id)) if call_id not in self._calls_seen:
+                self._calls_seen.add(call_id)
+                self._count_call(record.title)
+            case AgentMessage(text=str(text)) if text.strip():
+                self.text_replies += 1
             case TurnCompleted():
                 self.ends += 1
                 self.turns_completed += 1
                 self.last_turn = StopReason.of_turn(record.stop_reason)
+                self.last_acp_stop = record.stop_reason
+                stop = record.stop_reason or ""
+                self.turn_stops[stop] = self.turn_stops.get(stop, 0) + 1
                 if record.usage is not None and record.usage.session is not None:
                     self._session(record.session_id).absorb(record.usage.session)
             case TurnFailed():
@@ -143,6 +165,18 @@ class AgentLogState:
             case AgentExited() | FailureNotice() | Shutdown():  # copied to trial.log (§7.10)
                 self.notes.append(record.model_dump(exclude_none=True))
         self._track_activity(was_active, _timestamp(record))
+
+    def _count_call(self, title: str | None) -> None:
+        self.tool_calls += 1
+        last, run = self._repeat
+        run = run + 1 if title is not None and title == last else 1
+        self._repeat = (title, run)
+        self.longest_repeat = max(self.longest_repeat, run)
+
+    @property
+    def requests(self) -> int:
+        """Model requests over sessions (the agent's `llm_calls`; 0 when it reports none)."""
+        return sum(s.llm_calls for s in self.sessions.values())
 
     def _session(self, session_id: str | None) -> SessionUsage:
         return self.sessions.setdefault(session_id or "", SessionUsage())

@@ -9,6 +9,7 @@ from orchestra.trial import relay_ops
 from orchestra.trial.accounting import trial_accounting
 from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, exception_info
+from orchestra.trial.liveness import seat_flags, trial_flags
 from orchestra.trial.record import enter_phase, write_result
 from orchestra.trial.redact import redact_text, redact_tree, trial_secrets
 from orchestra.trial.state import TrialState
@@ -27,6 +28,7 @@ async def finalize(state: TrialState, ctx: JobContext) -> None:
     except Exception as error:
         log(f"removing the environment failed: {type(error).__name__}: {error}")
     account(state, ctx)
+    flag_liveness(state)
     redact_secrets(state, ctx)
     state.finalize.agent_active_seconds = round(
         sum((follower.state.active_seconds for follower in state.setup.followers.values()), 0.0),
@@ -63,6 +65,30 @@ def account(state: TrialState, ctx: JobContext) -> None:
     state.finalize.accounting = trial_accounting(
         states, {agent_id: prices[endpoints[agent_id]] for agent_id in states}
     )
+
+
+def flag_liveness(state: TrialState) -> None:
+    """The seats' and the trial's liveness flags (§10.3), once the transcript is counted."""
+    authored, keys = state.grading.authored, state.setup.agent_keys
+    ran = {agent_id: log for agent_id, log in state.log_states().items() if log.ran_turns}
+    seats = {
+        agent_id: seat_flags(
+            log,
+            None if authored is None or agent_id not in keys
+            else authored.get(keys[agent_id].pubkey, 0),
+        )
+        for agent_id, log in ran.items()
+    }  # fmt: skip
+    completion = state.agent_phase.completion
+    state.finalize.seat_flags = seats
+    state.finalize.flags = trial_flags(
+        seats,
+        completion.stop_reason if completion else None,
+        state.finalize.accounting.accounting,
+        ran_turns=bool(ran),
+    )
+    if state.finalize.flags:
+        state.recorder.log(f"liveness flags: {', '.join(state.finalize.flags)}")
 
 
 def redact_secrets(state: TrialState, ctx: JobContext) -> None:

@@ -73,6 +73,7 @@ def result_document(state: TrialState) -> TrialResult:
         accounting=accounting.accounting,
         cached_estimated=accounting.cached_estimated,
         budget_exceeded=completion.budget_exceeded if completion else None,
+        flags=state.finalize.flags,
         unaccounted_events=list(completion.unaccounted_events) if completion else [],
         buzz=buzz_record(state),
         trajectories=state.teardown.trajectories,
@@ -87,6 +88,7 @@ def buzz_record(state: TrialState) -> BuzzRecord:
     """The `buzz` object: what the trial did on the relay."""
     setup, agent_phase = state.setup, state.agent_phase
     completion, user, authored = agent_phase.completion, setup.user, state.grading.authored
+    logs, seat_flags = state.log_states(), state.finalize.seat_flags
     return BuzzRecord(
         channel_id=setup.channel_id,
         channel_name=setup.channel_name,
@@ -103,6 +105,9 @@ def buzz_record(state: TrialState) -> BuzzRecord:
                 endpoint=slot.entry.endpoint,
                 pubkey=keys.pubkey,
                 messages=None if authored is None else authored.get(keys.pubkey, 0),
+                requests=log.requests if (log := logs.get(slot.agent_id)) else None,
+                active_seconds=round(log.active_seconds, 3) if log else None,
+                flags=seat_flags.get(slot.agent_id, []),
             )
             for slot in state.slots
             if (keys := setup.agent_keys.get(slot.agent_id)) is not None

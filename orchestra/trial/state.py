@@ -18,7 +18,7 @@ from orchestra.buzz import BuzzClient
 from orchestra.config.fixture import DirectoryEntry
 from orchestra.config.manifest import AgentSlot
 from orchestra.config.task import Task
-from orchestra.documents.enums import Phase
+from orchestra.documents.enums import Flag, Phase
 from orchestra.documents.trial import (
     ExceptionInfo,
     RetriedAttempt,
@@ -130,6 +130,8 @@ class FinalizeState:
     accounting: TrialAccounting = NO_ACCOUNTING
     agent_active_seconds: float = 0.0
     secret_scan: SecretScan = field(default_factory=SecretScan)
+    flags: list[Flag] = field(default_factory=list)  # the trial's liveness flags
+    seat_flags: dict[str, list[Flag]] = field(default_factory=dict)  # agent id -> its flags
 
 
 @dataclass

@@ -57,6 +57,7 @@ def test_a_trial_starts_running_in_setup_with_nothing_measured() -> None:
         "accounting": "unavailable",
         "cached_estimated": False,
         "budget_exceeded": None,
+        "flags": [],
         "unaccounted_events": [],
         "buzz": {
             "channel_id": None,

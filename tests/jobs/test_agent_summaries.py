@@ -8,11 +8,18 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from orchestra.documents.enums import Flag
 from orchestra.documents.summary import ConditionSummary, GroupSummary, Summary
 from orchestra.documents.trial import TrialIdentity, TrialResult
 from orchestra.jobs.aggregate import agent_summaries
 from orchestra.report.text.summary import agent_lines, render_summary
 
+EMPTY_TOTALS: dict[str, Any] = {
+    "planned": 1, "scored": 0, "errors": 0, "cancelled": 0, "running": 1, "not_started": 0,
+    "pass_rate": None, "pass_rate_all": 0.0, "tokens": {"input": 0, "cached_input": 0,
+    "output": 0}, "cost_usd": 0.0, "mean_cost_usd": None, "mean_trial_seconds": None,
+    "pass_at_k": None, "n_tasks": 0,
+}  # fmt: skip
 AGENTS = (("lead-1", "lead", "orchestrator", "sonnet"), ("worker-1", "worker", "worker", "haiku"))
 
 
@@ -64,23 +71,42 @@ def test_messages_shares_tokens_and_costs_are_summed_per_agent() -> None:
 
 def test_the_summary_prints_one_line_per_agent_of_a_team_only() -> None:
     agents = agent_summaries([trial("a", {"lead-1": 1, "worker-1": 3}, {"lead-1": (5, 0.5)})])
-    totals = {
-        "planned": 1, "scored": 0, "errors": 0, "cancelled": 0, "running": 1, "not_started": 0,
-        "pass_rate": None, "pass_rate_all": 0.0, "tokens": {"input": 0, "cached_input": 0,
-        "output": 0}, "cost_usd": 0.0, "mean_cost_usd": None, "mean_trial_seconds": None,
-        "pass_at_k": None, "n_tasks": 0,
-    }  # fmt: skip
+    totals = EMPTY_TOTALS
     condition = ConditionSummary(
         condition="team", manifest_sha256="a" * 64, oracle=False, jobs=[], layers={},
         totals=GroupSummary.model_validate(totals), error_types={}, agents=agents,
     )  # fmt: skip
     assert agent_lines(condition) == [
-        "agents (transcript share, tokens in/out, cost):",
-        "  lead-1    lead    sonnet  1 msgs (25%)  0.1k/0.0k  $0.5000",
-        "  worker-1  worker  haiku   3 msgs (75%)  0.0k/0.0k  $0.0000",
+        "agents (transcript share, tokens in/out, cost, requests and time, flags):",
+        "  lead-1    lead    sonnet  1 msgs (25%)  0.1k/0.0k  $0.5000  —",
+        "  worker-1  worker  haiku   3 msgs (75%)  0.0k/0.0k  $0.0000  —",
     ]
     console = Console(record=True, width=200)
     render_summary(Summary(conditions=[condition]), console)
     assert "  worker-1  worker  haiku   3 msgs (75%)" in console.export_text()
     solo = condition.model_copy(update={"agents": {"lead-1": agents["lead-1"]}})
     assert agent_lines(solo) == []
+
+
+def test_requests_time_and_flags_are_attributed_per_seat() -> None:
+    """Per-seat attribution: each seat's requests, seconds and flags summed over the trials,
+    beside its tokens and cost; the lines name the seat that never acted."""
+    first, second = trial("a", {"lead-1": 1, "worker-1": 0}, {}), trial("b", None, {})
+    for result, worker_flags in ((first, ["no-tool-call", "text-only"]), (second, ["looping"])):
+        lead, worker = result.buzz.agents
+        lead.requests, lead.active_seconds = 3, 2.5
+        worker.requests, worker.active_seconds = 1, 0.25
+        worker.flags = [Flag(name) for name in worker_flags]
+    agents = agent_summaries([first, second])
+    lead, worker = agents["lead-1"], agents["worker-1"]
+    assert (lead.requests, lead.active_seconds, lead.flags) == (6, 5.0, {})
+    assert (worker.requests, worker.active_seconds) == (2, 0.5)
+    assert worker.flags == {"no-tool-call": 1, "text-only": 1, "looping": 1}
+    totals = GroupSummary.model_validate(EMPTY_TOTALS)
+    condition = ConditionSummary(
+        condition="team", manifest_sha256="a" * 64, oracle=False, jobs=[], layers={},
+        totals=totals, error_types={}, agents=agents,
+    )  # fmt: skip
+    assert agent_lines(condition)[2].endswith(
+        "2 requests, 0s  no-tool-call×1, text-only×1, looping×1"
+    )

@@ -79,6 +79,7 @@ class TrialSpec:
     cost_usd: float = 0.01
     seconds: int = 10
     evidence: bool = True
+    flags: tuple[str, ...] = ()  # the trial's liveness flags, also its one seat's
 
     @property
     def task_name(self) -> str:
@@ -212,6 +213,7 @@ def _trial_result(
         "accounting": "event_log",
         "cached_estimated": False,
         "budget_exceeded": None,
+        **({"flags": list(spec.flags)} if spec.flags else {}),
         "buzz": {
             "channel_id": CHANNEL,
             "channel_name": f"{spec.task}-x",
@@ -223,6 +225,8 @@ def _trial_result(
             "agents": [
                 {"agent_id": AGENT, "role": "solo", "kind": "orchestrator", "endpoint": "oracle",
                  "pubkey": pubkey_of(AGENT)}
+                | ({"requests": 2, "active_seconds": 1.5, "flags": list(spec.flags)}
+                   if spec.flags else {})
             ],
         },
         "secret_scan": {"redactions": 0, "files": []},

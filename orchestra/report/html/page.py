@@ -39,6 +39,7 @@ from orchestra.report.html.style import STYLE, page_head
 from orchestra.report.html.trajectory import TRAJECTORY_STYLE
 from orchestra.report.html.trend import report_trend_section
 from orchestra.report.html.trial import render_trial, status_cell, trial_anchor
+from orchestra.report.text.liveness import liveness_lines
 from orchestra.report.text.summary import (
     ORACLE_NOTE,
     confirmation_text,
@@ -216,6 +217,7 @@ def _condition_block(condition: ConditionSummary) -> str:
 {_summary_table(condition)}
 {estimates_block(condition.totals)}
 {_confirmations(condition)}
+{"".join(f'<p class="note">{escape(line)}</p>' for line in liveness_lines(condition))}
 {_team(condition)}
 {f"<h3>Errors and cancellations</h3><ul>{errors}</ul>" if errors else ""}
 <h3>Metric heatmap (trials where the metric held / scored trials)</h3>
@@ -256,7 +258,8 @@ def _trial_index(
         f'<td>{escape(t.task_name)}</td><td class="num">{t.attempt}</td>'
         f'<td>{status_cell(t)}</td><td class="num">{escape(shown(t.reward))}</td>'
         f"<td>{escape(shown(t.stop_reason))}</td>"
-        f"<td>{escape(', '.join(failing_dimensions(t)) or '-')}</td></tr>"
+        f"<td>{escape(', '.join(failing_dimensions(t)) or '-')}</td>"
+        f"<td>{escape(', '.join(t.flags) or '-')}</td></tr>"
         for i, t in enumerate(trials)
     ]
     rows += [
@@ -264,7 +267,7 @@ def _trial_index(
         f"{origin(row)}"
         f'<td class="empty">not run</td><td>{escape(row.slot.task_name)}</td>'
         f'<td class="num">{row.slot.attempt}</td><td class="status-cancelled">not run</td>'
-        "<td></td><td></td><td></td></tr>"
+        "<td></td><td></td><td></td><td></td></tr>"
         for i, row in enumerate(pending)
     ]
     heads = "".join(f"<th>{header}</th>" for header in columns)
@@ -272,7 +275,8 @@ def _trial_index(
         f'<section class="block"><h2>Trials</h2><table class="index"><tr>{heads}<th>Trial</th>'
         "<th>Task</th>"
         '<th class="num">Attempt</th><th>Outcome</th><th class="num">Reward</th>'
-        f"<th>Stop reason</th><th>Failing metrics</th></tr>{''.join(rows)}</table></section>"
+        "<th>Stop reason</th><th>Failing metrics</th>"
+        f"<th>Flags</th></tr>{''.join(rows)}</table></section>"
     )
 
 

@@ -26,6 +26,7 @@ from orchestra.documents.summary import (
 from orchestra.documents.trial import TokenCounts
 from orchestra.plural import plural
 from orchestra.report.stats.estimates import with_intervals
+from orchestra.report.text.liveness import flags_text, liveness_lines, seat_activity_text
 from orchestra.report.text.table import Column, Row, fit_table
 
 _Figure = TypeVar("_Figure")
@@ -271,6 +272,8 @@ def render_summary(
             console.print(estimate_line, markup=False, highlight=False)
         for confirmation_line in confirmation_lines(condition):
             console.print(confirmation_line, markup=False, highlight=False)
+        for liveness_line in liveness_lines(condition):
+            console.print(liveness_line, markup=False, highlight=False)
         for agent_line in agent_lines(condition):
             console.print(agent_line, markup=False, highlight=False)
         for kind, names in condition.error_types.items():
@@ -325,7 +328,8 @@ def share_text(share: float | None) -> str:
 
 def agent_lines(condition: ConditionSummary) -> list[str]:
     """A team's agents, one line each: role, endpoint, transcript messages and their share of
-    what the agents wrote, tokens and cost (nothing for a solo roster)."""
+    what the agents wrote, tokens and cost, model requests, seconds with a turn in flight and
+    the trials each flag marked the seat in (nothing for a solo roster)."""
     if len(condition.agents) < 2:
         return []
     cells = [
@@ -336,11 +340,13 @@ def agent_lines(condition: ConditionSummary) -> list[str]:
             f"{agent.messages} msgs ({share_text(agent.transcript_share)})",
             f"{_kilo(agent.tokens.input)}/{_kilo(agent.tokens.output)}",
             f"${agent.cost_usd:.4f}",
+            seat_activity_text(agent),
+            flags_text(agent.flags),
         )
         for agent_id, agent in condition.agents.items()
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
-    return ["agents (transcript share, tokens in/out, cost):"] + [
+    return ["agents (transcript share, tokens in/out, cost, requests and time, flags):"] + [
         "  "
         + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in cells
