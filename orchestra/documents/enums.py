@@ -40,10 +40,12 @@ class StopReason(StrEnum):
     TURN_END = "turn_end"
     #: the solo rule held, but the orchestrator's last turn failed and was given up
     TURN_FAILED = "turn_failed"
-    # A solo turn end whose last turn the model ended so (issue 30): its refusal, or a context
-    # it filled beyond what trimming could fix. Scored like `turn_end`.
+    # A solo turn end whose last turn the model ended so: its refusal, a context it filled
+    # beyond what trimming could fix, or output the server could not parse even after the
+    # corrective notes (agent-harness.md §2.4). Scored like `turn_end`.
     REFUSAL = "refusal"
     CONTEXT_EXHAUSTED = "context_exhausted"
+    INVALID_OUTPUT = "invalid_output"
     TIMEOUT = "timeout"
     AGENT_BUDGET = "agent_budget"
     TRIAL_BUDGET = "trial_budget"

@@ -129,7 +129,7 @@ class Run:
             return RunOutcome(refusal_of(error), [str(error)])
         if self.effective.check_endpoints:
             try:
-                check_endpoints(plan.condition, api_keys, self._say)
+                self._check_endpoints(api_keys)
             except Preflight as error:
                 return RunOutcome(RunEnd.PREFLIGHT, [str(error)])
         return RunOutcome(RunEnd.DONE, scope=scope)
@@ -214,7 +214,7 @@ class Run:
             self.warn(sandbox.warning())
         if effective.check_endpoints:  # before the run is announced: a failure creates nothing
             try:
-                check_endpoints(plan.condition, api_keys, self._say)
+                self._check_endpoints(api_keys)
             except Preflight as error:
                 return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope)
         self._say(scope.describe(owed))
@@ -347,6 +347,15 @@ class Run:
         self.warn(
             "note: standard output closed; the run goes on without printing and writes its "
             f"results to {self.scope.path} (Ctrl-C cancels it)"
+        )
+
+    def _check_endpoints(self, api_keys: dict[str, str]) -> None:
+        check_endpoints(
+            self.plan.condition,
+            api_keys,
+            self._say,
+            lambda line: self.warn(f"warning: {line}"),
+            strict=self.effective.strict_endpoints,
         )
 
     def _say(self, line: str) -> None:
