@@ -31,7 +31,7 @@ AUTH_REFUSED = "InvalidAuthToken"
 TOKEN_HINT = (
     "the cluster uses Ray token authentication and refused this driver's token: set "
     "RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
-    "~/.ray/auth_token) here, as on every node (docs/scale-out.md "Token authentication")"
+    "~/.ray/auth_token) here, as on every node (docs/scale-out.md, Token authentication)"
 )
 
 
