@@ -24,6 +24,7 @@ from orchestra.jsonio import read_json_object
 from orchestra.report.report_json import build_report
 from orchestra.report.stats.inference import Bounds, significant, wilson
 from orchestra.report.stats.paired import SuiteComparison, TaskPair, compare_suite
+from orchestra.report.stats.power import Detectable
 
 ALPHA = 0.05
 REGRESSION = "regression"
@@ -250,19 +251,37 @@ def suite_dict(suite: SuiteComparison) -> dict[str, Any]:
         "discordant": None
         if suite.discordant is None
         else {"baseline_only": suite.discordant[0], "candidate_only": suite.discordant[1]},
-        "detectable_change": suite.detectable.change,
-        "assumed_sd": suite.detectable.sd,
-        "power": suite.detectable.text(),
+        **_power_dict(suite.detectable),
     }
 
 
-def compare_sides(baseline: Side, candidate: Side, alpha: float = ALPHA) -> dict[str, Any]:
+def _power_dict(detectable: Detectable | None) -> dict[str, Any]:
+    if detectable is None:
+        return {"detectable_change": None, "power_model": None, "power": None}
+    difficulty = detectable.difficulty
+    return {
+        "detectable_change": detectable.change,
+        "power_model": {
+            "mean": difficulty.mean,
+            "sd": difficulty.spread,
+            "source": difficulty.source,
+        },
+        "power": detectable.text(),
+    }
+
+
+def compare_sides(
+    baseline: Side, candidate: Side, alpha: float = ALPHA, *, with_power: bool = True
+) -> dict[str, Any]:
+    """The comparison document; `with_power`: with the simulated power line (see
+    orchestra.report.stats.power; the leaderboard's many pairs leave it out)."""
     names = sorted(set(baseline.tasks) | set(candidate.tasks))
     tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n)) for n in names]
     paired = [t for t in tasks if t.difference is not None]
     suite = compare_suite(
         [task_pair(t.task, baseline.tasks[t.task], candidate.tasks[t.task]) for t in paired],
         alpha,
+        with_power=with_power,
     )
     for task, raw, adjusted in zip(paired, suite.lead_p_values, suite.lead_adjusted, strict=True):
         task.p_value, task.adjusted_p_value = raw, adjusted

@@ -84,7 +84,7 @@ def _layer_pass_at_k(layer: dict[str, Any]) -> str:
     if value is None:
         return "—"
     ks = [task["pass_at_k"]["k"] for task in layer["tasks"].values() if task["pass_at_k"]]
-    return pass_at_k_text(value["value"], ks, value["n_tasks"])
+    return pass_at_k_text(value["value"], ks, value["n_tasks"], len(value.get("left_out", [])))
 
 
 def _summary_table(condition: dict[str, Any]) -> str:
