@@ -10,7 +10,7 @@ passed in, so a table is reproducible from its seed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestra.report.stats.clustered import clustered_spread
 from orchestra.report.stats.inference import P_VALUE_TOLERANCE, holm
@@ -21,8 +21,60 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 ALPHA = 0.05
+SEED = 36
 #: Task difficulty laws of the grid: Beta(a, b) of the tasks' pass rates.
-DIFFICULTIES: tuple[tuple[float, float], ...] = ((0.5, 0.5), (1.0, 1.0), (2.0, 1.0), (5.0, 1.0))
+DIFFICULTIES: tuple[tuple[float, float], ...] = (
+    (0.5, 0.5),
+    (1.0, 1.0),
+    (2.0, 2.0),
+    (2.0, 1.0),
+    (5.0, 1.0),
+)
+TASK_COUNTS = (6, 10, 20, 40)
+ATTEMPTS = (1, 2, 3, 5)
+#: (baseline, candidate) attempts per task of the gate's grid.
+DESIGNS = ((1, 1), (1, 5), (5, 1), (3, 3), (5, 5))
+RATE_LEVELS = (0.6, 0.8, 0.95)
+RATE_SPREAD = 0.1
+COVERAGE_SUITES = 4000
+NIGHTS = 2000
+LEADERBOARD_BOARDS = 1000
+
+
+def cell_rng(*parameters: float) -> np.random.Generator:
+    """The generator of one cell, seeded by its parameters (so one cell can be recomputed)."""
+    import numpy as np
+
+    return np.random.default_rng([SEED, *(round(p * 1000) for p in parameters)])
+
+
+def level_rates(rate: float, nights: int, n_tasks: int, rng: np.random.Generator) -> Any:
+    """Task pass rates around a level: Beta of mean `rate` and sd RATE_SPREAD."""
+    concentration = rate * (1 - rate) / RATE_SPREAD**2 - 1
+    return rng.beta(rate * concentration, (1 - rate) * concentration, size=(nights, n_tasks))
+
+
+def coverage_cell(n_tasks: int, attempts: int, difficulty: tuple[float, float]) -> float:
+    rng = cell_rng(n_tasks, attempts, *difficulty)
+    return coverage(n_tasks, attempts, difficulty, COVERAGE_SUITES, rng)
+
+
+def false_alarm_cell(n_tasks: int, baseline_k: int, candidate_k: int, rate: float) -> float:
+    return detection_cell(n_tasks, baseline_k, candidate_k, rate, 0.0)
+
+
+def detection_cell(
+    n_tasks: int, baseline_k: int, candidate_k: int, rate: float, fall: float
+) -> float:
+    rng = cell_rng(n_tasks, baseline_k, candidate_k, rate, fall)
+    rates = level_rates(rate, NIGHTS, n_tasks, rng)
+    return regression_rate(n_tasks, baseline_k, candidate_k, rates, fall, rng)
+
+
+def leaderboard_cell(conditions: int, n_tasks: int, attempts: int) -> float:
+    rng = cell_rng(conditions, n_tasks, attempts)
+    rates = [0.5 + 0.45 * i / (n_tasks - 1) for i in range(n_tasks)]
+    return leaderboard_false_alarms(conditions, n_tasks, attempts, rates, LEADERBOARD_BOARDS, rng)
 
 
 def coverage(
@@ -67,7 +119,7 @@ def regression_rate(
     test calls a regression when each task's pass rate falls by the share `fall` of the mean
     (0: nothing changed, the false-alarm rate; else the detection rate)."""
     baseline = _passes(rng, baseline_k, rates)
-    candidate = _passes(rng, candidate_k, rates * (1 - fall / rates.mean()))
+    candidate = _passes(rng, candidate_k, rates * (1 - fall / rates.mean(axis=1, keepdims=True)))
     p_regression, _, _ = regression_p_values(
         [baseline_k] * n_tasks, [candidate_k] * n_tasks, baseline, candidate
     )
