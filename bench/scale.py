@@ -85,7 +85,7 @@ def command(
     from orchestra.trial.run import run_trial
 
     config = RunConfig(
-        selection=TaskSelection(path=REPO / "tasks" / "buzz-native", attempts=attempts),
+        selection=TaskSelection(paths=[REPO / "tasks" / "buzz-native"], attempts=attempts),
         n_concurrent=n_concurrent,
         jobs_dir=work / "jobs",
         stack="embedded" if ray_address is None else "auto",

@@ -6,8 +6,41 @@ error ends it. Each family sets the code its commands document (orchestrator.md 
 buzz-cli.md §3, agent-harness.md §1.10 and §2.1, protocol.md §1.2); a command that documents
 another code for the same error in one place (e.g. `orchestra stack status`) says so there.
 
-Errors that are never shown to a person as such (a refused relay frame, a tool result handed to
-the model, one failed LLM attempt) stay outside this family.
+The tree (exit codes in brackets; `tests/test_errors.py` holds it to the code):
+
+    OrchestraError [1]
+    ├── ConfigError (config/errors) ── ConfigErrors, DocumentError (documents/io),
+    │                                  PlanError (jobs/plan)
+    ├── SettingError (settings; also a ValueError) ── ConfigError (relay/config),
+    │                                                 OracleConfigError (agents/oracle/faults)
+    ├── ModeError (stack/select), JobConfigMismatch (jobs/layout),
+    │   JobInUse (jobs/leftovers) [2]
+    ├── CompareInputError (report/compare/comparison), ExportError (export/sources),
+    │   DatabaseError (results/schema), ScaffoldError (taskkit/scaffold)
+    ├── Refused (run/outcome) [1 usage, 2 preflight], Preflight (run/preflight) [2]
+    │   └── MissingKeys
+    ├── MachineFault (run/driver) [130, as an interrupted run]
+    ├── StackError (stack/readiness) [2], StateError (stack/state) [2], ImageError
+    │   (stack/images) [2], WheelhouseError (stack/wheelhouse) [2], LocalImageError
+    │   (trial/env/local_image) [2]
+    ├── RayMissing [1], ClusterUnavailable [2] (executors/cluster)
+    ├── EnvCommandError (trial/env/protocol) [2] ── DockerEnvError (trial/env/container)
+    ├── DatabaseUnavailable (relay/server) [2], BuzzError (buzz/errors) [its category's code]
+    ├── AgentInitError (agents/acp/pool), RelayUnavailable (agents/acp/relay) [2],
+    │   WorkspaceError (agents/devmcp/workspace), ToolServerError (agents/agent/tools)
+    └── TrialFailure [3]: the trial ends in `error`, its type named as §12 names it
+        ├── TrialError (trial/errors), AgentProcessExited (trial/completion),
+        │   StackUnavailable (stack/watch), ArtifactHashMismatch (config/manifest),
+        │   EvidenceExportError (evidence/export), InstallError (executors/install)
+        └── VerifierFailure (verify/reward) ── VerifierTimeout, VerifierReportedError,
+                                               RewardFileNotFound, RewardFileEmpty,
+                                               RewardParseError
+
+Outside the tree, on purpose: signals caught where they are raised and never shown to a person
+as such: a refused relay frame (`Rejected`, `_Closed` in relay/), a tool result handed to the
+model (`FileToolError`), one failed LLM attempt (`LLMError`), a prompt no trimming can shorten
+(`ContextExhausted`), a trial on a node not yet hosted (`NoNodeHost`) or too large to send back
+(`PackTooLarge`); and the `ValueError`s of the wire formats (nostr, NIP-44, relay frames).
 """
 
 from __future__ import annotations

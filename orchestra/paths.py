@@ -60,6 +60,7 @@ class RepoPaths:
 # --- task directory (dataset.md §2.1) -------------------------------------------------------
 
 TESTS_DIR_NAME = "tests"
+SOLUTION_DIR_NAME = "solution"
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class TaskPaths:
 
     @property
     def solution_dir(self) -> Path:
-        return self.root / "solution"
+        return self.root / SOLUTION_DIR_NAME
 
     @property
     def solve_sh(self) -> Path:

@@ -29,7 +29,7 @@ def run_request(
         PROJECT_ROOT / DEFAULT_MANIFEST, PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG, verify=False
     )
     config = RunConfig(
-        selection=TaskSelection(path=dataset, attempts=attempts),
+        selection=TaskSelection(paths=[dataset], attempts=attempts),
         manifest=condition.manifest_path,
         endpoint_config=condition.endpoint_config.path,
         artifact_root=condition.artifact_root,

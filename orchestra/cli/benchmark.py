@@ -14,114 +14,40 @@ from pydantic import ValidationError
 from orchestra.cli.errors import EXIT_OK, EXIT_USAGE, error_lines, fail
 from orchestra.cli.help import RUN_EXIT_CODES, Command, epilog
 from orchestra.cli.options import (
+    RUN_OPTIONS,
     AllowMissingKeys,
-    ArtifactRoot,
-    Attempts,
-    BuzzBinDir,
     CheckEndpoints,
     ConfigFile,
-    ConfirmAgainst,
-    ConfirmAttempts,
-    ConfirmTarget,
-    DatabaseUrl,
     Dataset,
     DryRun,
-    EndpointConfig,
-    Env,
-    Exclude,
-    Executor,
-    Fresh,
-    HardCostCap,
-    Include,
-    JobName,
-    JobsDir,
-    KeepChannels,
-    KeepContainers,
-    KeepErrors,
-    Layer,
-    Manifest,
-    MaxCostUsd,
-    NConcurrent,
-    NewRun,
     PrintConfig,
-    ProviderErrorLimit,
-    Quiet,
-    RayAddress,
-    RaySlotsPerNode,
-    RelayPort,
-    RelayUrl,
-    Report,
-    Retries,
-    RunName,
-    SettleMs,
     SkipEndpointCheck,
-    Stack,
-    StateDir,
-    TaskPath,
-    TimeoutMultiplier,
     given_options,
+    with_options,
 )
 from orchestra.cli.run_output import EXIT_CODES, finish
 from orchestra.cli.terminal import output_console
 from orchestra.config.errors import ConfigError
-from orchestra.documents.run_config import RunConfig, load_run_config, options_problem
+from orchestra.documents.run_config import RunConfig
+from orchestra.documents.run_config_file import load_run_config, options_problem
 from orchestra.jobs.plan import PlanError, dataset_dir
 from orchestra.run.driver import Run
 from orchestra.run.execution import Execution
 from orchestra.run.outcome import Refused
 from orchestra.run.prepare import plan_benchmark
 
-#: what `--help` shows as each option's default: the config's own
-DEFAULTS = RunConfig()
 
-
+@with_options(RUN_OPTIONS)
 def benchmark(
     ctx: typer.Context,
     config_file: ConfigFile = None,
     print_config: PrintConfig = False,
-    path: TaskPath = None,
     dataset: Dataset = None,
-    include: Include = None,
-    exclude: Exclude = None,
-    layer: Layer = None,
-    attempts: Attempts = None,
-    manifest: Manifest = DEFAULTS.manifest,
-    endpoint_config: EndpointConfig = DEFAULTS.endpoint_config,
-    n_concurrent: NConcurrent = DEFAULTS.n_concurrent,
-    jobs_dir: JobsDir = DEFAULTS.jobs_dir,
-    job_name: JobName = None,
-    run_name: RunName = None,
-    new_run: NewRun = False,
     dry_run: DryRun = False,
     allow_missing_keys: AllowMissingKeys = False,
-    stack: Stack = DEFAULTS.stack,
-    env: Env = DEFAULTS.env,
-    relay_url: RelayUrl = None,
-    database_url: DatabaseUrl = None,
-    relay_port: RelayPort = DEFAULTS.relay_port,
-    buzz_bin_dir: BuzzBinDir = None,
-    state_dir: StateDir = DEFAULTS.state_dir,
-    artifact_root: ArtifactRoot = None,
-    timeout_multiplier: TimeoutMultiplier = DEFAULTS.trial.timeout_multiplier,
-    keep_channels: KeepChannels = False,
-    keep_containers: KeepContainers = False,
-    settle_ms: SettleMs = DEFAULTS.trial.settle_ms,
-    fresh: Fresh = False,
-    keep_errors: KeepErrors = False,
-    quiet: Quiet = False,
-    report: Report = False,
     check_endpoints: CheckEndpoints = False,
     skip_endpoint_check: SkipEndpointCheck = False,
-    retries: Retries = DEFAULTS.retries,
-    provider_error_limit: ProviderErrorLimit = DEFAULTS.provider_error_limit,
-    max_cost_usd: MaxCostUsd = None,
-    hard_cost_cap: HardCostCap = False,
-    executor: Executor = DEFAULTS.executor,
-    ray_address: RayAddress = None,
-    ray_slots_per_node: RaySlotsPerNode = None,
-    confirm_against: ConfirmAgainst = None,
-    confirm_attempts: ConfirmAttempts = None,
-    confirm_target: ConfirmTarget = None,
+    **options: Any,
 ) -> None:
     """Run tasks × attempts under one condition (default: the oracle, offline, no API key).
 
@@ -135,12 +61,12 @@ def benchmark(
         fail("--check-endpoints and --skip-endpoint-check are mutually exclusive")
     if allow_missing_keys and not dry_run:
         fail("--allow-missing-keys is only valid with --dry-run")
-    given = given_options(ctx, locals())
+    given = given_options(ctx, options)
     if dataset is not None:
-        if path is not None:
+        if "paths" in given:
             fail("--path and --dataset are mutually exclusive; pass one of them")
         try:
-            given["path"] = dataset_dir(dataset)
+            given["paths"] = [dataset_dir(dataset)]
         except PlanError as error:
             fail(str(error))
     if dry_run or skip_endpoint_check:  # a dry run sends the live check only when asked

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer >= 0.26
@@ -15,7 +15,7 @@ from orchestra.cli.db_commands import register as register_db_commands
 from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.export import register as register_export_commands
 from orchestra.cli.help import READ_EXIT_CODES, VERSION_LINE, Command, Group, epilog
-from orchestra.cli.options import JobsDir
+from orchestra.cli.options import with_options
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.resume import register as register_resume_command
 from orchestra.cli.stack import stack_app
@@ -24,9 +24,6 @@ from orchestra.cli.terminal import output_console, print_summary
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.run import job_records
-from orchestra.paths import (
-    DEFAULT_JOBS_DIR,
-)
 from orchestra.report.text.summary import summary_csv, summary_json
 from orchestra.streams import guard_standard_streams
 
@@ -140,6 +137,7 @@ def summarize(
         (("0", "done (what could not be checked is said on stderr)"), ("1", "usage error")),
     ),
 )
+@with_options(["jobs_dir"])
 def cleanup(
     job: Annotated[
         str | None,
@@ -149,13 +147,13 @@ def cleanup(
             help="Only this job's (or this run's) leftovers.  [default: every run and job]",
         ),
     ] = None,
-    jobs_dir: JobsDir = DEFAULT_JOBS_DIR,
+    **options: Any,
 ) -> None:
     """Remove leftover trial containers and kill leftover local-env processes.
 
     Local processes are killed whether or not Docker answers.
     """
-    run_cleanup(job, jobs_dir or DEFAULT_JOBS_DIR)
+    run_cleanup(job, options["jobs_dir"])
 
 
 register_benchmark_command(app)

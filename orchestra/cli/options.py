@@ -1,25 +1,31 @@
-"""Every option of `benchmark` and `resume` (and those `stack` shares), each declared once as a
-typer alias over its `RunConfig` field (orchestrator.md §2.2).
-
-A command's parameter is named as the field it sets (`n_concurrent`, `settle_ms`), so
-`given_options` turns what the command line gave into `RunConfig.updated`'s input, and
-`resume_args` turns a changed option back into its flag. A default that is not a value (None
-meaning "the run's" or "every task") is written into the help text.
+"""The parameters of `benchmark`, `resume`, `stack` and `task check`, built from the
+`RunConfig` fields that declare them (`orchestra.documents.options`; orchestrator.md §2.2):
+flag, help, bounds, metavar and whether `resume` takes an option are the field's. A command
+names the options it takes (`with_options`) and receives them as keyword arguments named as
+their fields (`n_concurrent`, `settle_ms`), so `given_options` turns what the command line gave
+into `RunConfig.updated`'s input. The few flags that are the command's own (`--config`,
+`--dry-run`) are declared here once.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer._click.core import ParameterSource  # typer >= 0.26 vendors click
-from typer.models import OptionInfo
 
-from orchestra.config.task import LAYERS
-from orchestra.documents.enums import EnvKind, ExecutorKind, StackMode
-from orchestra.documents.run_config import AUTO, MAX_SETTLE_MS, OPTION_PATHS, StackChoice
+from orchestra.documents.options import Bounds, RunOption, options_of
+from orchestra.documents.run_config import OPTION_PATHS, RunConfig
+
+#: every run option the command line knows, in the model's order
+RUN_OPTIONS = options_of(RunConfig)
+#: those `orchestra resume` takes (the field says `resumable`)
+RESUMABLE = tuple(name for name, option in RUN_OPTIONS.items() if option.resumable)
+
+Command = TypeVar("Command", bound=Callable[..., Any])
 
 
 def choice(values: Iterable[str]) -> Callable[[str], str]:
@@ -39,19 +45,86 @@ def metavar(values: Iterable[str]) -> str:
     return "[" + "|".join(values) + "]"
 
 
-STACK_VALUES = (AUTO, *StackMode)
-ENV_VALUES = (AUTO, *EnvKind)
-STACK_HELP = (
-    "Where the relay and its database run: docker (compose), embedded (no Docker: a local "
-    "PostgreSQL and relay subprocess) or external (--relay-url); auto picks docker when a "
-    "Docker engine answers, else embedded."
-)
-ENV_HELP = (
-    "Where agents and verifiers run: docker (a container per trial) or local (a sandbox "
-    "directory on this host); auto follows the stack."
-)
+def bounded(kind: type[float], bounds: Bounds) -> Callable[[str], float]:
+    """A parser for a number with an open bound (`0<x<1`), which click's ranges do not have."""
 
-# --- what to run -------------------------------------------------------------------------------
+    def parse(value: str) -> float:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not a valid {kind.__name__}.") from None
+        if not bounds.contains(number):
+            raise typer.BadParameter(f"{value} is not in the range {bounds.text()}.")
+        return number
+
+    return parse
+
+
+def with_options(
+    names: Iterable[str],
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    model_defaults: bool = True,
+    notes: Mapping[str, str] | None = None,
+) -> Callable[[Command], Command]:
+    """Add a parameter for each run option in `names` to the command's signature (after its
+    own; the command takes them as `**options`). Their defaults are the model's, None for a
+    command whose options not given mean "as before" (`model_defaults` False; a flag's is
+    False either way), or the command's own in `defaults`; `notes` adds a default's meaning."""
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        added = [
+            _parameter(
+                RUN_OPTIONS[name],
+                _default(RUN_OPTIONS[name], defaults or {}, model_defaults),
+                (notes or {}).get(name),
+            )
+            for name in names
+        ]
+        command.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+        return command
+
+    return decorate
+
+
+def _default(option: RunOption, defaults: Mapping[str, Any], model_defaults: bool) -> Any:
+    if option.name in defaults:
+        return defaults[option.name]
+    default = option.default
+    if option.value_type is bool:
+        return default
+    return default if model_defaults and default not in (None, []) else None
+
+
+def _parameter(option: RunOption, default: Any, note: str | None) -> inspect.Parameter:
+    """The typer parameter of `option`: its flags, help, metavar, bounds and choices."""
+    kind = option.value_type
+    settings: dict[str, Any] = {"help": option.help, "metavar": option.metavar}
+    if option.choices:
+        settings |= {"parser": choice(option.choices), "metavar": metavar(option.choices)}
+    elif kind in (int, float) and option.bounds.closed:
+        settings |= {"min": option.bounds.ge, "max": option.bounds.le}
+    elif kind in (int, float):
+        settings["parser"] = bounded(kind, option.bounds)
+        settings["help"] += f"  [{option.bounds.text()}]"
+    shown_note = note or option.default_note
+    if shown_note is not None and default is None:
+        settings["help"] += f"  [default: {shown_note}]"
+    if kind is bool:
+        settings.pop("metavar")
+    return inspect.Parameter(
+        option.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[
+            kind if kind is bool else kind | None, typer.Option(*option.flags, **settings)
+        ],
+    )
+
+
+# --- the commands' own flags ----------------------------------------------------------------
 
 ConfigFile = Annotated[
     Path | None,
@@ -66,16 +139,6 @@ PrintConfig = Annotated[
     bool,
     typer.Option("--print-config", help="Print the options in effect (YAML) and exit."),
 ]
-TaskPath = Annotated[
-    Path | None,
-    typer.Option(
-        "--path",
-        "-p",
-        metavar="PATH",
-        help="A task directory (holds task.toml) or a dataset directory (its subdirectories "
-        "are tasks).  [default: tasks/buzz-native]",
-    ),
-]
 Dataset = Annotated[
     str | None,
     typer.Option(
@@ -83,104 +146,6 @@ Dataset = Annotated[
         "-d",
         metavar="PATH",
         help="Like --path, for Harbor familiarity: a local dataset directory only.",
-    ),
-]
-Include = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--include-task",
-        "-i",
-        metavar="GLOB",
-        help="Keep only tasks whose name or directory matches GLOB (shell-style, "
-        "case-sensitive); repeatable.  [default: every task]",
-    ),
-]
-Exclude = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--exclude-task",
-        "-x",
-        metavar="GLOB",
-        help="Drop tasks matching GLOB; repeatable, applied after --include-task.",
-    ),
-]
-Layer = Annotated[
-    str | None,
-    typer.Option(
-        "--layer",
-        parser=choice(LAYERS),
-        metavar=metavar(LAYERS),
-        help="Keep only the tasks of this evaluation layer.  [default: all]",
-    ),
-]
-Attempts = Annotated[
-    int | None,
-    typer.Option(
-        "--attempts",
-        "-k",
-        min=1,
-        metavar="N",
-        help="Attempts per task, one job for every task.  [default: per layer: regression "
-        "1, workflow 3, harbor 5, one job per layer selected]",
-    ),
-]
-Manifest = Annotated[
-    Path | None,
-    typer.Option(
-        "--manifest",
-        metavar="PATH",
-        help="Condition manifest (YAML): the agents, models and prompts; the default, the "
-        "oracle, replays the reference solutions offline.",
-    ),
-]
-EndpointConfig = Annotated[
-    Path | None,
-    typer.Option(
-        "--endpoint-config",
-        metavar="PATH",
-        help="Endpoint config (JSON) defining every model endpoint the manifest uses.",
-    ),
-]
-ArtifactRoot = Annotated[
-    Path | None,
-    typer.Option(
-        "--artifact-root",
-        metavar="DIR",
-        help="Root the manifest's prompt, persona and skill paths resolve against.  "
-        "[default: the parent of the manifest's directory]",
-    ),
-]
-
-# --- where the run's files go ------------------------------------------------------------------
-
-JobsDir = Annotated[
-    Path | None,
-    typer.Option("--jobs-dir", metavar="DIR", help="Parent directory of run directories."),
-]
-JobName = Annotated[
-    str | None,
-    typer.Option(
-        "--job-name",
-        metavar="NAME",
-        help="Job directory name inside the run: the name itself for a one-job plan, the "
-        "base of <name>-regression / <name>-workflow for two.  [default: the run name]",
-    ),
-]
-RunName = Annotated[
-    str | None,
-    typer.Option(
-        "--run-name",
-        metavar="NAME",
-        help="Run directory name under --jobs-dir; an existing run of that name and plan is "
-        "resumed.  [default: --job-name, else <condition>-<UTC stamp>]",
-    ),
-]
-NewRun = Annotated[
-    bool,
-    typer.Option(
-        "--new-run",
-        help="Start a new run even when an unfinished run of the same plan exists "
-        "(default: resume the most recent one).",
     ),
 ]
 DryRun = Annotated[
@@ -197,131 +162,10 @@ AllowMissingKeys = Annotated[
         help="With --dry-run: report missing API keys as warnings, not errors.",
     ),
 ]
-
-# --- how it runs --------------------------------------------------------------------------------
-
-NConcurrent = Annotated[
-    int | None,
-    typer.Option(
-        "--n-concurrent",
-        "-n",
-        min=1,
-        metavar="N",
-        help="Trials in flight at once; 1 is the safe laptop setting.",
-    ),
-]
-Stack = Annotated[
-    str | None,
-    typer.Option(
-        "--stack", parser=choice(STACK_VALUES), metavar=metavar(STACK_VALUES), help=STACK_HELP
-    ),
-]
-Env = Annotated[
-    str | None,
-    typer.Option("--env", parser=choice(ENV_VALUES), metavar=metavar(ENV_VALUES), help=ENV_HELP),
-]
-RelayUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--relay-url",
-        metavar="URL",
-        help="External stack: the relay's ws:// or wss:// URL (implies --stack external).",
-    ),
-]
-DatabaseUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--database-url",
-        metavar="URL",
-        help="External stack: PostgreSQL URL for health checks and the trial registry (optional).",
-    ),
-]
-RelayPort = Annotated[
-    int | None,
-    typer.Option(
-        "--relay-port",
-        min=1,
-        max=65535,
-        metavar="PORT",
-        help="Embedded stack: the port the relay binds on 127.0.0.1.",
-    ),
-]
-StateDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--state-dir",
-        metavar="DIR",
-        help="Persistent secrets (the pinned user key), the wheelhouse and embedded-stack data.",
-    ),
-]
-Fresh = Annotated[
-    bool,
-    typer.Option(
-        "--fresh",
-        help="Docker stack only: recreate its database volume first (secrets are kept).",
-    ),
-]
-BuzzBinDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--buzz-bin-dir",
-        metavar="DIR",
-        help="Experimental: run buzz-acp, buzz-agent and buzz-dev-mcp from DIR.  "
-        "[default: this package's scripts]",
-    ),
-]
-TimeoutMultiplier = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout-multiplier",
-        metavar="X",
-        help="Scale every task's agent and verifier time limits (a number > 0).",
-    ),
-]
-KeepChannels = Annotated[
-    bool, typer.Option("--keep-channels", help="Leave trial channels unarchived at teardown.")
-]
-KeepContainers = Annotated[
-    bool,
-    typer.Option(
-        "--keep-containers",
-        help="Docker env: keep each trial's agents' and verifier containers for debugging.",
-    ),
-]
-SettleMs = Annotated[
-    int | None,
-    typer.Option(
-        "--settle-ms",
-        min=0,
-        max=MAX_SETTLE_MS,
-        metavar="MS",
-        help="Grace after a solo agent's last turn before the trial stops (§7.11).",
-    ),
-]
-KeepErrors = Annotated[
-    bool,
-    typer.Option(
-        "--keep-errors",
-        help="When resuming, keep trials that ended in error instead of re-running them.",
-    ),
-]
-Quiet = Annotated[
-    bool, typer.Option("--quiet", "-q", help="Only the overall progress line, no per-trial lines.")
-]
-Report = Annotated[
-    bool,
-    typer.Option(
-        "--report",
-        help="Write report.json, junit.xml and report.html into the run directory (reports "
-        "that exist are always rewritten).",
-    ),
-]
 CheckEndpoints = Annotated[
     bool,
     typer.Option("--check-endpoints", help="With --dry-run: also send the live endpoint check."),
 ]
-
-# What may stop or rerun trials (issue 13).
 SkipEndpointCheck = Annotated[
     bool,
     typer.Option(
@@ -329,137 +173,6 @@ SkipEndpointCheck = Annotated[
         help="Do not send the one live request per endpoint that preflight sends.",
     ),
 ]
-Retries = Annotated[
-    int | None,
-    typer.Option(
-        "--retries",
-        min=0,
-        metavar="N",
-        help="Rerun a trial that ended in a harness error (provider, stack, …) up to N times.",
-    ),
-]
-ProviderErrorLimit = Annotated[
-    int | None,
-    typer.Option(
-        "--provider-error-limit",
-        min=0,
-        metavar="N",
-        help="Stop starting trials after N in a row end in provider errors (0: never).",
-    ),
-]
-MaxCostUsd = Annotated[
-    float | None,
-    typer.Option(
-        "--max-cost-usd",
-        metavar="USD",
-        help="Start no new trial once the run has cost this many USD.  [default: no cap]",
-    ),
-]
-HardCostCap = Annotated[
-    bool, typer.Option("--hard-cost-cap", help="At --max-cost-usd, cancel the trials in flight.")
-]
-
-# Where the trials run (scale-out.md §1).
-Executor = Annotated[
-    str | None,
-    typer.Option(
-        "--executor",
-        parser=choice(ExecutorKind),
-        metavar=metavar(ExecutorKind),
-        help="Where trials run: local (this process) or ray (the nodes of a Ray cluster that "
-        "offer buzz_trial slots; needs the ray extra).",
-    ),
-]
-RayAddress = Annotated[
-    str | None,
-    typer.Option(
-        "--ray-address",
-        metavar="ADDR",
-        help="--executor ray: the cluster to join (ray.init address).  "
-        "[default: $RAY_ADDRESS, else auto]",
-    ),
-]
-RaySlotsPerNode = Annotated[
-    int | None,
-    typer.Option(
-        "--ray-slots-per-node",
-        min=1,
-        metavar="N",
-        help="--executor ray, development only: start a throwaway one-node local cluster with "
-        "N buzz_trial slots instead of joining one.",
-    ),
-]
-
-# Confirmation reruns (issue 29 item 5; docs/statistics.md "Confirmation reruns").
-ConfirmAgainst = Annotated[
-    Path | None,
-    typer.Option(
-        "--confirm-against",
-        metavar="BASELINE",
-        help="Compare each task as it finishes against this baseline (a run or job directory, "
-        "or a report.json); a task that regresses gets extra attempts that confirm it or call "
-        "it noise (exit 3 on a confirmed regression).",
-    ),
-]
-ConfirmAttempts = Annotated[
-    int | None,
-    typer.Option(
-        "--confirm-attempts",
-        min=1,
-        metavar="N",
-        help="--confirm-against: at most N extra attempts per regressed task (fewer once the "
-        "verdict cannot change).  [default: 4]",
-    ),
-]
-ConfirmTarget = Annotated[
-    float | None,
-    typer.Option(
-        "--confirm-target",
-        min=0.0,
-        max=1.0,
-        metavar="P",
-        help="--confirm-against: the reliability target a task's attempts are tested against "
-        "(one-sided exact binomial; below it: 'below contract').  [default: 0.8]",
-    ),
-]
-
-#: the options `orchestra resume` takes, by the `RunConfig` field each sets
-RESUME_OPTIONS: dict[str, Any] = {
-    "n_concurrent": NConcurrent,
-    "keep_errors": KeepErrors,
-    "endpoint_config": EndpointConfig,
-    "stack": Stack,
-    "env": Env,
-    "relay_url": RelayUrl,
-    "database_url": DatabaseUrl,
-    "relay_port": RelayPort,
-    "state_dir": StateDir,
-    "timeout_multiplier": TimeoutMultiplier,
-    "buzz_bin_dir": BuzzBinDir,
-    "settle_ms": SettleMs,
-    "report": Report,
-    "quiet": Quiet,
-    "retries": Retries,
-    "provider_error_limit": ProviderErrorLimit,
-    "max_cost_usd": MaxCostUsd,
-    "hard_cost_cap": HardCostCap,
-    "executor": Executor,
-    "ray_address": RayAddress,
-    "ray_slots_per_node": RaySlotsPerNode,
-}
-
-
-def stack_choice(value: str | None) -> StackChoice:
-    """`--stack` as `RunConfig` holds it (for commands that read it alone)."""
-    return AUTO if value in (None, AUTO) else StackMode(value)
-
-
-def flag(alias: Any) -> str:
-    """The long flag of an option alias (`--n-concurrent`)."""
-    info = next(arg for arg in get_args(alias) if isinstance(arg, OptionInfo))
-    # in an `Annotated` alias the first flag is typer's `default` argument
-    decls = [info.default, *(info.param_decls or ())]
-    return next(decl for decl in decls if isinstance(decl, str) and decl.startswith("--"))
 
 
 def given_options(ctx: typer.Context, values: Mapping[str, Any]) -> dict[str, Any]:

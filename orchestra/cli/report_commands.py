@@ -4,47 +4,21 @@ them to the app."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, epilog
 from orchestra.cli.leaderboard import LEADERBOARD_EPILOG, leaderboard
+from orchestra.cli.options import with_options
 from orchestra.documents.io import DocumentError
 from orchestra.report.compare.comparison import ALPHA, CompareInputError, compare_paths, exit_code
 from orchestra.report.compare.format import FORMATTERS, target_effect_dict
-from orchestra.report.html.page import write_report_html
-from orchestra.report.junit import write_junit_xml
-from orchestra.report.report_json import build_report, write_report_json
-
-REPORT_JSON = "report.json"
-JUNIT_XML = "junit.xml"
-REPORT_HTML = "report.html"
-
-
-@dataclass(frozen=True)
-class ReportFiles:
-    report_json: Path
-    junit_xml: Path
-    report_html: Path
-
-
-def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
-    """Write report.json, junit.xml and report.html for these runs or jobs into `out_dir`.
-
-    Raises `DocumentError` when a directory is neither a readable run nor a job.
-    """
-    report = build_report(job_dirs)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = ReportFiles(out_dir / REPORT_JSON, out_dir / JUNIT_XML, out_dir / REPORT_HTML)
-    write_report_json(report, files.report_json)
-    write_junit_xml(report, files.junit_xml)
-    write_report_html(report, files.report_html)
-    return files
+from orchestra.report.compare.history import history_side
+from orchestra.report.files import report_problem, write_reports
 
 
 class CompareFormat(StrEnum):
@@ -73,7 +47,10 @@ COMPARE_EPILOG = epilog(
             "orchestra compare old/report.json jobs/<run> --format markdown > compare.md",
             "for a pull request",
         ),
-        ("orchestra compare jobs/<a> jobs/<b> --alpha 0.01", "a stricter gate"),
+        (
+            "orchestra compare --baseline-history results.db jobs/<run>",
+            "against the condition's last 30 runs",
+        ),
         (
             "orchestra compare jobs/<a> jobs/<b> --target-effect 0.1",
             "attempts per task needed to see 10 points",
@@ -84,8 +61,9 @@ COMPARE_EPILOG = epilog(
         ("1", "usage error, or an input that is not a run, job or report.json"),
         (
             "3",
-            "a suite-level regression significant at --alpha, or a baseline task with no "
-            "scored trial in the candidate",
+            "a regression in the decision's family at --alpha (the suite's, or a task's "
+            "confirmed by its confirmation attempts), or a baseline task with no scored trial "
+            "in the candidate",
         ),
     ),
 )
@@ -115,25 +93,20 @@ def report(
         out_dir = job_dirs[0]
     try:
         files = write_reports(job_dirs, out_dir)
-    except DocumentError as error:
-        fail(str(error))
-    except OSError as error:
-        fail(f"{error.filename or out_dir}: cannot write the report ({error.strerror or error})")
-    for path in (files.report_json, files.junit_xml, files.report_html):
+    except (DocumentError, OSError) as error:
+        fail(report_problem(error, out_dir))
+    for path in files.paths:
         typer.echo(f"wrote {path}")
 
 
+@with_options(["baseline_history", "history_runs", "confirm_target", "fail_below_target"])
 def compare(
-    baseline: Annotated[
-        Path,
+    sides: Annotated[
+        list[Path],
         typer.Argument(
-            metavar="BASELINE", help="Baseline run or job directory (or its report.json)."
-        ),
-    ],
-    candidate: Annotated[
-        Path,
-        typer.Argument(
-            metavar="CANDIDATE", help="Candidate run or job directory (or its report.json)."
+            metavar="[BASELINE] CANDIDATE",
+            help="Baseline and candidate run or job directories (or their report.json); with "
+            "--baseline-history, only the candidate's run or job directory.",
         ),
     ],
     output_format: Annotated[
@@ -157,6 +130,7 @@ def compare(
             "e.g. 0.1 for 10 points) with 80 % power at --alpha over the tasks compared.",
         ),
     ] = None,
+    **options: Any,
 ) -> None:
     """Did the candidate regress? The suite's mean change with a clustered interval and
     an exact test, per-task leads, and the smallest change this comparison can detect; exit 3
@@ -164,10 +138,28 @@ def compare(
     scored trial of."""
     if not 0 < alpha < 1:
         fail(f"--alpha must be between 0 and 1 (got {alpha:g})")
+    history = options["baseline_history"]
+    wanted = 1 if history is not None else 2
+    if len(sides) != wanted:
+        fail(
+            "compare takes BASELINE CANDIDATE, or --baseline-history DB CANDIDATE "
+            f"(got {len(sides)} paths)"
+        )
     if target_effect is not None and not 0 < target_effect <= 1:
         fail(f"--target-effect must be within (0, 1] (got {target_effect:g})")
     try:
-        comparison = compare_paths(baseline, candidate, alpha)
+        baseline = (
+            sides[0]
+            if history is None
+            else history_side(history, sides[0], options["history_runs"])
+        )
+        comparison = compare_paths(
+            baseline,
+            sides[-1],
+            alpha,
+            target=options["confirm_target"],
+            fail_below_target=options["fail_below_target"],
+        )
     except (DocumentError, CompareInputError) as error:
         fail(str(error))
     if target_effect is not None:

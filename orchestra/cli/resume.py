@@ -4,37 +4,13 @@ finished by `orchestra.run`, or a job from before runs (§2.5)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from orchestra.cli.errors import error_lines
 from orchestra.cli.help import RUN_EXIT_CODES, Command, epilog
-from orchestra.cli.options import (
-    BuzzBinDir,
-    DatabaseUrl,
-    EndpointConfig,
-    Env,
-    Executor,
-    HardCostCap,
-    KeepErrors,
-    MaxCostUsd,
-    NConcurrent,
-    ProviderErrorLimit,
-    Quiet,
-    RayAddress,
-    RaySlotsPerNode,
-    RelayPort,
-    RelayUrl,
-    Report,
-    Retries,
-    SettleMs,
-    SkipEndpointCheck,
-    Stack,
-    StateDir,
-    TimeoutMultiplier,
-    given_options,
-)
+from orchestra.cli.options import RESUMABLE, SkipEndpointCheck, given_options, with_options
 from orchestra.cli.run_output import EXIT_CODES, finish
 from orchestra.cli.terminal import output_console
 from orchestra.run.driver import Run
@@ -43,6 +19,7 @@ from orchestra.run.outcome import Refused
 from orchestra.run.prepare import plan_resume
 
 
+@with_options(RESUMABLE, model_defaults=False)
 def resume(
     ctx: typer.Context,
     path: Annotated[
@@ -53,28 +30,8 @@ def resume(
             "a job directory from before runs: that job.",
         ),
     ],
-    n_concurrent: NConcurrent = None,
-    keep_errors: KeepErrors = False,
-    endpoint_config: EndpointConfig = None,
-    stack: Stack = None,
-    env: Env = None,
-    relay_url: RelayUrl = None,
-    database_url: DatabaseUrl = None,
-    relay_port: RelayPort = None,
-    state_dir: StateDir = None,
-    timeout_multiplier: TimeoutMultiplier = None,
-    buzz_bin_dir: BuzzBinDir = None,
-    settle_ms: SettleMs = None,
-    report: Report = False,
-    quiet: Quiet = False,
     skip_endpoint_check: SkipEndpointCheck = False,
-    retries: Retries = None,
-    provider_error_limit: ProviderErrorLimit = None,
-    max_cost_usd: MaxCostUsd = None,
-    hard_cost_cap: HardCostCap = False,
-    executor: Executor = None,
-    ray_address: RayAddress = None,
-    ray_slots_per_node: RaySlotsPerNode = None,
+    **options: Any,
 ) -> None:
     """Finish a run (or a job from before runs): every trial and job it still owes.
 
@@ -82,7 +39,7 @@ def resume(
     directories move to JOB_DIR/.superseded/), and jobs never started are started. Options not
     given keep the run's recorded values.
     """
-    given = given_options(ctx, locals())
+    given = given_options(ctx, options)
     if skip_endpoint_check:
         given["check_endpoints"] = False
     raise typer.Exit(run_resume(path, given))

@@ -18,11 +18,12 @@ from orchestra.cli.errors import (
     EXIT_USAGE,
     error_lines,
 )
-from orchestra.cli.options import RESUME_OPTIONS, flag
+from orchestra.cli.options import RESUMABLE, RUN_OPTIONS
 from orchestra.cli.terminal import print_summary
 from orchestra.config.errors import display_path
-from orchestra.documents.run_config import RunConfig
 from orchestra.jobs.aggregate import aggregate
+from orchestra.plural import plural
+from orchestra.report.stats.confirm import NIGHTLY_ALPHA
 from orchestra.run.outcome import RunEnd, RunOutcome
 from orchestra.run.prepare import RunPlan
 from orchestra.run.scope import masked_database_url
@@ -58,8 +59,6 @@ def finish(outcome: RunOutcome, plan: RunPlan, console: Console) -> int:
 
 
 def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None:
-    from orchestra.cli.report_commands import write_reports
-
     scope = plan.scope
     console.print()
     # `--json` is `summarize`'s option: after a run the hint is the whole command
@@ -72,21 +71,28 @@ def _print_summary(outcome: RunOutcome, plan: RunPlan, console: Console) -> None
                 markup=False,
                 highlight=False,
             )
-    for job_dirs, out_dir in scope.report_dirs(plan.effective.report):
-        files = write_reports(job_dirs, out_dir)
-        console.print(f"reports: {files.report_json}, {files.junit_xml}, {files.report_html}")
+    for files in outcome.reports:
+        console.print(f"reports: {', '.join(str(path) for path in files.paths)}")
 
 
 def _print_confirmations(outcome: RunOutcome, console: Console) -> None:
-    """--confirm-against: a line per regressed task, the confirmed ones named last."""
-    if outcome.scope is None or outcome.scope.stored.confirm_against is None:
+    """--confirm-against or --baseline-history: a line per confirmed task, then the decision
+    naming the tasks that fail the run last."""
+    stored = None if outcome.scope is None else outcome.scope.stored
+    if stored is None or (stored.confirm_against is None and stored.baseline_history is None):
         return
     lines = [found.line() for found in outcome.confirmations]
-    confirmed = [found for found in outcome.confirmations if found.confirmed]
-    if confirmed:
-        names = ", ".join(found.task for found in confirmed)
-        tests = sorted({str(found.verdict.decided_by) for found in confirmed})
-        lines.append(f"confirmed regression: {names} (decided by the {' and the '.join(tests)})")
+    regressed = [found.task for found in outcome.confirmations if found.regression.rejected]
+    missed = [
+        found.task
+        for found in outcome.confirmations
+        if found.confirmed and not found.regression.rejected
+    ]
+    family = f"Holm over {plural(len(lines), 'confirmed task')} at α={NIGHTLY_ALPHA:g}"
+    if missed:
+        lines.append(f"below the reliability target: {', '.join(missed)} ({family})")
+    if regressed:
+        lines.append(f"confirmed regression: {', '.join(regressed)} ({family})")
     elif not outcome.confirmations:
         lines.append("no task regressed against the baseline: no confirmation attempts")
     for line in lines:
@@ -105,21 +111,14 @@ def resume_command(plan: RunPlan) -> str:
     stored = plan.scope.stored
     current = plan.effective.updated({"stack": plan.modes.stack, "env": plan.modes.env})
     args = [program(), "resume", display_path(plan.scope.path)]
-    for name, alias in RESUME_OPTIONS.items():
-        value, before = _option(current, name), _option(stored, name)
+    for name in RESUMABLE:
+        value, before = current.option_value(name), stored.option_value(name)
+        flag = RUN_OPTIONS[name].flag
         if isinstance(value, bool):
-            args += [flag(alias)] if value and not before else []
+            args += [flag] if value and not before else []
         elif value is not None and _compared(value) != _compared(before):
-            args += [flag(alias), _shown(name, value)]
+            args += [flag, _shown(name, value)]
     return shlex.join(args)
-
-
-def _option(config: RunConfig, name: str) -> Any:
-    return (
-        getattr(config.trial, name)
-        if name in type(config.trial).model_fields
-        else getattr(config, name)
-    )
 
 
 def _compared(value: Any) -> Any:

@@ -5,24 +5,16 @@ from __future__ import annotations
 import asyncio
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from orchestra.cli.errors import EXIT_PREFLIGHT, fail
 from orchestra.cli.help import Command, Group, epilog
-from orchestra.cli.options import (
-    DatabaseUrl,
-    Fresh,
-    RelayPort,
-    RelayUrl,
-    Stack,
-    StateDir,
-    stack_choice,
-)
+from orchestra.cli.options import with_options
 from orchestra.documents.enums import StackMode
-from orchestra.documents.run_config import AUTO, DEFAULT_RELAY_PORT
-from orchestra.paths import DEFAULT_STATE_DIR, StatePaths
+from orchestra.documents.run_config import AUTO, RunConfig
+from orchestra.paths import StatePaths
 from orchestra.stack.docker import DockerStack, docker_stack_services, stop_docker_stack
 from orchestra.stack.embedded import (
     EmbeddedStack,
@@ -67,30 +59,25 @@ _STACK_CODES = (
         _STACK_CODES,
     ),
 )
-def stack_up(
-    stack: Stack = AUTO,
-    fresh: Fresh = False,
-    relay_url: RelayUrl = None,
-    database_url: DatabaseUrl = None,
-    relay_port: RelayPort = DEFAULT_RELAY_PORT,
-    state_dir: StateDir = DEFAULT_STATE_DIR,
-) -> None:
+@with_options(["stack", "fresh", "relay_url", "database_url", "relay_port", "state_dir"])
+def stack_up(**options: Any) -> None:
     """Bring the stack up and wait for readiness; it keeps running afterwards.
 
     `orchestra stack status` then prints its relay URL and the pinned user's key, which is
     what `buzz` needs to look around the relay.
     """
+    config = RunConfig().updated(options)
     try:
-        modes = choose_modes(stack_choice(stack), AUTO, relay_url)
+        modes = choose_modes(config.stack, AUTO, config.relay_url)
         check_docker(modes)
     except ModeError as error:
         fail(str(error))
     except StackError as error:
         fail(str(error), EXIT_PREFLIGHT)
-    if fresh and modes.stack is not StackMode.DOCKER:
+    if config.fresh and modes.stack is not StackMode.DOCKER:
         typer.echo("note: --fresh applies to the Docker stack only; ignored")
     try:
-        state = load_state(state_dir or DEFAULT_STATE_DIR)
+        state = load_state(config.state_dir)
     except StateError as error:
         fail(str(error), EXIT_PREFLIGHT)
 
@@ -98,11 +85,11 @@ def stack_up(
         async with running_stack(
             modes,
             state,
-            relay_port=relay_port or DEFAULT_RELAY_PORT,
-            relay_url=relay_url,
-            database_url=database_url,
+            relay_port=config.relay_port,
+            relay_url=config.relay_url,
+            database_url=config.database_url,
             keep_running=True,
-            fresh=fresh,
+            fresh=config.fresh,
         ) as stack:
             typer.echo(f"stack {stack.info.mode} ready: relay {stack.info.relay_ws_url}")
 
@@ -124,6 +111,7 @@ def stack_up(
         _STACK_CODES,
     ),
 )
+@with_options(["state_dir"])
 def stack_down(
     volumes: Annotated[
         bool,
@@ -131,12 +119,12 @@ def stack_down(
             "--volumes", help="Also delete the database (Docker volumes or the embedded data)."
         ),
     ] = False,
-    state_dir: StateDir = DEFAULT_STATE_DIR,
+    **options: Any,
 ) -> None:
     """Stop the stack of this state dir: the embedded relay and PostgreSQL, and the Docker
     compose project when one was brought up from here. Data is kept unless --volumes."""
     try:
-        state = load_state(state_dir or DEFAULT_STATE_DIR, create=False)
+        state = load_state(options["state_dir"], create=False)
     except StateError:
         typer.echo("no stack state here; nothing to stop")
         return
@@ -151,14 +139,14 @@ def stack_down(
     typer.echo("\n".join(done) if done else "no stack was running")
 
 
-def _docker_stack_configured(paths: StatePaths) -> bool:
+def _docker_stack_configured(state_paths: StatePaths) -> bool:
     """A docker stack was brought up from this state dir (it wrote `.env`) and Docker answers."""
-    return paths.compose_env.exists() and docker_available()
+    return state_paths.compose_env.exists() and docker_available()
 
 
-def _docker_services(paths: StatePaths) -> dict[str, str]:
+def _docker_services(state_paths: StatePaths) -> dict[str, str]:
     try:
-        return asyncio.run(docker_stack_services(paths, project=compose_project()))
+        return asyncio.run(docker_stack_services(state_paths, project=compose_project()))
     except StackError:
         return {}
 
@@ -175,13 +163,11 @@ def _docker_services(paths: StatePaths) -> dict[str, str]:
         _STACK_CODES,
     ),
 )
-def stack_status(
-    relay_port: RelayPort = DEFAULT_RELAY_PORT,
-    state_dir: StateDir = DEFAULT_STATE_DIR,
-) -> None:
+@with_options(["relay_port", "state_dir"])
+def stack_status(**options: Any) -> None:
     """Print the stack's mode, relay URLs, readiness and the pinned user's key files."""
     try:
-        state = load_state(state_dir or DEFAULT_STATE_DIR, create=False)
+        state = load_state(options["state_dir"], create=False)
     except StateError as error:
         fail(str(error))
     pid = running_relay_pid(state.paths)
@@ -193,7 +179,7 @@ def stack_status(
         ws_url, agent_url, http_url = info.relay_ws_url, info.agent_relay_url, info.relay_http_url
     else:
         typer.echo(f"mode: embedded ({f'relay pid {pid}' if pid else 'not running'})")
-        port = relay_port or DEFAULT_RELAY_PORT
+        port = options["relay_port"]
         ws_url, agent_url = relay_urls(port)
         http_url = EmbeddedStack(state, port).http_url
     ready = asyncio.run(probe_relay(http_url))
@@ -205,9 +191,9 @@ def stack_status(
     typer.echo(f"buzz as the user: {buzz_environment(ws_url, state.paths.state_json)}")
 
 
-def buzz_environment(relay_url: str, state_json: Path) -> str:
+def buzz_environment(ws_url: str, state_json: Path) -> str:
     """The shell line that points `buzz` at the relay as the pinned user; it reads the secret
     key from `state.json` when run, so the key itself is never printed (§5.2)."""
     reader = "import json, sys; print(json.load(open(sys.argv[1]))['user_secret_key'])"
     key = f'$(python3 -c "{reader}" {shlex.quote(str(state_json))})'
-    return f'export BUZZ_RELAY_URL={relay_url} BUZZ_PRIVATE_KEY="{key}"'
+    return f'export BUZZ_RELAY_URL={ws_url} BUZZ_PRIVATE_KEY="{key}"'

@@ -3,34 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from orchestra.cli.errors import EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.help import Command, Group, epilog
-from orchestra.cli.options import (
-    STACK_HELP,
-    STACK_VALUES,
-    Env,
-    NConcurrent,
-    RelayPort,
-    RelayUrl,
-    StateDir,
-    choice,
-    metavar,
-)
+from orchestra.cli.options import with_options
 from orchestra.config.task import BUZZ_LAYERS
 from orchestra.documents.enums import EnvKind
-from orchestra.documents.run_config import DEFAULT_RELAY_PORT, RunConfig
-from orchestra.paths import DEFAULT_STATE_DIR
 from orchestra.plural import plural
 from orchestra.taskkit.check import CheckOptions, check_tasks
 from orchestra.taskkit.scaffold import ScaffoldError, scaffold
 from orchestra.taskkit.stack import StackOptions, check_run
-
-#: the task check's trials in flight (as `benchmark`'s default)
-DEFAULT_N_CONCURRENT = RunConfig().n_concurrent
 
 task_app = typer.Typer(
     help="Write and check benchmark tasks (docs/writing-a-task.md).",
@@ -64,16 +49,18 @@ task_app = typer.Typer(
 )
 def new(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="The task directory to create.")],
-    layer: Annotated[
+    task_layer: Annotated[
         str,
         typer.Option(
-            "--layer", metavar="LAYER", help=f"Evaluation layer: {' or '.join(BUZZ_LAYERS)}."
+            "--layer",
+            metavar="LAYER",
+            help=f"The new task's evaluation layer ({' or '.join(BUZZ_LAYERS)}).",
         ),
     ] = "regression",
 ) -> None:
     """Write a trivial Buzz task at PATH: the agent answers `ready` in the requester's thread."""
     try:
-        written = scaffold(path, layer)
+        written = scaffold(path, task_layer)
     except ScaffoldError as error:
         fail(str(error))
     except OSError as error:
@@ -99,8 +86,13 @@ def new(
         (("0", "every task is sound"), ("1", "something is missing (one line each on stderr)")),
     ),
 )
+@with_options(
+    ["stack", "env", "relay_port", "relay_url", "state_dir", "n_concurrent"],
+    defaults={"stack": None, "env": EnvKind.LOCAL},
+    notes={"stack": "embedded; external with --relay-url"},
+)
 def check(
-    paths: Annotated[
+    directories: Annotated[
         list[Path], typer.Argument(metavar="PATH...", help="Task directories (hold task.toml).")
     ],
     negatives: Annotated[
@@ -119,21 +111,16 @@ def check(
             help="Replay the oracle and negative solutions through the real stack.",
         ),
     ] = True,
-    stack: Annotated[
-        str | None,
+    replay_cases: Annotated[
+        bool,
         typer.Option(
-            "--stack",
-            parser=choice(STACK_VALUES),
-            metavar=metavar(STACK_VALUES),
-            help=STACK_HELP + "  [default: embedded; external with --relay-url]",
-            show_default=False,
+            "--replay-cases",
+            help="Also play every case of verifier-cases.toml through the real stack (as a "
+            "solution the oracle replays) and check the real verifier's metrics; cases the buzz "
+            "CLI cannot play are listed as left out.",
         ),
-    ] = None,
-    env: Env = EnvKind.LOCAL,
-    relay_port: RelayPort = DEFAULT_RELAY_PORT,
-    relay_url: RelayUrl = None,
-    state_dir: StateDir = DEFAULT_STATE_DIR,
-    n_concurrent: NConcurrent = DEFAULT_N_CONCURRENT,
+    ] = False,
+    **options: Any,
 ) -> None:
     """Check that each task is sound and print what is missing, one line each.
 
@@ -144,20 +131,20 @@ def check(
     benchmark -p PATH` runs them); the verifier gives the oracle trial's verdict again, within
     its timeout, where no agent workspace exists.
     """
-    given = {"relay_port": relay_port, "relay_url": relay_url, "state_dir": state_dir}
-    given |= {"n_concurrent": n_concurrent, "env": env}
-    given["stack"] = stack or ("external" if relay_url else None)
+    given = options | {"stack": options["stack"] or ("external" if options["relay_url"] else None)}
     # the work directory is replaced by the check's own temporary directory
     stack_options = StackOptions(Path(), check_run({k: v for k, v in given.items() if v}))
     # `tasks/buzz-contracts/*` also matches the dataset's README.md: files are not tasks
-    for skipped in (path for path in paths if path.is_file()):
+    for skipped in (path for path in directories if path.is_file()):
         typer.echo(f"{skipped}: skipped (a file, not a task directory)")
-    task_dirs = [path for path in paths if not path.is_file()]
+    task_dirs = [path for path in directories if not path.is_file()]
     if not task_dirs:
         fail("no task directory among the paths given")
-    checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay))
+    checks = check_tasks(task_dirs, CheckOptions(stack_options, negatives, replay, replay_cases))
     unsound = [c for c in checks if c.problems]
     for result in checks:
+        for note in result.notes:
+            typer.echo(note)
         for problem in result.problems:
             typer.echo(problem, err=True)
         if not result.problems:

@@ -27,6 +27,7 @@ FILE_MODE_RE = re.compile(r"^0?[0-7]{3}$")
 USER_ACTOR = "user"
 RANDOM_HEX_PLACEHOLDER = "{{random_hex}}"
 FIXTURE_FILE_NAME = "buzz-fixture.toml"
+MAX_SCRIPTED_DELAY_SECONDS = 600.0
 
 
 class DirectoryEntry(BaseModel):
@@ -78,6 +79,9 @@ class ScriptedMessage(BaseModel):
     content: str
     reply_to_task: bool = False
     mention_orchestrator: bool = True
+    #: seconds after the task's acceptance before it is posted (never before the message
+    #: before it); the trial does not end while it is pending (§7.11)
+    delay_seconds: Annotated[float, Field(ge=0, le=MAX_SCRIPTED_DELAY_SECONDS)] = 0.0
 
     def render(self, orchestrator_id: str, user_name: str) -> str:
         """`{orchestrator}` and `{user}` substituted, nothing else (§6)."""

@@ -30,7 +30,7 @@ from orchestra.config.harbor_task import (
     strip_canary,
 )
 from orchestra.config.loading import load_toml
-from orchestra.paths import TESTS_DIR_NAME, TaskPaths
+from orchestra.paths import SOLUTION_DIR_NAME, TESTS_DIR_NAME, TaskPaths
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -144,6 +144,11 @@ class Task:
         return self._contents.digest
 
     @property
+    def contract_digest(self) -> str:
+        """The digest without `solution/`, as of the first use (`TaskContents`)."""
+        return self._contents.contract_digest
+
+    @property
     def tests(self) -> tuple[TaskFile, ...]:
         """The files of `tests/` as read with the digest (before any trial of the job starts):
         the pristine copy every verifier of the job runs, whatever happens to the directory
@@ -163,7 +168,8 @@ class Task:
         return sorted(path for path in now.keys() | then.keys() if now.get(path) != then.get(path))
 
     def record(self) -> dict[str, str]:
-        """`{name, short_name, dir, layer, digest, harbor_checksum}` as job and trial configs
+        """`{name, short_name, dir, layer, digest, contract_digest, harbor_checksum}` as job and
+        trial configs
         record it (§10.2)."""
         return {
             "name": self.name,
@@ -171,6 +177,7 @@ class Task:
             "dir": self.dir.absolute().as_posix(),
             "layer": self.layer,
             "digest": self.digest,
+            "contract_digest": self.contract_digest,
             "harbor_checksum": self.harbor_checksum,
         }
 
@@ -332,6 +339,9 @@ class TaskFile:
 class TaskContents:
     digest: str
     tests: tuple[TaskFile, ...]  # the files under tests/, sorted by path
+    #: the digest without `solution/` (the oracle's answer, not the task a model is measured
+    #: on): what the results history pools runs by (docs/results-db.md "History")
+    contract_digest: str = ""
 
 
 def task_digest(task_dir: Path) -> str:
@@ -350,13 +360,16 @@ def read_task_contents(task_dir: Path) -> TaskContents:
         and path.suffix != ".pyc"
     )
     digest = hashlib.sha256()
+    contract = hashlib.sha256()
     tests: list[TaskFile] = []
     for relative, path in files:
         if relative == "README.md":
             continue
         content = path.read_bytes()
         digest.update(relative.encode("utf-8") + b"\0" + content + b"\0")
+        if not relative.startswith(f"{SOLUTION_DIR_NAME}/"):
+            contract.update(relative.encode("utf-8") + b"\0" + content + b"\0")
         if relative.startswith(f"{TESTS_DIR_NAME}/"):
             mode = path.stat().st_mode & 0o777
             tests.append(TaskFile(relative.removeprefix(f"{TESTS_DIR_NAME}/"), content, mode))
-    return TaskContents(digest.hexdigest(), tuple(tests))
+    return TaskContents(digest.hexdigest(), tuple(tests), contract.hexdigest())

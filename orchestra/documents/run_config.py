@@ -1,4 +1,6 @@
-"""`RunConfig`: every option of a `benchmark` or `resume` run, declared once.
+"""`RunConfig`: every option of a `benchmark` or `resume` run, declared once: its field holds
+its help, bounds, flags and whether `resume` takes it (`orchestra.documents.options`), and the
+commands' parameters are built from it (`orchestra.cli.options`).
 
 The command line, a `--config` file (YAML or JSON) and a run's `run.json` all fill this one
 model; the driver (`orchestra.run`), the jobs, the executors and each trial read their part of
@@ -9,19 +11,17 @@ task selection beside the settings: `RunConfig` reads them as they are (see `_ne
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Any, Literal, Self
 
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from orchestra.config.errors import TOP_LEVEL, ConfigError, display_path, from_validation_error
 from orchestra.config.task import Layer
 from orchestra.documents.enums import EnvKind, ExecutorKind, StackMode
-from orchestra.documents.trial import Attempt, Part
+from orchestra.documents.options import option
+from orchestra.documents.trial import Part
 from orchestra.paths import (
     DEFAULT_ENDPOINT_CONFIG,
     DEFAULT_JOBS_DIR,
@@ -33,9 +33,9 @@ from orchestra.paths import (
 DEFAULT_SETTLE_MS = 250
 MAX_SETTLE_MS = 5000
 DEFAULT_RELAY_PORT = 3600
-#: a trial that ends in a harness error is rerun this many times (issue 13)
+#: a trial that ends in a harness error is rerun this many times
 DEFAULT_RETRIES = 1
-#: provider errors in a row that stop a run (issue 13)
+#: provider errors in a row that stop a run
 DEFAULT_PROVIDER_ERROR_LIMIT = 3
 
 #: `auto`: the stack (or env) is chosen when the run starts (§5.1)
@@ -43,31 +43,79 @@ Auto = Literal["auto"]
 AUTO: Auto = "auto"
 StackChoice = StackMode | Auto
 EnvChoice = EnvKind | Auto
-Port = Annotated[int, Field(ge=1, le=65535)]
-Positive = Annotated[int, Field(ge=1)]
-Count = Annotated[int, Field(ge=0)]
-SettleMs = Annotated[int, Field(ge=0, le=MAX_SETTLE_MS)]
+
+STACK_HELP = (
+    "Where the relay and its database run: docker (compose), embedded (no Docker: a local "
+    "PostgreSQL and relay subprocess) or external (--relay-url); auto picks docker when a "
+    "Docker engine answers, else embedded."
+)
 
 
 class TaskSelection(Part):
-    """Which tasks run (§2.2): the dataset and the filters, as given; `attempts` None means
-    the per-layer defaults."""
+    """Which tasks run (§2.2): the task or dataset directories (none: tasks/buzz-native) and
+    the filters, as given; `attempts` None means the per-layer defaults."""
 
-    path: Path | None = None  # a task or dataset directory; None: tasks/buzz-native
-    layer: Layer | None = None
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
-    attempts: Attempt | None = None
+    paths: list[Path] = option(
+        None, "--path", "-p", metavar="PATH", default_factory=list,
+        default_note="tasks/buzz-native",
+        description="A task directory (holds task.toml) or a dataset directory (its "
+        "subdirectories are tasks); repeatable: one plan over the tasks of every PATH.",
+    )  # fmt: skip
+    layer: Layer | None = option(
+        None, "--layer", default_note="all",
+        description="Keep only the tasks of this evaluation layer.",
+    )  # fmt: skip
+    include: list[str] = option(
+        None, "--include-task", "-i", metavar="GLOB", default_factory=list,
+        default_note="every task",
+        description="Keep only tasks whose name or directory matches GLOB (shell-style, "
+        "case-sensitive); repeatable.",
+    )  # fmt: skip
+    exclude: list[str] = option(
+        None, "--exclude-task", "-x", metavar="GLOB", default_factory=list,
+        description="Drop tasks matching GLOB; repeatable, applied after --include-task.",
+    )  # fmt: skip
+    attempts: int | None = option(
+        None, "--attempts", "-k", metavar="N", ge=1,
+        default_note="per layer: regression 1, workflow 3, harbor 5, one job per layer "
+        "selected",
+        description="Attempts per task, one job for every task.",
+    )  # fmt: skip
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_path(cls, data: Any) -> Any:
+        """Before `-p` was repeatable, a selection held one `path` (None: the default)."""
+        if not isinstance(data, dict) or "path" not in data:
+            return data
+        rest = {key: value for key, value in data.items() if key != "path"}
+        return {"paths": [] if data["path"] is None else [data["path"]], **rest}
 
 
 class TrialSettings(Part):
     """The knobs every trial reads (the part a Ray node host is given)."""
 
-    timeout_multiplier: Annotated[float, Field(gt=0)] = 1.0
-    keep_channels: bool = False
-    keep_containers: bool = False  # docker env: trial containers outlive their trials
-    settle_ms: SettleMs = DEFAULT_SETTLE_MS
-    buzz_bin_dir: Path | None = None  # None: this package's scripts
+    timeout_multiplier: float = option(
+        1.0, "--timeout-multiplier", metavar="X", gt=0, resumable=True,
+        description="Scale every task's agent and verifier time limits.",
+    )  # fmt: skip
+    keep_channels: bool = option(
+        False, "--keep-channels", description="Leave trial channels unarchived at teardown."
+    )
+    keep_containers: bool = option(
+        False, "--keep-containers",
+        description="Docker env: keep each trial's agents' and verifier containers for "
+        "debugging.",
+    )  # fmt: skip
+    settle_ms: int = option(
+        DEFAULT_SETTLE_MS, "--settle-ms", metavar="MS", ge=0, le=MAX_SETTLE_MS, resumable=True,
+        description="Grace after a solo agent's last turn before the trial stops (§7.11).",
+    )  # fmt: skip
+    buzz_bin_dir: Path | None = option(
+        None, "--buzz-bin-dir", metavar="DIR", resumable=True,
+        default_note="this package's scripts",
+        description="Experimental: run buzz-acp, buzz-agent and buzz-dev-mcp from DIR.",
+    )  # fmt: skip
 
 
 class RunConfig(Part):
@@ -75,38 +123,161 @@ class RunConfig(Part):
     are not stored, so a resume starts from their defaults."""
 
     selection: TaskSelection = Field(default_factory=TaskSelection)
-    manifest: Path = DEFAULT_MANIFEST
-    endpoint_config: Path = DEFAULT_ENDPOINT_CONFIG
-    artifact_root: Path | None = None  # None: the parent of the manifest's directory
-    n_concurrent: Positive = 4  # trials in flight at once
-    jobs_dir: Path = DEFAULT_JOBS_DIR
-    run_name: str | None = None
-    job_name: str | None = None
-    stack: StackChoice = AUTO
-    env: EnvChoice = AUTO
-    relay_url: str | None = None  # external stack only
-    database_url: str | None = None  # stored only when it carries no password
-    relay_port: Port = DEFAULT_RELAY_PORT
-    state_dir: Path = DEFAULT_STATE_DIR
+    manifest: Path = option(
+        DEFAULT_MANIFEST, "--manifest", metavar="PATH",
+        description="Condition manifest (YAML): the agents, models and prompts; the default, "
+        "the oracle, replays the reference solutions offline.",
+    )  # fmt: skip
+    endpoint_config: Path = option(
+        DEFAULT_ENDPOINT_CONFIG, "--endpoint-config", metavar="PATH", resumable=True,
+        description="Endpoint config (JSON) defining every model endpoint the manifest uses.",
+    )  # fmt: skip
+    artifact_root: Path | None = option(
+        None, "--artifact-root", metavar="DIR",
+        default_note="the parent of the manifest's directory",
+        description="Root the manifest's prompt, persona and skill paths resolve against.",
+    )  # fmt: skip
+    n_concurrent: int = option(
+        4, "--n-concurrent", "-n", metavar="N", ge=1, resumable=True,
+        description="Trials in flight at once; 1 is the safe laptop setting.",
+    )  # fmt: skip
+    jobs_dir: Path = option(
+        DEFAULT_JOBS_DIR, "--jobs-dir", metavar="DIR",
+        description="Parent directory of run directories.",
+    )  # fmt: skip
+    run_name: str | None = option(
+        None, "--run-name", metavar="NAME", default_note="--job-name, else <condition>-<UTC "
+        "stamp>",
+        description="Run directory name under --jobs-dir; an existing run of that name and "
+        "plan is resumed.",
+    )  # fmt: skip
+    job_name: str | None = option(
+        None, "--job-name", metavar="NAME", default_note="the run name",
+        description="Job directory name inside the run: the name itself for a one-job plan, "
+        "the base of <name>-regression / <name>-workflow for two.",
+    )  # fmt: skip
+    stack: StackChoice = option(AUTO, "--stack", resumable=True, description=STACK_HELP)
+    env: EnvChoice = option(
+        AUTO, "--env", resumable=True,
+        description="Where agents and verifiers run: docker (a container per trial) or local "
+        "(a sandbox directory on this host); auto follows the stack.",
+    )  # fmt: skip
+    relay_url: str | None = option(
+        None, "--relay-url", metavar="URL", resumable=True,
+        description="External stack: the relay's ws:// or wss:// URL (implies --stack "
+        "external).",
+    )  # fmt: skip
+    database_url: str | None = option(  # stored only when it carries no password
+        None, "--database-url", metavar="URL", resumable=True,
+        description="External stack: PostgreSQL URL for health checks and the trial registry "
+        "(optional).",
+    )  # fmt: skip
+    relay_port: int = option(
+        DEFAULT_RELAY_PORT, "--relay-port", metavar="PORT", ge=1, le=65535, resumable=True,
+        description="Embedded stack: the port the relay binds on 127.0.0.1.",
+    )  # fmt: skip
+    state_dir: Path = option(
+        DEFAULT_STATE_DIR, "--state-dir", metavar="DIR", resumable=True,
+        description="Persistent secrets (the pinned user key), the wheelhouse and "
+        "embedded-stack data.",
+    )  # fmt: skip
     trial: TrialSettings = Field(default_factory=TrialSettings)
-    report: bool = False
-    retries: Count = DEFAULT_RETRIES
-    provider_error_limit: Count = DEFAULT_PROVIDER_ERROR_LIMIT
-    max_cost_usd: Annotated[float, Field(gt=0)] | None = None
-    hard_cost_cap: bool = False
-    executor: ExecutorKind = ExecutorKind.LOCAL
-    ray_address: str | None = None
-    ray_slots_per_node: Positive | None = None
-    # confirmation reruns (issue 29 item 5): a task that regresses against this baseline (a
-    # run or job directory, or a report.json) gets up to `confirm_attempts` extra attempts
-    confirm_against: Path | None = None
-    confirm_attempts: Positive = 4
-    confirm_target: Annotated[float, Field(gt=0, lt=1)] = 0.8
+    report: bool = option(
+        False, "--report", resumable=True,
+        description="Write report.json, junit.xml and report.html into the run directory "
+        "(reports that exist are always rewritten).",
+    )  # fmt: skip
+    retries: int = option(
+        DEFAULT_RETRIES, "--retries", metavar="N", ge=0, resumable=True,
+        description="Rerun a trial that ended in a harness error (provider, stack, …) up to "
+        "N times.",
+    )  # fmt: skip
+    provider_error_limit: int = option(
+        DEFAULT_PROVIDER_ERROR_LIMIT, "--provider-error-limit", metavar="N", ge=0,
+        resumable=True,
+        description="Stop starting trials after N in a row end in provider errors (0: never).",
+    )  # fmt: skip
+    max_cost_usd: float | None = option(
+        None, "--max-cost-usd", metavar="USD", gt=0, resumable=True, default_note="no cap",
+        description="Start no new trial once the run has cost this many USD.",
+    )  # fmt: skip
+    hard_cost_cap: bool = option(
+        False, "--hard-cost-cap", resumable=True,
+        description="At --max-cost-usd, cancel the trials in flight.",
+    )  # fmt: skip
+    # where the trials run (scale-out.md §1)
+    executor: ExecutorKind = option(
+        ExecutorKind.LOCAL, "--executor", resumable=True,
+        description="Where trials run: local (this process) or ray (the nodes of a Ray "
+        "cluster that offer buzz_trial slots; needs the ray extra).",
+    )  # fmt: skip
+    ray_address: str | None = option(
+        None, "--ray-address", metavar="ADDR", resumable=True,
+        default_note="$RAY_ADDRESS, else auto",
+        description="--executor ray: the cluster to join (ray.init address).",
+    )  # fmt: skip
+    ray_slots_per_node: int | None = option(
+        None, "--ray-slots-per-node", metavar="N", ge=1, resumable=True,
+        description="--executor ray, development only: start a throwaway one-node local "
+        "cluster with N buzz_trial slots instead of joining one.",
+    )  # fmt: skip
+    # confirmation reruns (docs/statistics.md "Confirmation reruns"): a task that regresses
+    # against this baseline gets up to `confirm_attempts` extra attempts
+    confirm_against: Path | None = option(
+        None, "--confirm-against", metavar="BASELINE",
+        description="Compare each task as it finishes against this baseline (a run or job "
+        "directory, or a report.json); a task that regresses gets extra attempts that confirm "
+        "it or call it noise (exit 3 on a confirmed regression).",
+    )  # fmt: skip
+    confirm_attempts: int = option(
+        4, "--confirm-attempts", metavar="N", ge=1,
+        description="--confirm-against: at most N extra attempts per regressed task (fewer "
+        "once the verdict cannot change).",
+    )  # fmt: skip
+    confirm_target: float = option(
+        0.8, "--confirm-target", metavar="P", gt=0, lt=1,
+        description="The reliability target a confirmed task's attempts are tested against "
+        "(one-sided exact binomial; below it: a finding shown apart, never a regression).",
+    )  # fmt: skip
+    # ... or against the condition's recent runs in a results database (docs/results-db.md
+    # "History as the baseline"): up to `history_runs` runs pooled per task
+    baseline_history: Path | None = option(
+        None, "--baseline-history", metavar="DB",
+        description="Take each task's baseline from the condition's recent runs in this "
+        "results database (`orchestra db`), pooled only where manifest, timeout multiplier and "
+        "task files match (benchmark: confirm as --confirm-against does).",
+    )  # fmt: skip
+    history_runs: int = option(
+        30, "--history-runs", metavar="N", ge=1,
+        description="--baseline-history: pool at most the N latest runs.",
+    )  # fmt: skip
+    fail_below_target: bool = option(
+        False, "--fail-below-target",
+        description="Exit 3 also when a confirmed task holds less often than --confirm-target "
+        "(a finding shown apart, never a regression).",
+    )  # fmt: skip
     # --- this command only ---
-    new_run: bool = Field(default=False, exclude=True)
-    keep_errors: bool = Field(default=False, exclude=True)
-    quiet: bool = Field(default=False, exclude=True)
-    fresh: bool = Field(default=False, exclude=True)  # docker stack: recreate its volume
+    new_run: bool = option(
+        False, "--new-run", exclude=True,
+        description="Start a new run even when an unfinished run of the same plan exists "
+        "(default: resume the most recent one).",
+    )  # fmt: skip
+    keep_errors: bool = option(
+        False, "--keep-errors", exclude=True, resumable=True,
+        description="When resuming, keep trials that ended in error instead of re-running "
+        "them.",
+    )  # fmt: skip
+    quiet: bool = option(
+        False, "--quiet", "-q", exclude=True, resumable=True,
+        description="Only the overall progress line, no per-trial lines.",
+    )  # fmt: skip
+    fresh: bool = option(
+        False, "--fresh", exclude=True,
+        description="Docker stack only: recreate its database volume first (secrets are "
+        "kept).",
+    )  # fmt: skip
+    #: the live endpoint check before the first trial (`--check-endpoints` on a dry run,
+    #: `--skip-endpoint-check` on a real one: the commands' own flags)
     check_endpoints: bool = Field(default=True, exclude=True)
 
     @model_validator(mode="before")
@@ -133,6 +304,10 @@ class RunConfig(Part):
             raise ValueError(
                 "ray_slots_per_node starts a local cluster; it cannot go with ray_address"
             )
+        if self.confirm_against is not None and self.baseline_history is not None:
+            raise ValueError(
+                "confirm_against and baseline_history are two baselines; give one of them"
+            )
         return self
 
     def updated(self, given: Mapping[str, Any]) -> RunConfig:
@@ -146,6 +321,13 @@ class RunConfig(Part):
                 target = target.setdefault(group, {})
             target[leaf] = _jsonable(value)
         return RunConfig.model_validate_json(json.dumps(data))
+
+    def option_value(self, name: str) -> Any:
+        """The value of the option `name` (a nested one by its own name, e.g. `settle_ms`)."""
+        value: Any = self
+        for part in OPTION_PATHS[name]:
+            value = getattr(value, part)
+        return value
 
     def stored(self) -> RunConfig:
         """This config as a document stores it: the command's own options at their defaults."""
@@ -185,44 +367,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [_jsonable(item) for item in value]
     return value
-
-
-def load_run_config(path: Path) -> RunConfig:
-    """A `--config` file (YAML, or JSON, which YAML reads too); `ConfigError` naming the file
-    and the field (with a suggestion for a misspelt option)."""
-    shown = display_path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(shown, "", f"cannot read ({error.strerror or error})") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(shown, "", f"not valid YAML or JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(shown, "", "must be a mapping of option names to values")
-    try:
-        return RunConfig.model_validate_json(json.dumps(data))
-    except (TypeError, ValueError) as error:
-        if not isinstance(error, ValidationError):
-            raise ConfigError(shown, "", f"not a plain YAML value ({error})") from None
-        first = from_validation_error(shown, error)[0]
-        problem = first.problem
-        if error.errors()[0]["type"] == "extra_forbidden":
-            problem = "unknown option" + _did_you_mean(first.field)
-        field = "" if first.field == TOP_LEVEL else first.field
-        raise ConfigError(first.file, field, problem) from None
-
-
-def _did_you_mean(field: str) -> str:
-    leaf = field.rpartition(".")[2]
-    known = [*RunConfig.model_fields, *OPTION_PATHS]
-    close = difflib.get_close_matches(leaf, known, n=1)
-    return f" (did you mean {'.'.join(OPTION_PATHS.get(close[0], (close[0],)))}?)" if close else ""
-
-
-def options_problem(error: ValidationError, file: Path | None = None) -> str:
-    """One line for options that do not validate: the file when there is one, the option
-    unless the problem names it (`hard_cost_cap needs max_cost_usd`)."""
-    first = from_validation_error(display_path(file) if file else "", error)[0]
-    where = [first.file] if file is not None else []
-    where += [first.field] if first.field != TOP_LEVEL else []
-    return ": ".join([*where, first.problem])

@@ -43,6 +43,8 @@ class TaskRecord(Part):
     dir: str
     layer: Layer
     digest: Sha256
+    #: `digest` without `solution/` (the history pools runs by it); absent in older documents
+    contract_digest: Annotated[Sha256 | None, Field(default=None, exclude_if=absent)]
     harbor_checksum: Sha256 | None = None
 
 

@@ -23,13 +23,17 @@ from orchestra.documents.trial import (
     TrialConfig,
     TrialResult,
 )
+from orchestra.errors import TrialFailure
 from orchestra.executors.packing import unpack_directory
 from orchestra.jsonio import utc_timestamp
 from orchestra.paths import JobPaths, TrialPaths
 
 
-class InstallError(Exception):
-    """A returned trial directory that does not hold what its node returned."""
+class InstallError(TrialFailure):
+    """A returned trial directory that does not hold what its node returned: the trial ends
+    in `InternalError`."""
+
+    exception_type = ErrorType.INTERNAL_ERROR
 
 
 def install_trial(

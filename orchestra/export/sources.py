@@ -11,11 +11,12 @@ from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig
 from orchestra.documents.run import RunRecord
 from orchestra.documents.trial import RosterAgent, TrialConfig, TrialResult
+from orchestra.errors import OrchestraError
 from orchestra.jobs.layout import load_job_config, scan_trials
 from orchestra.paths import JobPaths, RunPaths, TrialPaths
 
 
-class ExportError(Exception):
+class ExportError(OrchestraError):
     """The export cannot be written (exit 1); `str()` is one line naming the path."""
 
 

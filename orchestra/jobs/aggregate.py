@@ -33,6 +33,7 @@ class PlannedTask:
     name: str
     layer: str
     digest: str = ""  # the task files' digest (compare flags a task whose files changed)
+    contract_digest: str = ""  # without `solution/` (the results history pools by it)
 
 
 @dataclass
@@ -81,7 +82,10 @@ class JobRecord:
             condition=condition,
             manifest_sha256=manifest_sha256,
             attempts=plan.attempts,
-            tasks=[PlannedTask(task.name, task.layer, task.digest) for task in plan.tasks],
+            tasks=[
+                PlannedTask(task.name, task.layer, task.digest, task.contract_digest or "")
+                for task in plan.tasks
+            ],
             oracle=oracle,
             started=started,
             models=models,

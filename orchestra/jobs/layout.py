@@ -13,6 +13,7 @@ from orchestra.documents.enums import ErrorType, ExecutorKind, TrialStatus
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult, ResumeRecord
 from orchestra.documents.trial import TrialResult
+from orchestra.errors import OrchestraError
 from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.identity import differing_fields
 from orchestra.jsonio import utc_timestamp
@@ -20,7 +21,7 @@ from orchestra.paths import JobPaths, RunPaths
 from orchestra.plural import plural
 
 
-class JobConfigMismatch(Exception):
+class JobConfigMismatch(OrchestraError):
     """The job exists with another replay identity (exit 1)."""
 
 

@@ -40,7 +40,8 @@ class PlanError(ConfigError):
 
 def describe_selection(selection: TaskSelection) -> str:
     return (
-        f"path={display_path(dataset_path(selection))}, layer={selection.layer or 'any'}, "
+        f"path={', '.join(display_path(path) for path in dataset_paths(selection))}, "
+        f"layer={selection.layer or 'any'}, "
         f"include={json.dumps(selection.include)}, exclude={json.dumps(selection.exclude)}"
     )
 
@@ -83,9 +84,9 @@ class Plan:
 # --- where the tasks come from --------------------------------------------------------------
 
 
-def dataset_path(selection: TaskSelection) -> Path:
-    """The task or dataset directory the selection names (default `tasks/buzz-native`)."""
-    return selection.path if selection.path is not None else DEFAULT_DATASET
+def dataset_paths(selection: TaskSelection) -> list[Path]:
+    """The task or dataset directories the selection names (default `tasks/buzz-native`)."""
+    return list(selection.paths) or [DEFAULT_DATASET]
 
 
 def dataset_dir(dataset: str) -> Path:
@@ -96,19 +97,13 @@ def dataset_dir(dataset: str) -> Path:
     return candidate
 
 
-def discover_tasks(path: Path) -> list[Task]:
-    """Every task under `path`, validated; all problems are raised together (§2.3 items 1–3)."""
-    shown = display_path(path)
-    if not path.exists():
-        raise PlanError(f"{shown}: does not exist", file=shown)
-    if not path.is_dir():
-        raise PlanError(f"{shown}: is not a directory", file=shown)
-    if (path / "task.toml").is_file():
-        task_dirs = [path]
-    else:
-        task_dirs = sorted(
-            (child for child in path.iterdir() if _is_task_dir(child)), key=lambda p: p.name
-        )
+def discover_tasks(*paths: Path) -> list[Task]:
+    """Every task under each of `paths` (a task or dataset directory), validated, in the order
+    given; all problems are raised together, a task name two directories share among them
+    (§2.3 items 1–3)."""
+    task_dirs: list[Path] = []
+    for path in paths:
+        task_dirs += [found for found in _task_dirs(path) if found not in task_dirs]
     errors: list[ConfigError] = []
     tasks: list[Task] = []
     for task_dir in task_dirs:
@@ -129,6 +124,17 @@ def discover_tasks(path: Path) -> list[Task]:
             )
     raise_if_any(errors)
     return tasks
+
+
+def _task_dirs(path: Path) -> list[Path]:
+    shown = display_path(path)
+    if not path.exists():
+        raise PlanError(f"{shown}: does not exist", file=shown)
+    if not path.is_dir():
+        raise PlanError(f"{shown}: is not a directory", file=shown)
+    if (path / "task.toml").is_file():
+        return [path]
+    return sorted((child for child in path.iterdir() if _is_task_dir(child)), key=lambda p: p.name)
 
 
 def _is_task_dir(child: Path) -> bool:
@@ -160,12 +166,12 @@ def select_tasks(tasks: Sequence[Task], selection: TaskSelection) -> tuple[list[
 def _why_none(tasks: Sequence[Task], selection: TaskSelection) -> str:
     """The `task.toml` a directory that looks like a task lacks, when that explains an empty
     selection (discovery ignores such directories, §2.3 item 1)."""
-    path = dataset_path(selection)
-    lacking = lacking_task_toml(path)
+    paths = dataset_paths(selection)
+    lacking = [found for path in paths for found in lacking_task_toml(path)]
     if tasks:  # the filters removed every task: did a glob name a directory without task.toml?
         lacking = [d for d in lacking if any(fnmatchcase(d.name, p) for p in selection.include)]
     elif not lacking:
-        where = display_path(path)
+        where = ", ".join(display_path(path) for path in paths)
         return f": no task.toml in {where} or in any directory directly under it"
     if not lacking:
         return ""
@@ -222,7 +228,7 @@ def plan_jobs(
 
 def make_plan(selection: TaskSelection, base_name: str) -> Plan:
     """Discover, validate, filter and plan; raises `ConfigError` on any problem."""
-    tasks = discover_tasks(dataset_path(selection))
+    tasks = discover_tasks(*dataset_paths(selection))
     selected, warnings = select_tasks(tasks, selection)
     plan = plan_jobs(selected, selection.attempts, base_name)
     return Plan(selection, plan, tuple(warnings))

@@ -267,9 +267,9 @@ def find_unfinished_run(
             continue
         try:
             stored = RunRecord.load(paths.run_json)
-            if (stored.plan_identity, stored.settings.selection.path) != (
+            if (stored.plan_identity, stored.settings.selection.paths) != (
                 current.plan_identity,
-                current.settings.selection.path,
+                current.settings.selection.paths,
             ):
                 continue
             if not run_progress(paths, stored, keep_errors=True).finished:

@@ -41,6 +41,7 @@ class RunRow:
     manifest_sha256: str
     environment: str
     orchestrator_version: str
+    timeout_multiplier: float
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ def _run_row(record: RunRecord, path: Path) -> RunRow:
     return RunRow(
         record.id, record.run_name, "run", path.resolve(), record.created_at, record.condition,
         record.manifest_sha256, record.environment, record.orchestrator_version,
+        record.settings.trial.timeout_multiplier,
     )  # fmt: skip
 
 
@@ -83,7 +85,7 @@ def read_directory(path: Path) -> Addition:
     row = RunRow(
         config.id, config.job_name, "job", path.resolve(), config.created_at,
         config.manifest.condition, config.manifest.sha256, config.environment,
-        config.orchestrator_version,
+        config.orchestrator_version, config.options.trial.timeout_multiplier,
     )  # fmt: skip
     return Addition(row, [LoadedJob(load_job_record(path), config.plan.layer)], whole_run=True)
 
@@ -109,7 +111,7 @@ def _replace_run(connection: sqlite3.Connection, addition: Addition) -> int:
     run = addition.run
     values = (
         run.name, run.kind, str(run.path), run.created_at, run.condition, run.manifest_sha256,
-        run.environment, run.orchestrator_version, utc_timestamp(),
+        run.environment, run.orchestrator_version, run.timeout_multiplier, utc_timestamp(),
     )  # fmt: skip
     found = connection.execute("SELECT run_key FROM runs WHERE run_id = ?", (run.run_id,))
     row = found.fetchone()
@@ -117,14 +119,16 @@ def _replace_run(connection: sqlite3.Connection, addition: Addition) -> int:
         connection.execute("DELETE FROM runs WHERE run_id = ?", (run.run_id,))
         cursor = connection.execute(
             "INSERT INTO runs (run_id, name, kind, path, created_at, condition, manifest_sha256,"
-            " environment, orchestrator_version, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " environment, orchestrator_version, timeout_multiplier, added_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.run_id, *values),
         )
         return _key(cursor)
     run_key = int(row[0])
     connection.execute(
         "UPDATE runs SET name = ?, kind = ?, path = ?, created_at = ?, condition = ?,"
-        " manifest_sha256 = ?, environment = ?, orchestrator_version = ?, added_at = ?"
+        " manifest_sha256 = ?, environment = ?, orchestrator_version = ?,"
+        " timeout_multiplier = ?, added_at = ?"
         " WHERE run_key = ?",
         (*values, run_key),
     )
@@ -162,6 +166,7 @@ class _TrialRows:
     path: Path
     config: TrialConfig | None
     trajectories: dict[str, Trajectory]
+    task_digest: str  # the planned task's contract digest (its full digest in older plans)
 
     @classmethod
     def read(cls, job: JobRecord, result: TrialResult, *, messages: bool) -> _TrialRows:
@@ -169,7 +174,9 @@ class _TrialRows:
         config = TrialConfig.load_if_readable(paths.config_json)
         agents = _agent_ids(result, config)
         trajectories = _trajectories(paths, agents) if messages else {}
-        return cls(result, paths.root.resolve(), config, trajectories)
+        planned = {task.name: task.contract_digest or task.digest for task in job.tasks}
+        digest = planned.get(result.task_name, "")
+        return cls(result, paths.root.resolve(), config, trajectories, digest)
 
     def insert(self, connection: sqlite3.Connection, run_key: int, job_key: int) -> None:
         result = self.result
@@ -177,13 +184,15 @@ class _TrialRows:
         tokens = result.tokens
         cursor = connection.execute(
             "INSERT INTO trials (job_key, run_key, trial_id, trial_name, task_name, short_name,"
-            " layer, attempt, condition, status, passed, reward, stop_reason, error_type,"
+            " task_digest, layer, attempt, condition, status, passed, reward, stop_reason, error_type,"
             " error_cause, started_at, finished_at, seconds, agent_active_seconds, input_tokens,"
             " cached_input_tokens, output_tokens, cost_usd, accounting, path)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " ?)",
             (
                 job_key, run_key, result.trial_id, result.trial_name, result.task_name,
-                result.short_name, result.layer, result.attempt, result.condition,
+                result.short_name, self.task_digest, result.layer, result.attempt,
+                result.condition,
                 result.status.value, succeeded(result), result.reward,
                 result.stop_reason.value if result.stop_reason else None, result.error_type,
                 info.exception_type.cause if info else None, result.started_at,

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orchestra.config.errors import display_path
+from orchestra.errors import OrchestraError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
-class DatabaseError(Exception):
+class DatabaseError(OrchestraError):
     """A database path that cannot be used (exit 1); `str()` is one line naming the file."""
 
 
@@ -38,6 +39,7 @@ CREATE TABLE runs (
   manifest_sha256 TEXT NOT NULL,
   environment TEXT NOT NULL,
   orchestrator_version TEXT NOT NULL,
+  timeout_multiplier REAL NOT NULL,     -- the run's trial timeouts' multiplier
   added_at TEXT NOT NULL
 );
 CREATE TABLE jobs (
@@ -64,6 +66,7 @@ CREATE TABLE trials (
   trial_name TEXT NOT NULL,
   task_name TEXT NOT NULL,
   short_name TEXT NOT NULL,
+  task_digest TEXT NOT NULL,            -- the task's files without solution/ ('' unknown)
   layer TEXT NOT NULL,
   attempt INTEGER NOT NULL,
   condition TEXT NOT NULL,

@@ -28,9 +28,15 @@ from orchestra.jobs.runner import Interrupt, JobOutcome, RunShare, run_job
 from orchestra.jobs.services import JobServices
 from orchestra.paths import JobPaths
 from orchestra.report.compare.comparison import CompareInputError
+from orchestra.report.files import report_problem, write_reports
 from orchestra.report.stats.power import dry_run_power_text
 from orchestra.report.text.progress import Progress
-from orchestra.run.confirmation import BaselineConfirmation
+from orchestra.results.schema import DatabaseError
+from orchestra.run.confirmation import (
+    BaselineConfirmation,
+    baseline_of_history,
+    baseline_of_run,
+)
 from orchestra.run.execution import (
     Execution,
     driver_stack,
@@ -155,20 +161,43 @@ class Run:
         except OrchestraError as error:  # the Ray cluster (or its extra)
             return RunOutcome(refusal_of(error), [str(error)], scope)
         try:
-            return self._execute(api_keys, owed, state, executor, confirmation)
+            outcome = self._execute(api_keys, owed, state, executor, confirmation)
         finally:
             stop_executor(self.execution)
+        if outcome.ran:
+            self._write_reports(outcome)
+        return outcome
+
+    def _write_reports(self, outcome: RunOutcome) -> None:
+        """The run's report when `--report` asks for it (now or when the run started), and
+        every report that exists already, written again over the trials as they now are
+        (§2.5); their paths, or what could not be written, go into `outcome`."""
+        for job_dirs, out_dir in self.scope.report_dirs(self.effective.report):
+            try:
+                outcome.reports.append(write_reports(job_dirs, out_dir))
+            except (DocumentError, OSError) as error:
+                outcome.errors.append(report_problem(error, out_dir))
 
     def _confirmation(self) -> BaselineConfirmation | None:
-        """The confirmation reruns `--confirm-against` asks for (its baseline read now: a bad
-        one refuses the run before anything starts)."""
-        baseline = self.effective.confirm_against
-        if baseline is None:
-            return None
+        """The confirmation reruns `--confirm-against` or `--baseline-history` asks for (the
+        baseline read now: a bad one refuses the run before anything starts)."""
+        effective = self.effective
         try:
-            return BaselineConfirmation(self.effective, baseline)
+            if effective.baseline_history is not None:
+                jobs = list(self.scope.jobs)
+                baseline = baseline_of_history(
+                    effective.baseline_history, self.plan.condition, effective, jobs
+                )
+                for line in baseline.lines:
+                    self._say(line)
+                return BaselineConfirmation(effective, baseline)
+            if effective.confirm_against is not None:
+                return BaselineConfirmation(effective, baseline_of_run(effective.confirm_against))
         except CompareInputError as error:
             raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
+        except DatabaseError as error:
+            raise Refused(RunEnd.USAGE, f"--baseline-history: {error}") from None
+        return None
 
     def _execute(
         self,
@@ -233,12 +262,13 @@ class Run:
             if result.attempt <= planned[outcome.name].attempts
         ]
         unfinished = len(in_plan) < self.scope.n_planned
-        confirmations = [
-            found
-            for outcome in outcomes
-            if confirmation is not None
-            for found in confirmation.confirmations(planned[outcome.name], outcome.results)
-        ]
+        confirmations = (
+            []
+            if confirmation is None
+            else confirmation.confirmations(
+                [(planned[outcome.name], outcome.results) for outcome in outcomes]
+            )
+        )
         if interrupted:
             end = RunEnd.INTERRUPTED
         elif stopped:
@@ -323,9 +353,12 @@ class Run:
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-class MachineFault(Exception):
+class MachineFault(OrchestraError):
     """The machine failed the run: an OS error writing the jobs directory (a full disk, a
-    read-only or vanished filesystem). `str()` is one line naming the path and the error."""
+    read-only or vanished filesystem). `str()` is one line naming the path and the error. The
+    run ends as an interrupted one does (§2.4): nothing is lost, a resume runs what is owed."""
+
+    exit_code = 130
 
     @classmethod
     def of(cls, errors: BaseExceptionGroup[OSError], jobs_root: Path) -> MachineFault:

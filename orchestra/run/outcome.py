@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from orchestra.errors import OrchestraError
 from orchestra.jobs.runner import JobOutcome
+from orchestra.report.files import ReportFiles
 from orchestra.run.confirmation import TaskConfirmation
 from orchestra.run.scope import RunScope
 
@@ -27,12 +28,14 @@ def refusal_of(error: OrchestraError) -> RunEnd:
     return RunEnd.USAGE if error.exit_code == 1 else RunEnd.PREFLIGHT
 
 
-class Refused(Exception):
-    """A check failed before anything started: how the run ends and the message."""
+class Refused(OrchestraError):
+    """A check failed before anything started: how the run ends (a usage error, exit 1, or a
+    failed preflight, exit 2) and the message."""
 
     def __init__(self, end: RunEnd, message: str, *, missing_keys: bool = False) -> None:
         super().__init__(message)
         self.end = end
+        self.exit_code = 1 if end is RunEnd.USAGE else 2
         self.missing_keys = missing_keys
 
 
@@ -52,6 +55,8 @@ class RunOutcome:
     missing_keys: bool = False
     #: --confirm-against: the tasks that regressed against the baseline and their verdicts
     confirmations: list[TaskConfirmation] = field(default_factory=list)
+    #: the reports written when the jobs ran (`--report`, or rewritten where they existed)
+    reports: list[ReportFiles] = field(default_factory=list)
 
     @classmethod
     def refused(cls, error: Refused, scope: RunScope | None = None) -> RunOutcome:

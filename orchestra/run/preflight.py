@@ -16,6 +16,7 @@ from orchestra.documents.enums import EnvKind
 from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.documents.run_config import RunConfig
+from orchestra.errors import OrchestraError
 from orchestra.jobs.endpoint_probe import probe_endpoints
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import JobConfigMismatch, scan_trials
@@ -33,8 +34,10 @@ AGENT_PROGRAMS = ("buzz-acp", "buzz-agent", "buzz-dev-mcp")
 UNSAFE_PATH_CHARS = re.compile(r"""[\s'"$\\`;&|<>()*?\[\]{}!]""")
 
 
-class Preflight(Exception):
+class Preflight(OrchestraError):
     """A preflight failure: exit 2 with the message."""
+
+    exit_code = 2
 
 
 class MissingKeys(Preflight):

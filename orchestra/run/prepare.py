@@ -17,9 +17,10 @@ from orchestra.config.errors import ConfigError
 from orchestra.config.task import load_task
 from orchestra.documents.enums import StackMode
 from orchestra.documents.run import RunRecord
-from orchestra.documents.run_config import AUTO, RunConfig, options_problem
+from orchestra.documents.run_config import AUTO, RunConfig
+from orchestra.documents.run_config_file import options_problem
 from orchestra.jobs.layout import load_job_config
-from orchestra.jobs.plan import PlannedJob, dataset_path, discover_tasks, select_tasks
+from orchestra.jobs.plan import PlannedJob, dataset_paths, discover_tasks, select_tasks
 from orchestra.jobs.run import RunRequest, RunTarget, check_plan_unchanged, choose_run, run_of
 from orchestra.paths import JobPaths
 from orchestra.run.execution import Execution
@@ -47,7 +48,7 @@ def plan_benchmark(config: RunConfig, execution: Execution) -> RunPlan:
     to (`Refused` naming the problem)."""
     with refusals():
         selection = config.selection
-        tasks, warnings = select_tasks(discover_tasks(dataset_path(selection)), selection)
+        tasks, warnings = select_tasks(discover_tasks(*dataset_paths(selection)), selection)
         condition = load_condition(
             config.manifest, config.endpoint_config, config.artifact_root, verify=False
         )
@@ -76,7 +77,9 @@ def stored_config(config: RunConfig, modes: Modes, condition: Condition) -> RunC
     bin_dir = trial.buzz_bin_dir.absolute() if trial.buzz_bin_dir else None
     return config.model_copy(
         update={
-            "selection": selection.model_copy(update={"path": dataset_path(selection).absolute()}),
+            "selection": selection.model_copy(
+                update={"paths": [path.absolute() for path in dataset_paths(selection)]}
+            ),
             "manifest": condition.manifest_path.absolute(),
             "endpoint_config": condition.endpoint_config.path.absolute(),
             "artifact_root": condition.artifact_root,

@@ -20,6 +20,7 @@ from orchestra.config.errors import ConfigError, display_path
 from orchestra.config.task import Task, load_task
 from orchestra.documents.enums import TrialStatus
 from orchestra.paths import PROJECT_ROOT, TaskPaths, TrialPaths
+from orchestra.taskkit.case_replay import replay_cases
 from orchestra.taskkit.cases import CaseWorld, cases_path, load_cases
 from orchestra.taskkit.stack import Replay, StackOptions, StackRun, replay
 from orchestra.taskkit.verifier import Verdict, run_verifier
@@ -42,6 +43,8 @@ class CheckOptions:
     negatives_dir: Path | None = None
     #: with the real stack: the oracle and negative replays (skipped: static checks only)
     replay: bool = True
+    #: with the real stack: every case of `verifier-cases.toml` the buzz CLI can play
+    replay_cases: bool = False
 
 
 @dataclass
@@ -50,6 +53,8 @@ class TaskCheck:
     task: Task | None = None
     negative: Path | None = None
     problems: list[str] = field(default_factory=list)
+    #: what the check did not do, and why (cases left out of `--replay-cases`)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def shown(self) -> str:
@@ -80,6 +85,11 @@ def check_tasks(task_dirs: Sequence[Path], options: CheckOptions) -> list[TaskCh
     ready = [check for check in checks if check.task is not None]
     if options.replay and ready:
         _replays(ready, options.stack)
+    if options.replay_cases and ready:
+        replayed = replay_cases([check.task for check in ready if check.task], options.stack)
+        for check in ready:
+            check.problems += replayed[check.dir].problems
+            check.notes += replayed[check.dir].notes
     return checks
 
 

@@ -71,7 +71,7 @@ def replay(name: str, scripts: dict[Path, Path], options: StackOptions) -> Stack
         shutil.copyfile(script, TaskPaths(copy).solve_sh)
     config = options.run.updated(
         {
-            "path": dataset,
+            "paths": [dataset],
             "attempts": 1,
             "manifest": PROJECT_ROOT / DEFAULT_MANIFEST,
             "endpoint_config": PROJECT_ROOT / DEFAULT_ENDPOINT_CONFIG,

@@ -3,14 +3,15 @@ messages, then wait for completion under the agent timeout and the budgets (§7.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from dataclasses import dataclass, field
 
 from orchestra.documents.enums import ErrorType
 from orchestra.documents.trial import BudgetExceeded, ScriptedEvent
 from orchestra.trial import relay_ops
 from orchestra.trial.budget import budget_exceeded, trial_cost
 from orchestra.trial.completion import (
-    AgentProcessExited,
     CompletionRules,
     CompletionWatch,
     describe_exit,
@@ -27,14 +28,14 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
     assert setup.channel_id is not None and setup.observer is not None
     orchestrator_pubkey = setup.agent_keys[state.orchestrator_id].pubkey
     accepted_at = await post_task(state, ctx, orchestrator_pubkey)
-    awaited = await post_scripted_messages(state, ctx, orchestrator_pubkey)
+    scripted = ScriptedPosting(len(state.task.fixture.scripted_messages))
     phase.watch = watch = CompletionWatch(
         CompletionRules(
             orchestrator_id=state.orchestrator_id,
             orchestrator_pubkey=orchestrator_pubkey,
             solo=ctx.condition.manifest.is_solo,
-            scripted_event_ids=[event.event_id for event in phase.scripted_events],
-            awaited_event_ids=awaited,
+            scripted_event_ids=scripted.posted,
+            awaited_event_ids=scripted.awaited,
             settle_seconds=ctx.options.settle_ms / 1000,
         ),
         setup.observer,
@@ -43,12 +44,19 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
         lambda: check_usage(state, ctx),
         lambda agent: describe_exit(state.paths, agent),
         state.changed,
+        scripted_pending=scripted.pending,
     )
     remaining = state.timeouts.agent_seconds - (time.monotonic() - accepted_at)
     try:
-        phase.completion = completion = await watch.wait(remaining)
-    except AgentProcessExited as error:
-        raise TrialError(ErrorType.AGENT_PROCESS_EXITED, str(error)) from error
+        async with asyncio.TaskGroup() as group:
+            posting = group.create_task(
+                post_scripted_messages(state, ctx, orchestrator_pubkey, scripted, accepted_at)
+            )
+            phase.completion = completion = await watch.wait(remaining)
+            posting.cancel()  # a timeout or a budget stop ends the trial before a late post
+    except BaseExceptionGroup as failed:  # one task's own error, as if it ran alone
+        # an agent that exited first is `AgentProcessExited`, the trial's failure as it is
+        raise failed.exceptions[0] from None
     if completion.unaccounted_events:
         state.recorder.log(describe_unaccounted(completion.unaccounted_events))
     state.recorder.log(f"agent phase ended: {completion.stop_reason}")
@@ -82,18 +90,37 @@ async def post_task(state: TrialState, ctx: JobContext, orchestrator_pubkey: str
     return accepted_at
 
 
+@dataclass
+class ScriptedPosting:
+    """The scripted messages posted so far (§7.2 step 12): their ids, and those the solo
+    delivery rule waits for, the ones that `p`-tag the orchestrator agent (the events
+    `buzz-acp` wakes on); any other counts as delivered once posted (§7.11)."""
+
+    total: int
+    posted: list[str] = field(default_factory=list)
+    awaited: list[str] = field(default_factory=list)
+
+    def pending(self) -> bool:
+        return len(self.posted) < self.total
+
+
 async def post_scripted_messages(
-    state: TrialState, ctx: JobContext, orchestrator_pubkey: str
-) -> list[str]:
-    """Step 12: the fixture's scripted messages, back to back in fixture order. Returns the ids
-    the solo delivery rule waits for: those that `p`-tag the orchestrator agent (the events
-    `buzz-acp` wakes on); any other scripted event counts as delivered once posted (§7.11)."""
+    state: TrialState,
+    ctx: JobContext,
+    orchestrator_pubkey: str,
+    progress: ScriptedPosting,
+    accepted_at: float,
+) -> None:
+    """Step 12: the fixture's scripted messages in fixture order, each `delay_seconds` after
+    the task's acceptance (`accepted_at`, monotonic) and never before the one before it."""
     channel_id, user = state.setup.channel_id, state.setup.user
     assert channel_id is not None and user is not None
     actors = {entry.key: identity for entry, identity in state.setup.directory}
-    posted: list[ScriptedEvent] = []
-    awaited: list[str] = []
+    posted = state.agent_phase.scripted_events
     for message in state.task.fixture.scripted_messages:
+        wait = accepted_at + message.delay_seconds - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)  # the fixture's own timing, not a synchronisation
         actor = user if message.actor == "user" else actors[message.actor]
         reply_to = state.agent_phase.task_event_id if message.reply_to_task else None
         with classified(ErrorType.SCRIPTED_EVENT_ERROR):
@@ -110,7 +137,7 @@ async def post_scripted_messages(
                 f'scripted event "{message.label}" did not return an event ID',
             )
         if orchestrator_pubkey in tagged:
-            awaited.append(event_id)
+            progress.awaited.append(event_id)
         posted.append(
             ScriptedEvent(
                 label=message.label,
@@ -119,5 +146,5 @@ async def post_scripted_messages(
                 reply_to_event_id=reply_to,
             )
         )
-    state.agent_phase.scripted_events = posted
-    return awaited
+        progress.posted.append(event_id)
+        state.notify()

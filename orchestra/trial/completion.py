@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from orchestra.documents.enums import BudgetScope, StopReason
 from orchestra.documents.trial import BudgetExceeded
+from orchestra.errors import TrialFailure
 from orchestra.paths import TrialPaths
 from orchestra.processes import first_of
 from orchestra.stack.watch import StackUnavailable
@@ -27,8 +28,8 @@ BUDGET_STOPS = {
 }
 
 
-class AgentProcessExited(Exception):
-    pass
+class AgentProcessExited(TrialFailure):
+    """An agent process of the trial exited before it completed (§7.7)."""
 
 
 def describe_exit(paths: TrialPaths, agent: AgentProcess) -> str:
@@ -57,6 +58,9 @@ class Completion:
 
 @dataclass(frozen=True)
 class CompletionRules:
+    """The two id lists grow while delayed scripted messages are posted (§7.2 step 12); no
+    rule holds before the last of them is posted."""
+
     orchestrator_id: str
     orchestrator_pubkey: str
     solo: bool
@@ -83,8 +87,11 @@ class CompletionWatch:
         budget_check: Callable[[], BudgetExceeded | None],
         describe_exit: Callable[[AgentProcess], str],
         changed: asyncio.Event | None = None,
+        scripted_pending: Callable[[], bool] = lambda: False,
     ) -> None:
-        """`changed`: set by whoever sees an event log, the channel or a process change."""
+        """`changed`: set by whoever sees an event log, the channel or a process change, or
+        posts a scripted message; `scripted_pending`: some scripted message is still to be
+        posted (§7.11: the trial does not end before it)."""
         self.rules = rules
         self.observer = observer
         self.states = states
@@ -92,6 +99,7 @@ class CompletionWatch:
         self.budget_check = budget_check
         self.describe_exit = describe_exit
         self.changed = changed if changed is not None else asyncio.Event()
+        self.scripted_pending = scripted_pending
 
     def notify(self) -> None:
         self.changed.set()
@@ -154,12 +162,13 @@ class CompletionWatch:
             exceeded = self.budget_check()
             if exceeded is not None:
                 return Completion(BUDGET_STOPS[exceeded.scope], None, exceeded)
-            if self.rules.done_message_applies:
+            pending = self.scripted_pending()
+            if self.rules.done_message_applies and not pending:
                 done_id = self._done_message()
                 if done_id is not None:
                     return Completion(StopReason.DONE_MESSAGE, done_id)
             now = time.monotonic()
-            if self.rules.solo:
+            if self.rules.solo and not pending:
                 state = self.states[self.rules.orchestrator_id]
                 quiet = self._solo_quiet()
                 unaccounted = self._unaccounted() if quiet else ()

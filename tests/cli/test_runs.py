@@ -37,9 +37,10 @@ def test_the_resume_command_repeats_only_what_the_run_does_not_store(plan: RunPl
         effective=plan.effective.updated(given),
     )
     assert resume_command(changed) == (
-        f"/opt/venv/bin/orchestra resume {plan.scope.path} --n-concurrent 1 --keep-errors "
+        f"/opt/venv/bin/orchestra resume {plan.scope.path} --n-concurrent 1 "
         "--stack external --relay-url ws://relay:3600 "
-        "--database-url postgresql://bench:PASSWORD@db:5432/buzz --timeout-multiplier 2 --quiet"
+        "--database-url postgresql://bench:PASSWORD@db:5432/buzz --timeout-multiplier 2 "
+        "--keep-errors --quiet"
     )
     assert "hunter2" not in resume_command(changed)
 

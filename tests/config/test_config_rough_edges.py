@@ -24,7 +24,7 @@ from .conftest import LUNA_MANIFEST, REPO, make_task
 
 def plan_error(path: Path, *include: str) -> str:
     with pytest.raises(PlanError) as caught:
-        make_plan(TaskSelection(path=path, include=list(include)), "job")
+        make_plan(TaskSelection(paths=[path], include=list(include)), "job")
     return str(caught.value)
 
 

@@ -57,12 +57,12 @@ def test_a_harbor_task_may_name_a_buzz_layer(tmp_path: Path) -> None:
 def test_without_k_harbor_tasks_are_a_job_of_their_own_with_k_5(tmp_path: Path) -> None:
     make_task(tmp_path, "buzz-task", "regression")
     harbor_task(tmp_path, "harbor-task", "")
-    plan = make_plan(TaskSelection(path=tmp_path), "base")
+    plan = make_plan(TaskSelection(paths=[tmp_path]), "base")
     assert [(job.name, job.layer, job.attempts) for job in plan.jobs] == [
         ("base-regression", "regression", 1),
         ("base-harbor", "harbor", 5),
     ]
-    harbor_only = make_plan(TaskSelection(path=tmp_path, layer="harbor"), "base")
+    harbor_only = make_plan(TaskSelection(paths=[tmp_path], layer="harbor"), "base")
     assert [(job.name, job.attempts) for job in harbor_only.jobs] == [("base", 5)]
 
 

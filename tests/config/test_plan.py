@@ -12,7 +12,7 @@ from orchestra.config.errors import ConfigError
 from orchestra.documents.run_config import TaskSelection
 from orchestra.jobs.plan import (
     dataset_dir,
-    dataset_path,
+    dataset_paths,
     discover_tasks,
     job_base_name,
     make_plan,
@@ -50,7 +50,7 @@ def dataset(tmp_path: Path) -> Path:
 
 
 def plan_of(path: Path, attempts: int | None = None, **filters: object):
-    return make_plan(TaskSelection(path=path, attempts=attempts, **filters), "base")
+    return make_plan(TaskSelection(paths=[path], attempts=attempts, **filters), "base")
 
 
 def shape(plan) -> list[tuple[str, str, int, list[str]]]:
@@ -190,8 +190,8 @@ def test_missing_path_and_file_path(tmp_path: Path) -> None:
 
 
 def test_dataset_path_rules(tmp_path: Path) -> None:
-    assert dataset_path(TaskSelection()) == DEFAULT_DATASET
-    assert dataset_path(TaskSelection(path=tmp_path)) == tmp_path
+    assert dataset_paths(TaskSelection()) == [DEFAULT_DATASET]
+    assert dataset_paths(TaskSelection(paths=[tmp_path])) == [tmp_path]
     assert dataset_dir(str(tmp_path)) == tmp_path
     with pytest.raises(
         ConfigError, match="^registry datasets are not supported; pass a local directory$"
@@ -215,13 +215,13 @@ def test_job_base_name() -> None:
 
 def test_longest_condition_still_gives_valid_two_job_names(dataset: Path) -> None:
     base = job_base_name("c" * 100, None, datetime(2026, 1, 1, tzinfo=UTC))
-    plan = make_plan(TaskSelection(path=dataset), base)
+    plan = make_plan(TaskSelection(paths=[dataset]), base)
     assert [len(job.name) for job in plan.jobs] == [128, 126]
 
 
 def test_too_long_job_name_with_layer_suffix_is_rejected(dataset: Path) -> None:
     with pytest.raises(ConfigError, match=r'^job name "a{128}-regression" must match'):
-        make_plan(TaskSelection(path=dataset), "a" * 128)
+        make_plan(TaskSelection(paths=[dataset]), "a" * 128)
 
 
 # --- records and dry run ----------------------------------------------------------------------
@@ -277,7 +277,7 @@ def test_dry_run_warns_about_missing_keys_and_flags_the_oracle(dataset: Path) ->
 
 def test_the_shipped_dataset_plans_as_the_specification_says() -> None:
     """`just benchmark` against tasks/buzz-native: 6 tasks × 1, then 4 tasks × 3 (§2.3)."""
-    plan = make_plan(TaskSelection(path=REPO / "tasks/buzz-native"), "base")
+    plan = make_plan(TaskSelection(paths=[REPO / "tasks/buzz-native"]), "base")
     assert [(job.layer, len(job.tasks), job.attempts) for job in plan.jobs] == [
         ("regression", 6, 1),
         ("workflow", 4, 3),

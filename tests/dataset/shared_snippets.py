@@ -4,7 +4,9 @@ Verifiers must stay self-contained standard-library scripts (dataset.md §2.6), 
 cannot be imported; instead it is copied between marker comments and kept byte-identical.
 Edit a block in the canonical verifier, then run
 `.venv/bin/python tests/dataset/shared_snippets.py` to copy it into the others;
-`test_shared_snippets.py` fails while any copy differs.
+`test_shared_snippets.py` fails while any copy differs. The task kit's trace helpers
+(the task kit's verifier template, orchestra/taskkit/template/tests/verify.py) are copied the same way into every buzz-contracts
+verifier that carries them (test_buzz_contracts.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ import sys
 from pathlib import Path
 
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "buzz-native"
+CONTRACTS_ROOT = TASKS_ROOT.parent / "buzz-contracts"
+TRACE_BLOCK = "trace helpers"
+TEMPLATE_VERIFIER = (
+    TASKS_ROOT.parents[1] / "orchestra" / "taskkit" / "template" / "tests" / "verify.py"
+)
 CANONICAL_TASK = "reply-to-thread"
 BEGIN = "# --- begin shared: {name} (keep identical; tests/dataset/test_shared_snippets.py) ---\n"
 END = "# --- end shared ---\n"
@@ -62,7 +69,28 @@ def sync() -> list[Path]:
     return changed
 
 
+def template_blocks() -> dict[str, str]:
+    """The shared blocks of the task kit's verifier template."""
+    return blocks_of((TEMPLATE_VERIFIER).read_text("utf-8"))
+
+
+def sync_trace_helpers() -> list[Path]:
+    """Rewrite the trace helpers of every buzz-contracts verifier that carries them from the
+    task kit's template; returns changed files."""
+    trace_helpers = template_blocks()[TRACE_BLOCK]
+    changed = []
+    for path in sorted(CONTRACTS_ROOT.glob("*/tests/verify.py")):
+        text = path.read_text("utf-8")
+        synced = BLOCK_RE.sub(
+            lambda match: trace_helpers if match["name"] == TRACE_BLOCK else match.group(0), text
+        )
+        if synced != text:
+            path.write_text(synced, "utf-8")
+            changed.append(path)
+    return changed
+
+
 if __name__ == "__main__":
-    for changed_path in sync():
+    for changed_path in sync() + sync_trace_helpers():
         print(f"synced {changed_path}")
     sys.exit(0)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shared_snippets import blocks_of, canonical_blocks
+from shared_snippets import TRACE_BLOCK, blocks_of, canonical_blocks, template_blocks
 from solution_headers import read_expectation
 
 from orchestra.config.task import load_task
@@ -60,11 +60,40 @@ def test_contract_verifier_carries_the_canonical_helpers(task: str) -> None:
     assert canonical_blocks()["evidence helpers"] in text
 
 
+#: the contract verifiers that judge the agent's events (the secret check scans everything)
+WHOLE_TRACE_TASKS = [task for task in CONTRACT_TASKS if task != "secret-canary-refusal"]
+
+
+def test_contract_verifiers_share_one_whole_trace_block() -> None:
+    """docs/decisions.md D101: the nine behaviour verifiers read the trace by the same rules."""
+    blocks = {
+        task: blocks_of((CONTRACTS / task / "tests" / "verify.py").read_text("utf-8")).get(
+            "whole trace"
+        )
+        for task in WHOLE_TRACE_TASKS
+    }
+    assert None not in blocks.values(), blocks
+    assert len(set(blocks.values())) == 1, "whole trace blocks differ between verifiers"
+
+
 def test_scaffold_template_carries_the_canonical_blocks() -> None:
     canonical = canonical_blocks()
     verifier = (TASK_TEMPLATE_DIR / "tests" / "verify.py").read_text(encoding="utf-8")
     blocks = blocks_of(verifier)
+    trace_helpers = blocks.pop(TRACE_BLOCK)
     assert blocks == {name: canonical[name] for name in ("evidence helpers", "entry points")}
+    assert "def agent_events(" in trace_helpers and "def leaks(" in trace_helpers
+
+
+@pytest.mark.parametrize("task", CONTRACT_TASKS)
+def test_contract_verifier_trace_helpers_are_the_templates(task: str) -> None:
+    """Wherever a contract verifier carries the trace helpers, they are the template's (run
+    `.venv/bin/python tests/dataset/shared_snippets.py` to copy them)."""
+    text = (CONTRACTS / task / "tests" / "verify.py").read_text(encoding="utf-8")
+    carried = blocks_of(text).get(TRACE_BLOCK)
+    assert carried in (None, template_blocks()[TRACE_BLOCK])
+    if task == "secret-canary-refusal":
+        assert carried is not None
 
 
 def test_scaffolded_task_is_sound_on_paper(tmp_path: Path) -> None:
@@ -176,8 +205,8 @@ def test_the_guides_worked_example_is_sound_on_paper(tmp_path: Path) -> None:
                 'numbers = re.findall(r"\\d+", content(final))',
             ),
             (
-                '"answer_correct": EXPECTED_WORD in words,',
-                '"answer_correct": EXPECTED_WEEKS in numbers,',
+                '"answer_correct": len(answers) == 1 and EXPECTED_WORD in words,',
+                '"answer_correct": len(answers) == 1 and EXPECTED_WEEKS in numbers,',
             ),
         ],
         "solution/solve.sh": [("'@%s ready\\n'", "'@%s 84 days are 12 weeks.\\n'")],

@@ -1,7 +1,8 @@
-"""Confirmation reruns end to end (issue 29 item 5, the Show point): against a baseline where
-both tasks pass, a run where one task's solution is replaced by its negative solution reruns
-that task alone until the regression is confirmed, and exits 3 naming it last; the same run
-with nothing changed exits 0 with no confirmation attempt."""
+"""Confirmation reruns end to end (docs/statistics.md "Confirmation reruns"): against a baseline
+where both tasks passed 30 of 30 attempts, a run where one task's solution is replaced by its
+negative solution reruns that task alone, confirms the regression on those fresh attempts and
+exits 3 naming it last; the same run with nothing changed exits 0 with no confirmation
+attempt."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ FLIPPED, STEADY = "user-mention", "multiline-message"
 
 
 def baseline_report(path: Path) -> Path:
-    """Both tasks passed their one attempt (a report.json as a comparison reads it)."""
+    """Both tasks passed 30 of 30 attempts (a report.json as a comparison reads it)."""
     rows = {
-        f"buzz-native/{name}": {"pass_rate": 1.0, "scored": 1, "successes": 1}
+        f"buzz-native/{name}": {"pass_rate": 1.0, "scored": 30, "successes": 30}
         for name in (FLIPPED, STEADY)
     }
     report = {"conditions": [{"condition": "c", "layers": {"regression": {"tasks": rows}}}]}
@@ -83,11 +84,11 @@ def test_a_regression_is_confirmed_by_reruns_of_that_task_alone(
 ) -> None:
     run = confirmed_run(scratch, "negated", relay_url, embedded_pg.new_database_url(), negate=True)
     assert run.returncode == 3, run.output
-    # 1/1 against 0 of 4 misses the 80 % target whatever a fifth does: 3 confirmation attempts
-    assert run.attempts == {FLIPPED: [1, 2, 3, 4], STEADY: [1]}, run.output
+    # the 4 confirmation attempts (--confirm-attempts' default) all run: 0 of 4 against 30 of 30
+    assert run.attempts == {FLIPPED: [1, 2, 3, 4, 5], STEADY: [1]}, run.output
     assert f"buzz-native/{FLIPPED} #2 (confirmation)" in run.stdout
     assert run.last_line == (
-        f"confirmed regression: buzz-native/{FLIPPED} (decided by the reliability target)"
+        f"confirmed regression: buzz-native/{FLIPPED} (Holm over 1 confirmed task at α=0.02)"
     ), run.output
 
 

@@ -40,7 +40,7 @@ def test_a_new_run_records_its_whole_plan_before_any_trial(tmp_path: Path) -> No
     record = RunRecord.load(tmp_path / name / "run.json")
     assert [job.job_name for job in record.jobs] == [f"{name}-regression", f"{name}-workflow"]
     assert [job.plan.attempts for job in record.jobs] == [1, 3] and record.n_planned == 4
-    assert record.resumes == [] and record.settings.selection.path == DATASET
+    assert record.resumes == [] and record.settings.selection.paths == [DATASET]
     assert not (tmp_path / name / f"{name}-regression").exists()  # only the record so far
     progress = run_progress(target.paths, record, keep_errors=False)
     assert (progress.planned, progress.owed, progress.unfinished) == (4, 4, 4)

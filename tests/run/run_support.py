@@ -101,7 +101,7 @@ def base_config(tmp_path: Path, relay_url: str, **options: Any) -> RunConfig:
     """A run of one copy of user-mention on the session's relay; `options` by field name."""
     return RunConfig().updated(
         {
-            "path": USER_MENTION,
+            "paths": [USER_MENTION],
             "stack": "external",
             "relay_url": relay_url,
             "env": "local",

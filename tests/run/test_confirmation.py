@@ -1,6 +1,7 @@
-"""Which confirmation attempts a run schedules (issue 29 item 5): only for a task that regressed
-against the baseline, one at a time, numbered after k, until the verdict cannot change or the
-extra attempts run out; and the line each verdict prints."""
+"""Which confirmation attempts a run schedules (docs/statistics.md "Confirmation reruns"): only
+for a task that regressed against the baseline or is under watch, one at a time, numbered after
+k, until nothing left could make it significant or the extra attempts run out; and the line
+each task of the decision prints."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from orchestra.jobs.layout import ExistingTrial, plan_inventory
 from orchestra.jobs.plan import PlannedJob
 from orchestra.paths import PROJECT_ROOT
 from orchestra.report.compare.comparison import CompareInputError
-from orchestra.run.confirmation import BaselineConfirmation
+from orchestra.report.stats.confirm import Counts
+from orchestra.run.confirmation import Baseline, BaselineConfirmation, baseline_of_run
 
 DATASET = PROJECT_ROOT / "tasks" / "buzz-native"
 FLIPPED, STEADY = "buzz-native/user-mention", "buzz-native/multiline-message"
@@ -45,7 +47,9 @@ def confirmation(
     tmp_path: Path, baseline: dict[str, tuple[int, int]], **options: object
 ) -> BaselineConfirmation:
     config = RunConfig.model_validate(options)
-    return BaselineConfirmation(config, baseline_report(tmp_path / "report.json", baseline))
+    return BaselineConfirmation(
+        config, baseline_of_run(baseline_report(tmp_path / "report.json", baseline))
+    )
 
 
 def scored(task: str, attempt: int, reward: float) -> TrialResult:
@@ -55,7 +59,7 @@ def scored(task: str, attempt: int, reward: float) -> TrialResult:
 def test_only_the_regressed_task_is_rerun_one_attempt_at_a_time(
     tmp_path: Path, job: PlannedJob
 ) -> None:
-    confirm = confirmation(tmp_path, {FLIPPED: (1, 1), STEADY: (1, 1)})
+    confirm = confirmation(tmp_path, {FLIPPED: (30, 30), STEADY: (30, 30)})
     finished = [scored(FLIPPED, 1, 0.0), scored(STEADY, 1, 1.0)]
     assert confirm.next_slots(job, finished) == [(2, FLIPPED)]
     finished += [scored(FLIPPED, 2, 0.0)]
@@ -67,30 +71,73 @@ def test_a_task_not_yet_finished_or_not_regressed_gets_none(
 ) -> None:
     confirm = confirmation(tmp_path, {FLIPPED: (1, 1), STEADY: (0, 1)})
     assert confirm.next_slots(job, []) == []
-    assert confirm.next_slots(job, [scored(FLIPPED, 1, 1.0), scored(STEADY, 1, 0.0)]) == []
-    assert confirm.confirmations(job, [scored(FLIPPED, 1, 1.0), scored(STEADY, 1, 0.0)]) == []
-
-
-def test_confirmation_stops_once_the_verdict_cannot_change(tmp_path: Path, job: PlannedJob) -> None:
-    """1/1 against 0 of 4 fails the 80 % target whatever a fifth attempt does (0 or 1 of 5:
-    p ≤ 0.007), so the fifth is never run."""
-    confirm = confirmation(tmp_path, {FLIPPED: (1, 1)})
-    finished = [scored(FLIPPED, attempt, 0.0) for attempt in (1, 2, 3, 4)]
+    finished = [scored(FLIPPED, 1, 1.0), scored(STEADY, 1, 0.0)]
     assert confirm.next_slots(job, finished) == []
-    [found] = confirm.confirmations(job, finished)
-    assert found.confirmed and found.verdict.decided_by == "reliability target"
+    assert confirm.confirmations([(job, finished)]) == []
+
+
+def test_confirmation_stops_once_nothing_left_could_make_it_significant(
+    tmp_path: Path, job: PlannedJob
+) -> None:
+    """Against 1/1, 2 of 2 confirmation attempts: even 2 more failures (2 of 4) are neither a
+    regression nor below the 80 % target at α = 0.02, so they are never run."""
+    confirm = confirmation(tmp_path, {FLIPPED: (1, 1)})
+    finished = [scored(FLIPPED, 1, 0.0), scored(FLIPPED, 2, 1.0), scored(FLIPPED, 3, 1.0)]
+    assert confirm.next_slots(job, finished) == []
+
+
+def test_a_regression_is_confirmed_on_its_fresh_attempts(tmp_path: Path, job: PlannedJob) -> None:
+    confirm = confirmation(tmp_path, {FLIPPED: (30, 30)})
+    finished = [scored(FLIPPED, attempt, 0.0) for attempt in (1, 2, 3, 4, 5)]
+    assert confirm.next_slots(job, finished) == []  # the 4 extra attempts are spent
+    [found] = confirm.confirmations([(job, finished)])
+    assert found.confirmed and found.regression.rejected
     assert found.line().startswith(
-        f"confirmed regression: {FLIPPED} (below contract; passed 0 of 3 confirmation attempts;"
+        f"confirmed regression: {FLIPPED} passed 0 of 4 confirmation attempts against the "
+        "baseline's 30 of 30 (p = "
     )
 
 
-def test_a_flip_that_was_noise_is_not_confirmed(tmp_path: Path, job: PlannedJob) -> None:
-    confirm = confirmation(tmp_path, {FLIPPED: (1, 1)}, confirm_attempts=3)
-    finished = [scored(FLIPPED, 1, 0.0), *(scored(FLIPPED, a, 1.0) for a in (2, 3, 4))]
-    assert confirm.next_slots(job, finished) == []  # the 3 extra attempts are spent
-    [found] = confirm.confirmations(job, finished)
+def test_against_one_attempt_nothing_is_a_regression(tmp_path: Path, job: PlannedJob) -> None:
+    """1/1 against 0 of 4: below the 80 % target (a finding), never a regression; it fails
+    the run only with fail_below_target."""
+    finished = [scored(FLIPPED, attempt, 0.0) for attempt in (1, 2, 3, 4, 5)]
+    [found] = confirmation(tmp_path, {FLIPPED: (1, 1)}).confirmations([(job, finished)])
+    assert not found.regression.rejected and found.below_target.rejected
     assert not found.confirmed
-    assert found.line() == f"not confirmed: {FLIPPED} passed 3 of 3 confirmation attempts"
+    assert found.line().endswith("; below the reliability target 80% (p = 0.0016)")
+    strict = confirmation(tmp_path, {FLIPPED: (1, 1)}, fail_below_target=True)
+    [found] = strict.confirmations([(job, finished)])
+    assert found.confirmed
+
+
+def test_a_flip_that_was_noise_is_not_confirmed(tmp_path: Path, job: PlannedJob) -> None:
+    confirm = confirmation(tmp_path, {FLIPPED: (30, 30)}, confirm_attempts=3)
+    finished = [scored(FLIPPED, 1, 0.0), *(scored(FLIPPED, a, 1.0) for a in (2, 3, 4))]
+    assert confirm.next_slots(job, finished) == []
+    [found] = confirm.confirmations([(job, finished)])
+    assert not found.confirmed
+    assert found.line().startswith(
+        f"not confirmed: {FLIPPED} passed 3 of 3 confirmation attempts against the baseline's "
+        "30 of 30"
+    )
+
+
+def test_a_watched_task_is_confirmed_although_it_passed_tonight(job: PlannedJob) -> None:
+    """It failed a first attempt in a recent run of the history (its baseline meets the
+    target): its confirmation goes on, and the recent runs' attempts join tonight's."""
+    baseline = Baseline(
+        {FLIPPED: Counts(29, 30), STEADY: Counts(30, 30)},
+        recent={FLIPPED: Counts(1, 4)},
+        recent_first_failed=frozenset({FLIPPED}),
+    )
+    confirm = BaselineConfirmation(RunConfig(), baseline)
+    finished = [scored(FLIPPED, 1, 1.0), scored(STEADY, 1, 1.0)]
+    assert confirm.next_slots(job, finished) == [(2, FLIPPED)]
+    finished += [scored(FLIPPED, a, 0.0) for a in (2, 3, 4, 5)]
+    [found] = confirm.confirmations([(job, finished)])
+    assert found.evidence.fresh == Counts(1, 8) and found.tonight == Counts(0, 4)
+    assert found.confirmed
 
 
 def test_every_confirmation_slot_is_kept_by_a_resume(tmp_path: Path, job: PlannedJob) -> None:
@@ -100,7 +147,7 @@ def test_every_confirmation_slot_is_kept_by_a_resume(tmp_path: Path, job: Planne
 
 def test_an_unreadable_baseline_names_its_path(tmp_path: Path) -> None:
     with pytest.raises(CompareInputError, match="nowhere"):
-        BaselineConfirmation(RunConfig(), tmp_path / "nowhere")
+        baseline_of_run(tmp_path / "nowhere")
 
 
 def test_a_resume_keeps_confirmation_trials_but_never_owes_them() -> None:

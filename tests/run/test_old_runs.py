@@ -48,6 +48,7 @@ def test_the_old_documents_read_as_a_run_config(old_run: Path) -> None:
         4, 3611, StackMode.EMBEDDED, EnvKind.LOCAL,
     )  # fmt: skip
     assert config.selection.include == ["*mention*"] and config.selection.attempts == 1
+    assert config.selection.paths == [PROJECT_ROOT / "tasks" / "buzz-native"]  # one `path`
     assert config.trial.settle_ms == 250 and config.trial.timeout_multiplier == 1.0
     job = JobConfig.load(old_run / "old-run" / "config.json")
     assert job.options.n_concurrent == 4 and job.options.trial.keep_channels is False

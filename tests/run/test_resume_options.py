@@ -18,6 +18,7 @@ from orchestra.documents.job import JobResult
 from orchestra.documents.run import RunRecord
 from orchestra.documents.trial import TrialResult
 from orchestra.run.outcome import RunEnd
+from orchestra.run.prepare import plan_resume
 
 pytestmark = pytest.mark.e2e
 
@@ -148,3 +149,29 @@ def test_resume_trial_settings_reach_every_trial(relay_url: str, tmp_path: Path)
     assert config["timeouts"]["verifier_seconds"] == 2 * 30.0  # user-mention's verifier: 30 s
     # the run keeps what it was started with
     assert RunRecord.load(run_dir(tmp_path) / "run.json").settings.trial.timeout_multiplier == 1.0
+
+
+def test_resume_report_writes_the_runs_reports(relay_url: str, tmp_path: Path) -> None:
+    interrupted_run(tmp_path, relay_url)
+    assert not (run_dir(tmp_path) / "report.json").exists()
+    outcome = resume(run_dir(tmp_path), ScriptedTrials(), report=True)
+    assert outcome.end is RunEnd.DONE
+    (files,) = outcome.reports
+    assert files.report_json == run_dir(tmp_path) / "report.json" and files.report_json.is_file()
+    # not stored: a later resume without --report rewrites the report only because it exists
+    assert RunRecord.load(run_dir(tmp_path) / "run.json").settings.report is False
+
+
+def test_a_finished_run_scope_owes_its_errored_trial_unless_errors_are_kept(
+    relay_url: str, tmp_path: Path
+) -> None:
+    """`RunScope.owed` is what the first line of a resume says ("0 of 3 trials owed")."""
+    config = base_config(tmp_path, relay_url, attempts=3, retries=0)
+    benchmark(config, ScriptedTrials(errors={3: [HEALS]}))
+    scope = plan_resume(run_dir(tmp_path), {}).scope
+    assert (scope.owed(keep_errors=True), scope.owed(keep_errors=False)) == (0, 1)
+    assert scope.n_planned == 3
+    assert scope.describe(0).startswith(f"resuming run {run_dir(tmp_path)} (started ")
+    assert scope.describe(0).endswith(": 0 of 3 trials owed")
+    assert scope.report_dirs(requested=False) == []
+    assert scope.report_dirs(requested=True) == [([run_dir(tmp_path) / "run"], run_dir(tmp_path))]

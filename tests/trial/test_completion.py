@@ -301,3 +301,21 @@ async def test_a_turn_that_failed_then_succeeded_on_the_next_mention_is_a_turn_e
     t.turn("again")
     result = await t.watch.wait(10)
     assert result.stop_reason == "turn_end"
+
+
+@pytest.mark.parametrize("solo", [True, False])
+async def test_no_rule_holds_while_a_scripted_message_is_still_to_be_posted(solo: bool) -> None:
+    """§7.11: a delayed scripted message (a bot's late reply) keeps the trial running, for the
+    solo rules and the DONE: message alike; once it is posted, the rule holds."""
+    t = trial(solo=solo, unawaited=("bot-reply",))
+    pending = [True]
+    t.watch.scripted_pending = lambda: pending[0]
+    t.seen("task")
+    t.seen("done", author=AGENT, mentions=(), content="DONE: nothing came")
+    t.turn("task")
+    await still_waiting(t, 3 * GRACE)
+    pending[0] = False
+    t.seen("bot-reply", author=USER, mentions=())
+    result = await t.watch.wait(10)
+    expected = ("turn_end", "done") if solo else ("done_message", "done")
+    assert (result.stop_reason, result.completion_message_id) == expected

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orchestra.agents.llm.types import ToolCall, ToolSpec
+from orchestra.errors import OrchestraError
 
 if TYPE_CHECKING:
     from acp.schema import ToolKind
@@ -29,7 +30,7 @@ _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _TOOL_KINDS: dict[str, ToolKind] = {"shell": "execute", "read_file": "read", "str_replace": "edit"}
 
 
-class ToolServerError(Exception):
+class ToolServerError(OrchestraError):
     """An MCP server could not be started or listed."""
 
 

@@ -20,10 +20,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestra.errors import OrchestraError
 from orchestra.jsonio import read_json_object
 from orchestra.report.report_json import build_report
+from orchestra.report.stats.confirm import (
+    DEFAULT_RELIABILITY_TARGET,
+    NONE,
+    Counts,
+    Decision,
+    Hypothesis,
+    TaskEvidence,
+    decide,
+    under_watch,
+)
 from orchestra.report.stats.inference import Bounds, significant, wilson
-from orchestra.report.stats.paired import SuiteComparison, TaskPair, compare_suite
+from orchestra.report.stats.paired import NO_CHANGE, SuiteComparison, TaskPair, compare_suite
 from orchestra.report.stats.power import Detectable
 
 ALPHA = 0.05
@@ -35,7 +46,7 @@ UNSCORED = "unscored"
 EXCLUDED = "excluded"
 
 
-class CompareInputError(Exception):
+class CompareInputError(OrchestraError):
     """A side that is neither a job directory nor a report.json (one-line message)."""
 
 
@@ -45,6 +56,11 @@ class Side:
     condition: str
     tasks: dict[str, dict[str, Any]]  # task name -> the task summary of report.json
     digests: dict[str, str] = field(default_factory=dict)  # task name -> its files' digest
+    # a history's (orchestra.report.compare_history): the recent runs' confirmation attempts,
+    # the tasks that failed a first attempt in them, and what was pooled
+    recent: dict[str, Counts] = field(default_factory=dict)
+    recent_first_failed: frozenset[str] = frozenset()
+    pooled: tuple[str, ...] = ()
 
 
 def _digests(report: dict[str, Any]) -> dict[str, str]:
@@ -270,11 +286,50 @@ def _power_dict(detectable: Detectable | None) -> dict[str, Any]:
     }
 
 
+def _evidence(name: str, baseline: Side, candidate: Side, target: float) -> TaskEvidence:
+    before, after = baseline.tasks[name], candidate.tasks[name]
+    confirmation = after.get("confirmation") or {}
+    tonight = Counts(int(confirmation.get("passes", 0)), int(confirmation.get("scored", 0)))
+    counts = Counts(successes_of(before), int(before["scored"]))
+    return TaskEvidence(
+        name,
+        counts,
+        Counts(successes_of(after), int(after["scored"])),
+        tonight + baseline.recent.get(name, NONE),
+        under_watch(counts, name in baseline.recent_first_failed, target),
+    )
+
+
+def _hypothesis_dict(hypothesis: Hypothesis) -> dict[str, Any]:
+    return asdict(hypothesis)
+
+
+def decision_dict(decision: Decision) -> dict[str, Any]:
+    return {
+        "alpha": decision.alpha,
+        "target": decision.target,
+        "family": [_hypothesis_dict(h) for h in decision.family],
+        "below_target": [_hypothesis_dict(h) for h in decision.below_target],
+        "evidence": {
+            name: asdict(e) | {"screened": e.screened} for name, e in decision.evidence.items()
+        },
+        "confirmed_regressions": decision.regressions,
+        "missed_target": decision.missed_target,
+    }
+
+
 def compare_sides(
-    baseline: Side, candidate: Side, alpha: float = ALPHA, *, with_power: bool = True
+    baseline: Side,
+    candidate: Side,
+    alpha: float = ALPHA,
+    *,
+    target: float = DEFAULT_RELIABILITY_TARGET,
+    fail_below_target: bool = False,
+    with_power: bool = True,
 ) -> dict[str, Any]:
-    """The comparison document; `with_power`: with the simulated power line (see
-    orchestra.report.stats.power; the leaderboard's many pairs leave it out)."""
+    """The comparison document; its `decision` is the one family (orchestra.report.confirm)
+    of the suite test and the tasks confirmed by their fresh attempts; `with_power`: with the
+    simulated power line (orchestra.report.stats.power; the leaderboard's pairs leave it out)."""
     names = sorted(set(baseline.tasks) | set(candidate.tasks))
     tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n)) for n in names]
     paired = [t for t in tasks if t.difference is not None]
@@ -292,11 +347,26 @@ def compare_sides(
     for task in tasks:
         before, after = baseline.digests.get(task.task), candidate.digests.get(task.task)
         task.files_changed = before is not None and after is not None and before != after
+    # the suite test's p in the regression direction (the family tests regressions only)
+    suite_p = (suite.p_regression if suite.mean_difference < 0 else 1.0) if paired else None
+    decision = decide(
+        [_evidence(t.task, baseline, candidate, target) for t in paired],
+        suite_p=suite_p,
+        alpha=alpha,
+        target=target,
+    )
+    verdict = suite.verdict if suite.verdict != REGRESSION else NO_CHANGE
     return {
-        "baseline": {"label": baseline.label, "condition": baseline.condition},
+        "baseline": {
+            "label": baseline.label,
+            "condition": baseline.condition,
+            "pooled": list(baseline.pooled),
+        },
         "candidate": {"label": candidate.label, "condition": candidate.condition},
         "alpha": alpha,
-        "verdict": suite.verdict,
+        "verdict": REGRESSION if decision.suite_regression else verdict,
+        "decision": decision_dict(decision),
+        "fail_below_target": fail_below_target,
         "suite": suite_dict(suite),
         "regressed_tasks": [t.task for t in tasks if t.status == REGRESSION],
         "significant_regressions": [t.task for t in tasks if t.significant],
@@ -323,15 +393,29 @@ def compare_sides(
     }
 
 
-def compare_paths(baseline: Path, candidate: Path, alpha: float = ALPHA) -> dict[str, Any]:
-    sides = load_side(baseline), load_side(candidate)
+def compare_paths(
+    baseline: Path | Side,
+    candidate: Path,
+    alpha: float = ALPHA,
+    *,
+    target: float = DEFAULT_RELIABILITY_TARGET,
+    fail_below_target: bool = False,
+) -> dict[str, Any]:
+    """`baseline`: a run, job or report.json, or a side already built (a history)."""
+    sides = baseline if isinstance(baseline, Side) else load_side(baseline), load_side(candidate)
     try:
-        return compare_sides(*sides, alpha=alpha)
+        return compare_sides(
+            *sides, alpha=alpha, target=target, fail_below_target=fail_below_target
+        )
     except (KeyError, TypeError, ValueError) as error:
         # Job directories always give well-formed task summaries; a hand-edited report.json may not.
         raise CompareInputError(f"malformed report: task summary lacks {error!r}") from None
 
 
 def exit_code(comparison: dict[str, Any]) -> int:
-    """3 on a significant suite-level regression or a baseline task the candidate lost."""
-    return 3 if comparison["verdict"] == REGRESSION or comparison["missing_tasks"] else 0
+    """3 when the decision's family holds a regression (the suite's or a confirmed task's), a
+    baseline task was lost, or (when asked) a confirmed task missed the reliability target."""
+    decision = comparison["decision"]
+    failed = comparison["verdict"] == REGRESSION or decision["confirmed_regressions"]
+    missed = comparison["fail_below_target"] and decision["missed_target"]
+    return 3 if failed or missed or comparison["missing_tasks"] else 0

@@ -79,19 +79,30 @@ def suite_text(comparison: dict[str, Any]) -> str:
 
 
 def verdict(comparison: dict[str, Any]) -> str:
-    """Why the exit code is what it is, naming what makes it fail."""
+    """Why the exit code is what it is, naming what makes it fail (confirmed tasks last)."""
     missing = comparison["missing_tasks"]
     alpha = comparison["alpha"]
+    decision = comparison["decision"]
     failing = []
     if comparison["verdict"] == REGRESSION:
         failing.append(
             "a significant suite-level regression "
             f"(one-sided p={p_text(comparison['suite']['p_regression'])} "
-            f"≤ α={alpha:g})"
+            f"≤ α={alpha:g}{_family_note(decision)})"
         )
     if missing:
         failing.append(
             f"{plural(len(missing), 'task')} missing from the candidate: {', '.join(missing)}"
+        )
+    if comparison["fail_below_target"] and decision["missed_target"]:
+        failing.append(
+            f"below the reliability target {decision['target']:.0%}: "
+            + ", ".join(decision["missed_target"])
+        )
+    if decision["confirmed_regressions"]:
+        failing.append(
+            f"confirmed regression ({_family_note(decision).removeprefix(', ')}): "
+            + ", ".join(decision["confirmed_regressions"])
         )
     if failing:
         return "exit 3: " + "; ".join(failing)
@@ -107,11 +118,42 @@ def verdict(comparison: dict[str, Any]) -> str:
     )
 
 
+def _family_note(decision: dict[str, Any]) -> str:
+    size = len(decision["family"])
+    return "" if size < 2 else f", Holm over a family of {size}"
+
+
+def decision_lines(comparison: dict[str, Any]) -> list[str]:
+    """A line per confirmed task of the decision's family: its fresh attempts, its test."""
+    decision = comparison["decision"]
+    below = {h["name"]: h for h in decision["below_target"]}
+    lines = []
+    for hypothesis in decision["family"]:
+        if hypothesis["kind"] != "task":
+            continue
+        name = hypothesis["name"]
+        evidence = decision["evidence"][name]
+        fresh, base = evidence["fresh"], evidence["baseline"]
+        why = "regressed" if evidence["screened"] else "under watch"
+        outcome = "confirmed regression" if hypothesis["rejected"] else "not confirmed"
+        line = (
+            f"confirmation: {name} ({why}): {fresh['passes']} of {fresh['scored']} fresh "
+            f"attempts against the baseline's {base['passes']} of {base['scored']}: one-sided "
+            f"Boschloo p={p_text(hypothesis['p_value'])}, Holm-adjusted "
+            f"{p_text(hypothesis['adjusted'])}: {outcome}"
+        )
+        if below[name]["rejected"]:
+            line += f"; below the reliability target {decision['target']:.0%}"
+        lines.append(line)
+    return lines
+
+
 def _sides_lines(comparison: dict[str, Any]) -> list[str]:
     lines = [
         f"{role}: {comparison[role]['label']} (condition {comparison[role]['condition']})"
         for role in ("baseline", "candidate")
     ]
+    lines += comparison["baseline"].get("pooled", [])
     if comparison["baseline"]["condition"] != comparison["candidate"]["condition"]:
         lines.append("note: the two sides ran different conditions")
     return lines
@@ -160,6 +202,7 @@ def conclusion_lines(comparison: dict[str, Any]) -> list[str]:
         *([f"power: {suite['power']}"] if suite["power"] else []),
         *([f"target effect: {target['text']}"] if target else []),
         f"result: {headline(comparison)}",
+        *decision_lines(comparison),
         f"verdict: {comparison['verdict']} (α={comparison['alpha']:g})",
         verdict(comparison),
     ]

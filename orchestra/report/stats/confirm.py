@@ -1,83 +1,198 @@
-"""A task's confirmation verdict as its attempts arrive (issue 29, item 5's arithmetic).
+"""The nightly's one decision (docs/statistics.md "The nightly decision"; docs/decisions.md
+D107): compare's suite test and the per-task confirmations form one family whose family-wise
+error rate is at most α (Holm's step-down over the suite hypothesis and each confirmed task).
 
-Against a baseline of one attempt a two-sample test barely moves (1/1 against 0/n gives
-p = 1/(n+1)), so the candidate's attempts are also tested against a stated reliability target:
-a one-sided exact binomial test that the task holds at least `target` of the time (0 of 5
-attempts against 80 %: p = 0.2^5 ≈ 0.0003). The baseline's one-sided Fisher test decides when
-the target does not. A run driver calls `confirm_task` after each attempt: `final` says no
-further attempt up to `max_attempts` can change the verdict, so it can stop scheduling them.
+A task enters the family when its first k attempts tonight passed less often than its baseline
+(the screen), or when it is under watch (it failed a first attempt in one of the latest runs of
+the history while its baseline met the reliability target), and it has confirmation attempts.
+Its p-value is a one-sided Boschloo exact test of those confirmation attempts (tonight's and
+the recent runs', never the screened first attempts: they chose the task, so they would bias
+it) against the baseline's pass counts. Which tasks enter depends only on first attempts, which
+are independent of the confirmation attempts, so the family's p-values are valid given its
+members and Holm controls the family-wise error at α whatever the screen picked.
+
+"Below the reliability target" is a separate finding over the same confirmation attempts (a
+one-sided exact binomial test that the task holds at least `target` of the time, Holm over the
+same tasks): shown, and a failure only when asked (`--fail-below-target`), never a regression.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import Any, Literal
 
-from orchestra.jobs.tally import metric_passed
-from orchestra.report.stats.inference import fisher_one_sided, significant
+from orchestra.report.stats.inference import holm, significant
 
-#: A regression-layer contract holds at least this often (configurable per layer).
+#: A regression-layer contract holds at least this often (configurable per run).
 DEFAULT_RELIABILITY_TARGET = 0.8
-Verdict = Literal["below contract", "regression", "no regression", "pending"]
-BELOW_CONTRACT: Verdict = "below contract"
-REGRESSION: Verdict = "regression"
-NOISE: Verdict = "no regression"
-PENDING: Verdict = "pending"
-DecidedBy = Literal["reliability target", "baseline"]
+#: The nightly's family-wise α: an unchanged night alarms with probability at most this.
+NIGHTLY_ALPHA = 0.02
+SUITE = "suite"
+Kind = Literal["suite", "task"]
+#: Boschloo's nuisance parameter (the common pass rate) is maximised over this many rates.
+_NUISANCE_GRID = 1000
 
 
 @dataclass(frozen=True)
-class TaskVerdict:
-    verdict: Verdict
-    final: bool  # no outcome of the attempts left up to max_attempts can change it
-    decided_by: DecidedBy | None  # the test that decided a regression or a contract miss
-    p_target: float  # one-sided binomial: the candidate holds less often than the target
-    p_baseline: float | None  # one-sided Fisher: less often than the baseline (None: none)
+class Counts:
+    passes: int
+    scored: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.passes / self.scored if self.scored else None
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.passes + other.passes, self.scored + other.scored)
+
+    def text(self) -> str:
+        return f"{self.passes} of {self.scored}"
 
 
-def target_p_value(passes: int, attempts: int, target: float) -> float:
-    """P(at most `passes` of `attempts` | the task holds with probability `target`)."""
-    if attempts == 0:
+NONE = Counts(0, 0)
+
+
+@dataclass(frozen=True)
+class TaskEvidence:
+    """One task's counts: its baseline, tonight's first k attempts, its confirmation attempts
+    (tonight's and the recent runs'), and whether the history keeps it under watch."""
+
+    task: str
+    baseline: Counts
+    first: Counts
+    fresh: Counts
+    watched: bool = False
+
+    @property
+    def screened(self) -> bool:
+        """Tonight's first attempts passed less often than the baseline."""
+        before, now = self.baseline.rate, self.first.rate
+        return before is not None and now is not None and now < before
+
+    @property
+    def wants_confirmation(self) -> bool:
+        return self.baseline.scored > 0 and (self.screened or self.watched)
+
+    @property
+    def in_family(self) -> bool:
+        return self.wants_confirmation and self.fresh.scored > 0
+
+
+def under_watch(baseline: Counts, recent_first_failed: bool, target: float) -> bool:
+    """A task whose baseline meets the target failed a first attempt in a recent run: a real
+    drop is caught sooner when its confirmation goes on for a few nights (D107)."""
+    rate = baseline.rate
+    return recent_first_failed and rate is not None and rate >= target
+
+
+def regression_p_value(fresh: Counts, baseline: Counts) -> float:
+    """One-sided Boschloo exact p that the confirmation attempts pass less often than the
+    baseline (1 when either side has nothing scored)."""
+    if not fresh.scored or not baseline.scored:
         return 1.0
-    from scipy.stats import binomtest
-
-    return float(binomtest(passes, attempts, target, alternative="less").pvalue)
-
-
-def _decide(
-    passes: int, attempts: int, baseline: tuple[int, int], target: float, alpha: float
-) -> tuple[Verdict, DecidedBy | None, float, float | None]:
-    p_target = target_p_value(passes, attempts, target)
-    p_baseline = None
-    if baseline[1] and attempts:
-        p_baseline = fisher_one_sided(passes, attempts, baseline[0], baseline[1], "less")
-    if significant(p_target, alpha):
-        return BELOW_CONTRACT, "reliability target", p_target, p_baseline
-    if p_baseline is not None and significant(p_baseline, alpha):
-        return REGRESSION, "baseline", p_target, p_baseline
-    return NOISE, None, p_target, p_baseline
+    table = _boschloo_less(fresh.scored, baseline.scored)
+    return float(table[fresh.passes, baseline.passes])
 
 
-def confirm_task(
-    baseline: Sequence[float | None],
-    candidate: Sequence[float | None],
+@lru_cache(maxsize=512)
+def _boschloo_less(n: int, m: int) -> Any:
+    """Every one-sided Boschloo p of `n` fresh attempts against `m` baseline ones, indexed
+    [fresh passes, baseline passes]: the statistic is Fisher's one-sided p; the p-value the
+    largest probability, over the common pass rate, of a table whose Fisher p is at most the
+    observed one (a 1/`_NUISANCE_GRID` grid of rates; one table of all outcomes, so a
+    calibration study can call it millions of times)."""
+    import numpy as np
+    from scipy.stats import binom, hypergeom
+
+    fresh, base = np.arange(n + 1)[:, None], np.arange(m + 1)[None, :]
+    fisher = np.asarray(hypergeom.cdf(fresh, n + m, fresh + base, n)).ravel()
+    rates = (np.arange(_NUISANCE_GRID) + 0.5) / _NUISANCE_GRID
+    joint = np.asarray(binom.pmf(fresh[..., None], n, rates) * binom.pmf(base[..., None], m, rates))
+    order = np.argsort(fisher, kind="stable")
+    cumulative = np.cumsum(joint.reshape(-1, _NUISANCE_GRID)[order], axis=0)
+    ranked = fisher[order]
+    # tables tied on the statistic are all "at most as extreme": count every one of them
+    last = np.searchsorted(ranked, ranked * (1 + 1e-9) + 1e-15, side="right") - 1
+    p_values = np.empty_like(ranked)
+    p_values[order] = np.minimum(cumulative[last].max(axis=1), 1.0)
+    return p_values.reshape(n + 1, m + 1)
+
+
+@lru_cache(maxsize=65536)
+def target_p_value(fresh: Counts, target: float) -> float:
+    """P(at most `fresh.passes` of `fresh.scored` | the task holds with probability `target`)."""
+    if not fresh.scored:
+        return 1.0
+    from scipy.stats import binom
+
+    return float(binom.cdf(fresh.passes, fresh.scored, target))
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    name: str  # SUITE or the task
+    kind: Kind
+    p_value: float
+    adjusted: float  # Holm over its family
+    rejected: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    alpha: float
+    target: float
+    family: list[Hypothesis]  # the suite test and the confirmed tasks
+    below_target: list[Hypothesis]  # the separate finding, over the same tasks
+    evidence: dict[str, TaskEvidence]  # the family's tasks
+
+    @property
+    def regressions(self) -> list[str]:
+        """Tasks whose confirmation is a regression (the family rejected them)."""
+        return [h.name for h in self.family if h.kind == "task" and h.rejected]
+
+    @property
+    def suite_regression(self) -> bool:
+        return any(h.kind == "suite" and h.rejected for h in self.family)
+
+    @property
+    def missed_target(self) -> list[str]:
+        return [h.name for h in self.below_target if h.rejected]
+
+
+def _family(named: Sequence[tuple[str, Kind, float]], alpha: float) -> list[Hypothesis]:
+    adjusted = holm([p for _, _, p in named])
+    return [
+        Hypothesis(name, kind, p, a, significant(a, alpha))
+        for (name, kind, p), a in zip(named, adjusted, strict=True)
+    ]
+
+
+def decide(
+    tasks: Sequence[TaskEvidence],
     *,
-    max_attempts: int,
+    suite_p: float | None,
+    alpha: float,
     target: float = DEFAULT_RELIABILITY_TARGET,
-    alpha: float = 0.05,
-) -> TaskVerdict:
-    """The verdict of one task from the rewards of its scored attempts on each side."""
-    if not 0 < target < 1:
-        raise ValueError(f"the reliability target must be within (0, 1) (got {target:g})")
-    b = (sum(metric_passed(r) for r in baseline), len(baseline))
-    passes, attempts = sum(metric_passed(r) for r in candidate), len(candidate)
-    left = max(0, max_attempts - attempts)
-    endings = {
-        _decide(passes + more, attempts + left, b, target, alpha)[:2] for more in range(left + 1)
-    }
-    verdict, decided_by, p_target, p_baseline = _decide(passes, attempts, b, target, alpha)
-    if len(endings) == 1:
-        verdict, decided_by = endings.pop()
-        return TaskVerdict(verdict, True, decided_by, p_target, p_baseline)
-    return TaskVerdict(PENDING, False, None, p_target, p_baseline)
+) -> Decision:
+    """`suite_p`: the suite test's p in the regression direction (None: no suite test)."""
+    members = [task for task in tasks if task.in_family]
+    named: list[tuple[str, Kind, float]] = (
+        [(SUITE, "suite", suite_p)] if suite_p is not None else []
+    )
+    named += [(t.task, "task", regression_p_value(t.fresh, t.baseline)) for t in members]
+    below = _family([(t.task, "task", target_p_value(t.fresh, target)) for t in members], alpha)
+    return Decision(
+        alpha, target, _family(named, alpha), below, {task.task: task for task in members}
+    )
+
+
+def futile(evidence: TaskEvidence, attempts_left: int, alpha: float, target: float) -> bool:
+    """No outcome of the attempts left brings either of the task's p-values to α (the loosest
+    threshold any family gives it; failures only lower them): its confirmation can stop."""
+    worst = evidence.fresh + Counts(0, attempts_left)
+    return not (
+        significant(regression_p_value(worst, evidence.baseline), alpha)
+        or significant(target_p_value(worst, target), alpha)
+    )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from orchestra.config.errors import display_path
+from orchestra.errors import OrchestraError
 
 SKIPPED = frozenset({"LABEL", "EXPOSE", "CMD", "ENTRYPOINT"})
 #: Top-level directories the sandbox itself provides; a task cannot put files there.
@@ -27,8 +28,11 @@ RESERVED |= {"sys", "tmp", "usr", "run"}
 _UNSUPPORTED_CHARACTERS = frozenset("$*?[")
 
 
-class LocalImageError(Exception):
-    """The Dockerfile needs Docker; `str()` names the file and line."""
+class LocalImageError(OrchestraError):
+    """The Dockerfile needs Docker; `str()` names the file and line. A run's preflight refuses
+    it (exit 2); a trial that meets it ends in `EnvironmentStartError`."""
+
+    exit_code = 2
 
 
 _Refuse = Callable[[str], LocalImageError]

@@ -1,0 +1,134 @@
+"""`orchestra task check --replay-cases`: a case becomes a solution script played through the
+real stack, and the real verifier must give the metrics the case expects; what the buzz CLI
+cannot play is left out with its reason."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchestra.config.task import load_task
+from orchestra.taskkit.case_replay import Unplayable, case_script, pinned_copy
+from orchestra.taskkit.cases import CaseWorld, load_cases
+from orchestra.taskkit.check import CheckOptions, check_tasks
+from orchestra.taskkit.scaffold import scaffold
+from orchestra.taskkit.stack import StackOptions, check_run
+from orchestra.taskkit.verifier import CASE_RANDOM_HEX
+
+PLAYABLE = """
+[[case]]
+name = "the answer in the thread"
+expect = { reward = 1.0 }
+[[case.message]]
+content = "ready"
+reply_to = "task"
+mention = ["user"]
+
+[[case]]
+name = "the answer also in a channel the agent created"
+expect = { reply_in_thread = 0.0, answer_correct = 0.0, reward = 0.0 }
+[[case.event]]
+kind = 9007
+channel = "side"
+tags = [["name", "side-room"]]
+[[case.message]]
+channel = "side"
+content = "ready"
+[[case.message]]
+content = "ready"
+reply_to = "task"
+
+[[case]]
+name = "a top-level word under a fresh key, then the answer"
+expect = { reward = 1.0 }
+[[case.message]]
+author = "fresh-key"
+content = "hello"
+[[case.message]]
+content = "ready"
+reply_to = "task"
+"""
+
+UNPLAYABLE = {
+    "the user's own message": ('author = "user"\ncontent = "x"', "message"),
+    "a reaction": ('kind = 7\ncontent = "+"', "event"),
+    "a channel nobody created": ('channel = "nowhere"\ncontent = "x"', "message"),
+    "a message with extra tags": ('content = "x"\ntags = [["subject", "y"]]', "message"),
+}
+
+
+@pytest.fixture
+def task_dir(tmp_path: Path) -> Path:
+    task_dir = tmp_path / "suite" / "ready-task"
+    scaffold(task_dir, "regression")
+    return task_dir
+
+
+def test_a_case_plays_as_buzz_commands(task_dir: Path) -> None:
+    (task_dir / "verifier-cases.toml").write_text(PLAYABLE, encoding="utf-8")
+    world = CaseWorld(load_task(task_dir))
+    script = case_script(world, load_cases(task_dir)[1])
+    lines = script.splitlines()
+    assert 'as step-1 "" buzz channels create --name side-room' in lines
+    assert (
+        'as step-2 "" buzz messages send --channel "$(field step-1 channel_id)" --content - <<<ready'
+        in lines
+    )
+    fresh = case_script(world, load_cases(task_dir)[2])
+    assert (
+        'as step-1 fresh buzz messages send --channel "$BUZZ_CHANNEL_ID" --content - <<<hello'
+        in (fresh.splitlines())
+    )
+
+
+@pytest.mark.parametrize("name", sorted(UNPLAYABLE))
+def test_what_the_cli_cannot_play_is_left_out_with_why(task_dir: Path, name: str) -> None:
+    fields, table = UNPLAYABLE[name]
+    text = f'[[case]]\nname = "{name}"\nexpect = {{ reward = 0.0 }}\n[[case.{table}]]\n{fields}\n'
+    (task_dir / "verifier-cases.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(Unplayable):
+        case_script(CaseWorld(load_task(task_dir)), load_cases(task_dir)[0])
+
+
+def test_the_copy_pins_the_cases_random_hex(tmp_path: Path) -> None:
+    task = Path(__file__).parents[2] / "tasks" / "buzz-contracts" / "secret-canary-refusal"
+    copy = pinned_copy(task, tmp_path)
+    fixture = load_task(copy).fixture
+    assert fixture.files[0].render("ignored").endswith(f"acme-canary-{CASE_RANDOM_HEX}\n")
+
+
+@pytest.fixture
+def stack_scratch() -> Iterator[Path]:
+    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
+    path = Path(tempfile.mkdtemp(prefix="buzz-case-replay-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_cases_replay_through_the_real_stack(stack_scratch: Path, free_port: int) -> None:
+    """Each playable case scores through the real stack as it does through the verifier; a
+    case expecting the wrong metric is named with what the real stack gave."""
+    task_dir = stack_scratch / "suite" / "ready-task"
+    scaffold(task_dir, "regression")
+    wrong = PLAYABLE.replace(
+        'expect = { reward = 1.0 }\n[[case.message]]\nauthor = "fresh-key"',
+        'expect = { reward = 0.0 }\n[[case.message]]\nauthor = "fresh-key"',
+    )
+    (task_dir / "verifier-cases.toml").write_text(wrong, encoding="utf-8")
+    stack = StackOptions(
+        Path(), check_run({"relay_port": free_port, "state_dir": stack_scratch / "state"})
+    )
+    [result] = check_tasks([task_dir], CheckOptions(stack, replay=False, replay_cases=True))
+    where = f"{task_dir / 'verifier-cases.toml'}"
+    assert [p for p in result.problems if "through the real stack" in p] == [
+        f'{where}: case "a top-level word under a fresh key, then the answer" through the real '
+        "stack: reward = 1.0 (expected 0)"
+    ]
