@@ -66,7 +66,7 @@ def suite_text(comparison: dict[str, Any]) -> str:
             low, high = suite["interval"]["low"], suite["interval"]["high"]
             text += f" [{_points(low)}, {_points(high)}] (95% clustered interval over tasks)"
     text += f"; {TEST_NAMES[suite['test']]}"
-    if suite["discordant"] is not None:
+    if suite["discordant"] is not None and suite["test"] != "none":
         d = suite["discordant"]
         text += (
             f" (the one-sided exact McNemar test: {d['baseline_only']} passed on the baseline "

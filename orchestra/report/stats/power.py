@@ -126,7 +126,9 @@ class Detectable:
             if self.attempts_baseline == self.attempts_candidate
             else f"{self.attempts_baseline}/{self.attempts_candidate}"
         )
-        plan = f"{self.n_tasks} tasks × {attempts} attempt{'s' if attempts != '1' else ''}"
+        plan = (
+            f"{plural(self.n_tasks, 'task')} × {attempts} attempt{'s' if attempts != '1' else ''}"
+        )
         model = f"(80 % power, one-sided α={self.alpha:g}; {self.difficulty.text()})"
         if self.change is None:
             return f"{plan}: no fall of the pass rate, however large, is detected {model}"
