@@ -16,6 +16,7 @@ from orchestra.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, fail
 from orchestra.cli.export import register as register_export_commands
 from orchestra.cli.help import READ_EXIT_CODES, VERSION_LINE, Command, Group, epilog
 from orchestra.cli.options import with_options
+from orchestra.cli.regrade import register as register_regrade_command
 from orchestra.cli.report_commands import register as register_report_commands
 from orchestra.cli.resume import register as register_resume_command
 from orchestra.cli.stack import stack_app
@@ -162,6 +163,7 @@ register_report_commands(app)
 register_export_commands(app)
 register_task_commands(app)
 register_db_commands(app)
+register_regrade_command(app)
 app.add_typer(
     stack_app, name="stack", short_help="Bring the relay and its database up or down; status."
 )

@@ -149,6 +149,12 @@ class Task:
         return self._contents.contract_digest
 
     @property
+    def verifier_digest(self) -> str:
+        """The digest of `tests/` alone, as of the first use: what grades the task (a regrade
+        records it, compare says when two sides were graded by different verifiers)."""
+        return self._contents.verifier_digest
+
+    @property
     def tests(self) -> tuple[TaskFile, ...]:
         """The files of `tests/` as read with the digest (before any trial of the job starts):
         the pristine copy every verifier of the job runs, whatever happens to the directory
@@ -168,9 +174,8 @@ class Task:
         return sorted(path for path in now.keys() | then.keys() if now.get(path) != then.get(path))
 
     def record(self) -> dict[str, str]:
-        """`{name, short_name, dir, layer, digest, contract_digest, harbor_checksum}` as job and
-        trial configs
-        record it (§10.2)."""
+        """`{name, short_name, dir, layer, digest, contract_digest, verifier_digest,
+        harbor_checksum}` as job and trial configs record it (§10.2)."""
         return {
             "name": self.name,
             "short_name": self.short_name,
@@ -178,6 +183,7 @@ class Task:
             "layer": self.layer,
             "digest": self.digest,
             "contract_digest": self.contract_digest,
+            "verifier_digest": self.verifier_digest,
             "harbor_checksum": self.harbor_checksum,
         }
 
@@ -342,6 +348,7 @@ class TaskContents:
     #: the digest without `solution/` (the oracle's answer, not the task a model is measured
     #: on): what the results history pools runs by (docs/results-db.md "History")
     contract_digest: str = ""
+    verifier_digest: str = ""  # over `tests/` alone: what grades the task
 
 
 def task_digest(task_dir: Path) -> str:
@@ -361,6 +368,7 @@ def read_task_contents(task_dir: Path) -> TaskContents:
     )
     digest = hashlib.sha256()
     contract = hashlib.sha256()
+    verifier = hashlib.sha256()
     tests: list[TaskFile] = []
     for relative, path in files:
         if relative == "README.md":
@@ -372,4 +380,7 @@ def read_task_contents(task_dir: Path) -> TaskContents:
         if relative.startswith(f"{TESTS_DIR_NAME}/"):
             mode = path.stat().st_mode & 0o777
             tests.append(TaskFile(relative.removeprefix(f"{TESTS_DIR_NAME}/"), content, mode))
-    return TaskContents(digest.hexdigest(), tuple(tests), contract.hexdigest())
+            verifier.update(relative.encode("utf-8") + b"\0" + content + b"\0")
+    return TaskContents(
+        digest.hexdigest(), tuple(tests), contract.hexdigest(), verifier.hexdigest()
+    )

@@ -8,12 +8,12 @@ the run again. Each job directory keeps its own layout and documents (§10).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from orchestra.documents.enums import EnvKind
-from orchestra.documents.io import Document, Sha256, Timestamp
+from orchestra.documents.io import Document, Sha256, Timestamp, absent
 from orchestra.documents.job import EndpointRecord, PlanRecord, ReplayIdentity, is_oracle_roster
 from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import Count, Part
@@ -30,6 +30,15 @@ class RunJob(Part):
 class RunResume(Part):
     at: Timestamp
     owed_trials: Count
+
+
+class RegradeRecord(Part):
+    """A run `orchestra regrade` made: the run it re-scored, when, and the verifier digest
+    (`tests/` alone) of each task as it graded them (§2.6 "Regrade")."""
+
+    from_run: str
+    at: Timestamp
+    verifier_digests: dict[str, Sha256]
 
 
 class RunRecord(Document):
@@ -50,6 +59,8 @@ class RunRecord(Document):
     #: only when it carries no password: secrets are never written)
     settings: RunConfig
     resumes: list[RunResume] = Field(default_factory=list)
+    #: set on a run `orchestra regrade` wrote; absent on every other run
+    regrade: Annotated[RegradeRecord | None, Field(exclude_if=absent)] = None
 
     @model_validator(mode="before")
     @classmethod

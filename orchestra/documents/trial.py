@@ -45,6 +45,8 @@ class TaskRecord(Part):
     digest: Sha256
     #: `digest` without `solution/` (the history pools runs by it); absent in older documents
     contract_digest: Annotated[Sha256 | None, Field(default=None, exclude_if=absent)]
+    #: the digest of `tests/` alone (what grades the task); absent in older documents
+    verifier_digest: Annotated[Sha256 | None, Field(default=None, exclude_if=absent)]
     harbor_checksum: Sha256 | None = None
 
 

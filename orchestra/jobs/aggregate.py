@@ -34,6 +34,7 @@ class PlannedTask:
     layer: str
     digest: str = ""  # the task files' digest (compare flags a task whose files changed)
     contract_digest: str = ""  # without `solution/` (the results history pools by it)
+    verifier_digest: str = ""  # `tests/` alone (compare flags a task graded by another verifier)
 
 
 @dataclass
@@ -83,7 +84,13 @@ class JobRecord:
             manifest_sha256=manifest_sha256,
             attempts=plan.attempts,
             tasks=[
-                PlannedTask(task.name, task.layer, task.digest, task.contract_digest or "")
+                PlannedTask(
+                    task.name,
+                    task.layer,
+                    task.digest,
+                    task.contract_digest or "",
+                    task.verifier_digest or "",
+                )
                 for task in plan.tasks
             ],
             oracle=oracle,

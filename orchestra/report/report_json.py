@@ -219,7 +219,13 @@ def report_of_records(records: Sequence[JobRecord]) -> dict[str, Any]:
                 "attempts": record.attempts,
                 "oracle": record.oracle,
                 "planned_tasks": [
-                    {"name": t.name, "layer": t.layer, "digest": t.digest} for t in record.tasks
+                    {
+                        "name": t.name,
+                        "layer": t.layer,
+                        "digest": t.digest,
+                        "verifier_digest": t.verifier_digest,
+                    }
+                    for t in record.tasks
                 ],
                 "pending": pending_slots(record),
             }

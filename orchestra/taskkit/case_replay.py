@@ -40,6 +40,8 @@ from orchestra.taskkit.cases import (
 from orchestra.taskkit.stack import Replay, StackOptions, StackRun, replay
 from orchestra.taskkit.verifier import CASE_RANDOM_HEX
 
+#: the pubkey of the first profile row `buzz users get` prints
+FIRST_PUBKEY = "python3 -c 'import json, sys; print(json.load(sys.stdin)[0][\"pubkey\"])'"
 #: where `/workspace/...` of a case lands: the agent's working directory
 CASE_WORKSPACE = PurePosixPath("/workspace")
 
@@ -97,11 +99,11 @@ class _Script:
         if who == USER_ACTOR:
             return '"$BUZZ_REQUESTER_PUBKEY"'
         if who == AGENT:
-            return '"$(buzz users get | python3 -c \'import json,sys; print(json.load(sys.stdin)[0]["pubkey"])\')"'
+            return f'"$(buzz users get | {FIRST_PUBKEY})"'
         names = {row["identity_id"]: row["name"] for row in self.world.directory}
         if who in names:
             lookup = f"buzz users get --name {shlex.quote(names[who])} --exact"
-            return f'"$({lookup} | python3 -c \'import json,sys; print(json.load(sys.stdin)[0]["pubkey"])\')"'
+            return f'"$({lookup} | {FIRST_PUBKEY})"'
         return shlex.quote(who)
 
     def run(self, step: str, author: str, command: str) -> None:

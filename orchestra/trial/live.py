@@ -19,7 +19,8 @@ RESUBSCRIBE_OVERLAP_SECONDS = 5
 
 
 class LiveFeed:
-    """Hands every event `client` may read that matches `criteria` to `deliver`, live.
+    """Hands every event `client` may read that matches one of `criteria` (filters without
+    `since`) to `deliver`, live.
 
     After a drop it re-subscribes with `since` = newest seen created_at - 5; the stored events
     of a (re-)subscription, which the relay sends newest first, are delivered in ascending
@@ -31,7 +32,7 @@ class LiveFeed:
     def __init__(
         self,
         client: BuzzClient,
-        criteria: dict[str, Any],
+        criteria: list[dict[str, Any]],
         since: int,
         deliver: Callable[[dict[str, Any]], None],
         on_end: Callable[[], None],
@@ -90,7 +91,8 @@ class LiveFeed:
     async def _subscribe_once(self) -> None:
         stored: list[dict[str, Any]] = []
         live = False
-        async with self._client.subscribe([{**self._criteria, "since": self._since}]) as feed:
+        filters = [{**criterion, "since": self._since} for criterion in self._criteria]
+        async with self._client.subscribe(filters) as feed:
             async for item in feed:
                 if item is EOSE:
                     live = True

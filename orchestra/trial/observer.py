@@ -31,7 +31,7 @@ class ChannelObserver:
         self.arrival: dict[str, int] = {}
         self._feed = LiveFeed(
             client,
-            {"kinds": OBSERVED_KINDS, "#h": [channel_id]},
+            [{"kinds": OBSERVED_KINDS, "#h": [channel_id]}],
             since,
             self.store,
             on_change,

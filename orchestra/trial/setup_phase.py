@@ -14,7 +14,7 @@ from orchestra.jsonio import write_text_atomic
 from orchestra.nostr.keys import Keys
 from orchestra.processes import first_of
 from orchestra.trial import relay_ops
-from orchestra.trial.capture import TrialCapture
+from orchestra.trial.capture import EVERYTHING, TrialCapture, channel_only
 from orchestra.trial.completion import describe_exit
 from orchestra.trial.context import JobContext
 from orchestra.trial.env.protocol import EnvCommandError, TrialEnvironment
@@ -99,10 +99,9 @@ async def create_channel(state: TrialState, ctx: JobContext) -> None:
     since = int(time.time()) - 5
     user_client, setup = state.user_client(ctx), state.setup
     assert setup.user is not None
-    readers = {setup.user.name: user_client}
-    readers.update((slot.agent_id, state.agent_client(slot.agent_id)) for slot in state.slots)
-    setup.capture = TrialCapture(readers, since, state.notify)
-    await setup.capture.start()
+    setup.capture = capture = TrialCapture(since, state.notify)
+    for slot in state.slots:
+        await capture.add(slot.agent_id, state.agent_client(slot.agent_id), EVERYTHING)
     setup.channel_id = channel_id = await relay_ops.create_trial_channel(
         user_client, name=name, description=description
     )
@@ -116,6 +115,8 @@ async def create_channel(state: TrialState, ctx: JobContext) -> None:
         task_name=state.task.name,
         channel_id=channel_id,
     )
+    # the user owns every trial channel of its task (also other attempts'): only this one
+    await capture.add(setup.user.name, user_client, channel_only(channel_id))
     setup.observer = observer = ChannelObserver(user_client, channel_id, since, state.notify)
     await observer.start()
 

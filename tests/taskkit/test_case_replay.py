@@ -51,6 +51,18 @@ content = "hello"
 [[case.message]]
 content = "ready"
 reply_to = "task"
+
+[[case]]
+name = "the word in bold"
+expect = { reward = 1.0 }
+[[case.message]]
+content = "**READY**"
+reply_to = "task"
+
+[[case]]
+name = "a truncated snapshot"
+expect = { evidence_complete = 0.0, reward = 0.0 }
+evidence = { truncated = true }
 """
 
 UNPLAYABLE = {
@@ -114,21 +126,21 @@ def stack_scratch() -> Iterator[Path]:
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_cases_replay_through_the_real_stack(stack_scratch: Path, free_port: int) -> None:
-    """Each playable case scores through the real stack as it does through the verifier; a
-    case expecting the wrong metric is named with what the real stack gave."""
+    """Each playable case scores through the real stack as it does through the verifier, but
+    one the relay would refuse: a fresh key is no member of the private trial channel, so its
+    post fails there, the script stops and the answer never comes (reward 0, not 1)."""
     task_dir = stack_scratch / "suite" / "ready-task"
     scaffold(task_dir, "regression")
-    wrong = PLAYABLE.replace(
-        'expect = { reward = 1.0 }\n[[case.message]]\nauthor = "fresh-key"',
-        'expect = { reward = 0.0 }\n[[case.message]]\nauthor = "fresh-key"',
-    )
-    (task_dir / "verifier-cases.toml").write_text(wrong, encoding="utf-8")
+    (task_dir / "verifier-cases.toml").write_text(PLAYABLE, encoding="utf-8")
     stack = StackOptions(
         Path(), check_run({"relay_port": free_port, "state_dir": stack_scratch / "state"})
     )
     [result] = check_tasks([task_dir], CheckOptions(stack, replay=False, replay_cases=True))
-    where = f"{task_dir / 'verifier-cases.toml'}"
-    assert [p for p in result.problems if "through the real stack" in p] == [
-        f'{where}: case "a top-level word under a fresh key, then the answer" through the real '
-        "stack: reward = 1.0 (expected 0)"
+    fresh = "a top-level word under a fresh key, then the answer"
+    [problem] = result.problems
+    assert result.notes == [
+        f'{task_dir / "verifier-cases.toml"}: case "a truncated snapshot" not replayed: '
+        "it overrides evidence fields"
     ]
+    assert problem.startswith(f'{task_dir / "verifier-cases.toml"}: case "{fresh}" through the')
+    assert "reward = 0.0 (expected 1)" in problem

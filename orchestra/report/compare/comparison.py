@@ -56,6 +56,8 @@ class Side:
     condition: str
     tasks: dict[str, dict[str, Any]]  # task name -> the task summary of report.json
     digests: dict[str, str] = field(default_factory=dict)  # task name -> its files' digest
+    #: task name -> the digest of the `tests/` that graded it (runs recorded before it: none)
+    verifier_digests: dict[str, str] = field(default_factory=dict)
     # a history's (orchestra.report.compare_history): the recent runs' confirmation attempts,
     # the tasks that failed a first attempt in them, and what was pooled
     recent: dict[str, Counts] = field(default_factory=dict)
@@ -63,12 +65,12 @@ class Side:
     pooled: tuple[str, ...] = ()
 
 
-def _digests(report: dict[str, Any]) -> dict[str, str]:
+def _digests(report: dict[str, Any], key: str = "digest") -> dict[str, str]:
     return {
-        task["name"]: task["digest"]
+        task["name"]: task[key]
         for job in report.get("jobs", [])
         for task in job.get("planned_tasks", [])
-        if task.get("digest")
+        if task.get(key)
     }
 
 
@@ -101,7 +103,13 @@ def side_of_report(report: dict[str, Any], label: str, where: str) -> Side:
             for layer_name, layer in condition["layers"].items()
             for name, task in layer["tasks"].items()
         }
-        return Side(label, str(condition["condition"]), tasks, _digests(report))
+        return Side(
+            label,
+            str(condition["condition"]),
+            tasks,
+            _digests(report),
+            _digests(report, "verifier_digest"),
+        )
     except (KeyError, TypeError, AttributeError) as error:
         raise CompareInputError(f"{where}: malformed report ({error!r})") from None
 
@@ -134,6 +142,7 @@ class TaskComparison:
     p_value: float | None = None  # one-sided Fisher on the reward's pass counts (a lead)
     adjusted_p_value: float | None = None  # Holm over the tasks compared
     files_changed: bool = False  # the task's digest differs between the sides
+    verifier_changed: bool = False  # graded by different verifiers (`tests/` digests)
 
     @property
     def significant(self) -> bool:
@@ -347,6 +356,8 @@ def compare_sides(
     for task in tasks:
         before, after = baseline.digests.get(task.task), candidate.digests.get(task.task)
         task.files_changed = before is not None and after is not None and before != after
+        graded = baseline.verifier_digests.get(task.task), candidate.verifier_digests.get(task.task)
+        task.verifier_changed = None not in graded and graded[0] != graded[1]
     # the suite test's p in the regression direction (the family tests regressions only)
     suite_p = (suite.p_regression if suite.mean_difference < 0 else 1.0) if paired else None
     decision = decide(
@@ -389,6 +400,7 @@ def compare_sides(
             if t.status in (REGRESSION, IMPROVEMENT)
         ],
         "changed_task_files": [t.task for t in tasks if t.files_changed],
+        "changed_verifiers": [t.task for t in tasks if t.verifier_changed],
         "tasks": [asdict(t) for t in tasks],
     }
 

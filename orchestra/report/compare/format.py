@@ -170,6 +170,10 @@ def warning_lines(comparison: dict[str, Any]) -> list[str]:
     return [
         f"warning: {name}: the task's files changed between the two sides (compared anyway)"
         for name in comparison["changed_task_files"]
+    ] + [
+        f"warning: {name}: the two sides were graded by different verifiers "
+        "(another tests/ digest; compared anyway)"
+        for name in comparison.get("changed_verifiers", [])
     ]
 
 
