@@ -7,6 +7,7 @@ from typing import Any
 
 from orchestra.agents.acp.records import Record, read_record
 from orchestra.documents.job import JobConfig
+from orchestra.documents.report import ReportDocument
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.identity import replay_record
 
@@ -73,3 +74,42 @@ def log_record(**fields: Any) -> Record:
     record = read_record(json.dumps(fields))
     assert record is not None, fields
     return record
+
+
+def _counts(passes: int, scored: int) -> dict[str, Any]:
+    """A §11 row of `scored` trials, `passes` of them with reward 1."""
+    return {
+        "planned": scored, "scored": scored, "errors": 0, "cancelled": 0, "running": 0,
+        "not_started": 0, "pass_rate": passes / scored, "pass_rate_all": passes / scored,
+        "tokens": {"input": 0, "cached_input": 0, "output": 0}, "cost_usd": 0.0,
+        "mean_cost_usd": 0.0, "mean_trial_seconds": None,
+    }  # fmt: skip
+
+
+def report_document(tasks: dict[str, tuple[int, int]], condition: str = "c") -> ReportDocument:
+    """A report.json of one condition whose regression tasks have these (passes, scored)."""
+    rows = {
+        name: _counts(passes, scored)
+        | {"incomplete": False, "pass_at_k": None, "failing_dimensions": {}, "successes": passes}
+        for name, (passes, scored) in tasks.items()
+    }
+    total = _counts(sum(p for p, _ in tasks.values()), sum(n for _, n in tasks.values()))
+    group = total | {"pass_at_k": None, "n_tasks": len(tasks)}
+    return ReportDocument.model_validate(
+        {
+            "generated_at": STARTED,
+            "jobs": [],
+            "conditions": [
+                {
+                    "condition": condition,
+                    "manifest_sha256": SHA,
+                    "oracle": True,
+                    "jobs": [],
+                    "layers": {"regression": group | {"tasks": rows}},
+                    "totals": group,
+                    "error_types": {},
+                }
+            ],
+            "trials": [],
+        }
+    )

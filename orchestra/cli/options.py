@@ -1,6 +1,6 @@
-"""The parameters of `benchmark`, `resume`, `stack` and `task check`, built from the
-`RunConfig` fields that declare them (`orchestra.documents.options`; orchestrator.md §2.2):
-flag, help, bounds, metavar and whether `resume` takes an option are the field's. A command
+"""The parameters of `benchmark`, `resume`, `stack`, `cleanup`, `compare` and `task check`, built
+from the `RunConfig` fields that declare them (`orchestra.documents.options`; orchestrator.md
+§2.2): flag, help, bounds, metavar and whether `resume` takes an option are the field's. A command
 names the options it takes (`with_options`) and receives them as keyword arguments named as
 their fields (`n_concurrent`, `settle_ms`), so `given_options` turns what the command line gave
 into `RunConfig.updated`'s input. The few flags that are the command's own (`--config`,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field
@@ -121,7 +121,7 @@ class Bounds:
     lt: float | None = None
 
     def with_(self, name: str, value: float) -> Bounds:
-        return Bounds(**{**self.__dict__, name: value})
+        return replace(self, **{name: value})
 
     @property
     def closed(self) -> bool:

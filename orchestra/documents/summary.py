@@ -6,10 +6,11 @@ one and how many those are (§11.1).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
+from orchestra.documents.io import absent
 from orchestra.documents.trial import Count, Part, TokenCounts
 
 
@@ -87,7 +88,23 @@ class ConfirmationCount(Part):
     passes: Count  # scored with reward 1.0
 
 
-class TaskSummary(Rates, UsageSummary):
+class MetricCount(Part):
+    """One metric over the scored trials: how many held, of how many carried it."""
+
+    passed: Count
+    scored: Count
+    rate: float
+
+
+class Outcomes(Part):
+    """Per metric pass counts and how the agent phase ended (`none`: it never ended normally),
+    added by the report layer (report.json); absent from `summarize --json` and result.json."""
+
+    metrics: Annotated[dict[str, MetricCount] | None, Field(exclude_if=absent)] = None
+    stop_reasons: Annotated[dict[str, Count] | None, Field(exclude_if=absent)] = None
+
+
+class TaskSummary(Rates, UsageSummary, Outcomes):
     incomplete: bool  # fewer scored trials than k
     pass_at_k: TaskPassAtK | None
     failing_dimensions: dict[str, Count]
@@ -103,7 +120,7 @@ class TaskSummary(Rates, UsageSummary):
     confirmation: ConfirmationCount | None = None  # None: no attempt beyond k
 
 
-class GroupSummary(Rates, UsageSummary):
+class GroupSummary(Rates, UsageSummary, Outcomes):
     pass_at_k: GroupPassAtK | None
     n_tasks: Count
     # Issue 29, filled by the report layer (orchestra.report.stats.estimates); tasks are the units.

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
 
-from orchestra.config.task import LAYERS
+from orchestra.config.task import LAYERS, Layer
 from orchestra.documents.enums import TrialStatus
 from orchestra.documents.job import EndpointRecord, JobConfig, PlanRecord
 from orchestra.documents.summary import (
@@ -31,7 +31,7 @@ LAYER_ORDER = LAYERS
 @dataclass(frozen=True)
 class PlannedTask:
     name: str
-    layer: str
+    layer: Layer
     digest: str = ""  # the task files' digest (compare flags a task whose files changed)
     contract_digest: str = ""  # without `solution/` (the results history pools by it)
     verifier_digest: str = ""  # `tests/` alone (compare flags a task graded by another verifier)

@@ -9,7 +9,7 @@ from pathlib import Path
 from orchestra.documents.io import DocumentError
 from orchestra.report.html.page import write_report_html
 from orchestra.report.junit import write_junit_xml
-from orchestra.report.report_json import build_report, write_report_json
+from orchestra.report.report_json import build_report
 
 REPORT_JSON = "report.json"
 JUNIT_XML = "junit.xml"
@@ -35,7 +35,7 @@ def write_reports(job_dirs: list[Path], out_dir: Path) -> ReportFiles:
     report = build_report(job_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(out_dir / REPORT_JSON, out_dir / JUNIT_XML, out_dir / REPORT_HTML)
-    write_report_json(report, files.report_json)
+    report.write(files.report_json)
     write_junit_xml(report, files.junit_xml)
     write_report_html(report, files.report_html)
     return files

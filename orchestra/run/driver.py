@@ -193,7 +193,7 @@ class Run:
                 return BaselineConfirmation(effective, baseline)
             if effective.confirm_against is not None:
                 return BaselineConfirmation(effective, baseline_of_run(effective.confirm_against))
-        except CompareInputError as error:
+        except (CompareInputError, DocumentError) as error:
             raise Refused(RunEnd.USAGE, f"--confirm-against: {error}") from None
         except DatabaseError as error:
             raise Refused(RunEnd.USAGE, f"--baseline-history: {error}") from None

@@ -29,7 +29,7 @@ def test_cache_write_tokens_add_up_everywhere(tmp_path: Path) -> None:
     assert tasks["buzz-native/user-mention"].tokens.cache_write_input == 1500
     assert tasks["buzz-native/reply-to-thread"].tokens.cache_write_input == 0
     assert condition.agents[AGENT].tokens.model_dump() == expected
-    report = build_report([job])
+    report = build_report([job]).model_dump(mode="json")
     assert report["conditions"][0]["totals"]["tokens"] == expected
     stats = JobResult.load(JobPaths(job).result_json).stats
     assert stats.tokens.model_dump() == expected

@@ -9,6 +9,7 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.report_commands import register
+from orchestra.paths import PROJECT_ROOT
 from orchestra.report.compare.comparison import compare_paths, exit_code
 from orchestra.report.compare.format import format_markdown, format_text
 from orchestra.report.stats.inference import wilson
@@ -247,3 +248,19 @@ def test_malformed_saved_reports_are_one_line_errors(tmp_path: Path) -> None:
     not_job = runner.invoke(cli(), ["compare", str(tmp_path), str(baseline)])
     assert not_job.exit_code == 1
     assert "a directory of 2 jobs, not a run or job: baseline, candidate" in not_job.stderr
+
+
+@pytest.mark.parametrize("old", ["2026-12-02.json", "2026-12-04.json"])
+def test_a_baseline_saved_by_an_earlier_version_still_compares(old: str) -> None:
+    """The nightly keeps report.json files as baselines: one written before the statistics
+    (no `successes`: the reward metric's passes count) compares like today's own."""
+    reports = PROJECT_ROOT / "tests" / "fixtures" / "report-json"
+    today = reports / "2026-12-07.json"
+    against_old = compare_paths(reports / old, today)
+    against_today = compare_paths(today, today)
+    # the same verdict, tests, p-values and per-task outcomes (the label names the file)
+    assert {**against_old, "baseline": None} == {**against_today, "baseline": None}
+    assert against_old["suite"]["n_tasks"] == 3
+    assert against_old["verdict"] == "no significant change"
+    result = CliRunner().invoke(cli(), ["compare", str(reports / old), str(today)])
+    assert result.exit_code == 0, result.output

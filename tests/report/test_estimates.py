@@ -41,7 +41,7 @@ def _subset_mean(rewards: list[float], k: int, all_pass: bool) -> float:
 
 
 def test_report_json_carries_every_figure(job: Path) -> None:
-    condition = build_report([job])["conditions"][0]
+    condition = build_report([job]).model_dump(mode="json")["conditions"][0]
     tasks = condition["layers"]["workflow"]["tasks"]
     twice = tasks["buzz-native/twice"]
     assert twice["successes"] == 2 and twice["flaky"] is True
@@ -63,7 +63,9 @@ def test_report_json_carries_every_figure(job: Path) -> None:
     mean = totals["task_mean"]
     assert mean["value"] == pytest.approx(0.5) and mean["interval"]["method"] == "clustered"
     # Seeded: the same runs give the same interval.
-    assert build_report([job])["conditions"][0]["totals"]["task_mean"] == mean
+    assert (
+        build_report([job]).model_dump(mode="json")["conditions"][0]["totals"]["task_mean"] == mean
+    )
 
 
 def test_json_summary_junit_html_and_table(job: Path) -> None:
@@ -74,10 +76,9 @@ def test_json_summary_junit_html_and_table(job: Path) -> None:
     properties = {
         p.get("name"): p.get("value") for p in ET.fromstring(junit_xml(report)).iter("property")
     }
-    totals = report["conditions"][0]["totals"]
-    assert float(properties["condition.pass_rate_low"]) == pytest.approx(
-        totals["pass_rate_interval"]["low"], abs=1e-5
-    )
+    interval = report.conditions[0].totals.pass_rate_interval
+    assert interval is not None
+    assert float(properties["condition.pass_rate_low"]) == pytest.approx(interval.low, abs=1e-5)
     assert properties["condition.flaky_tasks"] == "buzz-native/once,buzz-native/twice"
     assert "condition.pass_hat_3_high" in properties
     page = report_html(report, job)

@@ -14,6 +14,7 @@ from browser import CHROMIUM, MISSING_REASON, colour_counts, dump_dom, screensho
 from jobs_builder import SAMPLE_VERIFIER_INPUTS, USER, Msg, TrialSpec, build_job
 from report_samples import HOSTILE
 
+from orchestra.documents.report import ReportDocument
 from orchestra.report.html.filter import SCRIPT
 from orchestra.report.html.page import report_html, write_report_html
 from orchestra.report.html.transcript import identities_of, render_content
@@ -50,11 +51,9 @@ def parse(html: str) -> Elements:
     return parser
 
 
-def trial_index(report: dict, task: str, attempt: int) -> int:
+def trial_index(report: ReportDocument, task: str, attempt: int) -> int:
     return next(
-        i
-        for i, t in enumerate(report["trials"])
-        if t["short_name"] == task and t["attempt"] == attempt
+        i for i, t in enumerate(report.trials) if t.short_name == task and t.attempt == attempt
     )
 
 
@@ -78,10 +77,10 @@ def test_each_scored_trial_shows_the_hashes_of_what_its_verifier_judged(
 ) -> None:
     report = build_report([sample_job])
     html = report_html(report, sample_job)
-    scored = [trial for trial in report["trials"] if trial["verifier_inputs"] is not None]
-    assert scored and len(scored) < len(report["trials"])
-    assert html.count("<h3>Verifier inputs</h3>") == len(report["trials"])
-    assert html.count("The verifier did not run.") == len(report["trials"]) - len(scored)
+    scored = [trial for trial in report.trials if trial.verifier_inputs is not None]
+    assert scored and len(scored) < len(report.trials)
+    assert html.count("<h3>Verifier inputs</h3>") == len(report.trials)
+    assert html.count("The verifier did not run.") == len(report.trials) - len(scored)
     assert html.count(f"evidence read: <code>{'e' * 64}</code>") == len(scored)
     for file in SAMPLE_VERIFIER_INPUTS["files"]:
         row = (
@@ -206,7 +205,7 @@ def test_a_mention_of_a_shared_display_name_links_the_identity_it_notifies() -> 
 
 def test_junk_evidence_renders_without_crashing(sample_job: Path) -> None:
     report = build_report([sample_job])
-    trial = report["trials"][0]
+    trial = report.trials[0]
     junk = {
         "identities": {"x": "not a dict", "<i>": {"role": 5, "pubkey": None}},
         "directory": "nope",
@@ -220,7 +219,8 @@ def test_junk_evidence_renders_without_crashing(sample_job: Path) -> None:
         ],
         "truncated": True,
     }  # fmt: skip
-    Path(trial["files"]["evidence_json"]).write_text(json.dumps(junk), encoding="utf-8")
+    assert trial.files.evidence_json is not None
+    Path(trial.files.evidence_json).write_text(json.dumps(junk), encoding="utf-8")
     html = report_html(report, sample_job)
     assert "Truncated evidence" in html and "&lt;a&gt;" in html
     assert "&lt;i&gt;" in html and "<i>" not in html
@@ -230,11 +230,12 @@ def test_junk_evidence_renders_without_crashing(sample_job: Path) -> None:
 
 def test_a_deep_reply_chain_renders(sample_job: Path) -> None:
     report = build_report([sample_job])
-    trial = report["trials"][0]
+    trial = report.trials[0]
     messages = [{"id": "m0", "content": "root"}] + [
         {"id": f"m{i}", "content": str(i), "reply_to_event_id": f"m{i - 1}"} for i in range(1, 3000)
     ]
-    Path(trial["files"]["evidence_json"]).write_text(json.dumps({"messages": messages}))
+    assert trial.files.evidence_json is not None
+    Path(trial.files.evidence_json).write_text(json.dumps({"messages": messages}))
     html = report_html(report, sample_job)
     assert html.count('class="msg depth-4') == 2996  # indentation is capped
 
@@ -254,8 +255,9 @@ def test_an_error_says_whose_failure_it_is_and_only_a_bug_shows_its_traceback(
         ],
     )
     report = build_report([job])
-    verifier = report["trials"][trial_index(report, "reply-to-thread", 1)]["exception_info"]
-    verifier["exception_message"] = (
+    verifier = report.trials[trial_index(report, "reply-to-thread", 1)].exception_info
+    assert verifier is not None
+    verifier.exception_message = (
         "no reward.json; the verifier exited 7; the end of verifier/test-stdout.txt:\n"
         "  solver exploded"
     )
@@ -286,7 +288,7 @@ def test_an_unscored_trial_shows_its_metrics_without_pass_or_fail_marks(tmp_path
     )
     report = build_report([job])
     # a provider failure voids the reward but keeps the verifier's metrics (§9.4)
-    report["trials"][trial_index(report, "reply-to-thread", 1)]["rewards"] = metrics
+    report.trials[trial_index(report, "reply-to-thread", 1)].rewards = metrics
     html = report_html(report, job)
     tables = {}
     for task in ("user-mention", "reply-to-thread"):

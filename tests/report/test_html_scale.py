@@ -11,6 +11,7 @@ from jobs_builder import build_job
 from report_samples import NEEDLE, large_trials
 from test_html_trajectory import sample_trajectory
 
+from orchestra.documents.report import ReportDocument, ReportTrial
 from orchestra.jsonio import write_json_atomic
 from orchestra.paths import JobPaths
 from orchestra.report.html.filter import OPEN_TRIALS_UP_TO
@@ -63,22 +64,22 @@ document.body.dataset.probe = JSON.stringify(result);
 
 
 @pytest.fixture(scope="module")
-def large_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def large_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ReportDocument]:
     jobs = tmp_path_factory.mktemp("large") / "jobs"
     job = build_job(jobs, "large-job", large_trials(), attempts=20)
-    for trial in build_report([job])["trials"][::10]:  # trajectories widen a trial's section
-        path = JobPaths(job).trial(trial["trial_name"]).trajectory("solo-1")
+    for trial in build_report([job]).trials[::10]:  # trajectories widen a trial's section
+        path = JobPaths(job).trial(trial.trial_name).trajectory("solo-1")
         write_json_atomic(path, sample_trajectory().to_document())
     report = build_report([job])
-    assert len(report["trials"]) == 200
-    assert sum(has_trajectories(t) for t in report["trials"]) == 20
+    assert len(report.trials) == 200
+    assert sum(has_trajectories(t) for t in report.trials) == 20
     write_report_html(report, job / "report.html")
     return job / "report.html", report
 
 
 @pytest.mark.parametrize("width", [1280, 1920])
 def test_nothing_overflows_at_desktop_widths(
-    large_report: tuple[Path, dict], tmp_path: Path, width: int
+    large_report: tuple[Path, ReportDocument], tmp_path: Path, width: int
 ) -> None:
     page, _ = large_report
     shot = screenshot(page.as_uri(), tmp_path / "shot", tmp_path / f"{width}.png", width, 1400)
@@ -88,33 +89,35 @@ def test_nothing_overflows_at_desktop_widths(
     assert measured["over"] == [] and measured["page"] <= width, measured
 
 
-def test_the_filter_hides_rows_and_trials(large_report: tuple[Path, dict], tmp_path: Path) -> None:
+def test_the_filter_hides_rows_and_trials(
+    large_report: tuple[Path, ReportDocument], tmp_path: Path
+) -> None:
     page, report = large_report
-    trials = report["trials"]
+    trials = report.trials
 
     def expected(keep) -> dict:
         n = sum(1 for t in trials if keep(t))
         return {"rows": n, "trials": n, "label": f"showing {n} of 200 trials"}
 
-    def outcome(t: dict) -> str:
-        return ("pass" if t["succeeded"] else "fail") if t["status"] == "scored" else t["status"]
+    def outcome(t: ReportTrial) -> str:
+        return ("pass" if t.succeeded else "fail") if t.status == "scored" else t.status.value
 
     result = json.loads(probe(page, FILTER_PROBE, tmp_path / "probe", 1280))
     assert result["bar"] == 1 and result["collapsed"] == 0  # 200 > OPEN_TRIALS_UP_TO
     assert len(trials) > OPEN_TRIALS_UP_TO
     assert result["all"] == expected(lambda t: True)
-    assert result["error"] == expected(lambda t: t["status"] == "error") != result["all"]
+    assert result["error"] == expected(lambda t: t.status == "error") != result["all"]
     assert 0 < result["error"]["rows"] < 200
-    user_mention = lambda t: t["task_name"] == "buzz-native/user-mention"  # noqa: E731
+    user_mention = lambda t: t.task_name == "buzz-native/user-mention"  # noqa: E731
     assert result["task"] == expected(user_mention)
     assert result["taskFail"] == expected(lambda t: user_mention(t) and outcome(t) == "fail")
     assert result["failing"] == expected(
-        lambda t: "memory_retrieval_dimension_0_held" in t["failing_metrics"]
+        lambda t: "memory_retrieval_dimension_0_held" in t.failing_metrics
     )
     assert 0 < result["failing"]["rows"] < 200
 
-    def transcript_holds_needle(t: dict) -> bool:
-        evidence = t["files"].get("evidence_json")
+    def transcript_holds_needle(t: ReportTrial) -> bool:
+        evidence = t.files.evidence_json
         return bool(evidence) and NEEDLE in Path(evidence).read_text()
 
     assert result["text"] == expected(transcript_holds_needle)

@@ -79,7 +79,7 @@ def sample_trajectory() -> Trajectory:
 @pytest.fixture
 def job_with_trajectory(sample_job: Path) -> tuple[Path, Path]:
     """The sample job with a trajectory for solo-1 in its first trial: (job dir, the file)."""
-    first = build_report([sample_job])["trials"][0]["trial_name"]
+    first = build_report([sample_job]).trials[0].trial_name
     path = JobPaths(sample_job).trial(first).trajectory("solo-1")
     write_json_atomic(path, sample_trajectory().to_document())
     return sample_job, path

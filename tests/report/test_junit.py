@@ -31,7 +31,7 @@ def test_junit_is_schema_valid_and_counts_match(sample_job: Path, tmp_path: Path
     assert SCHEMA.validate(root) == []
     cases = root.findall("testsuite/testcase")
     # One testcase per trial; counters agree with the elements (what Jenkins recomputes).
-    assert len(cases) == len(report["trials"]) == int(root.get("tests"))
+    assert len(cases) == len(report.trials) == int(root.get("tests"))
     suite = root.find("testsuite")
     for kind, attribute in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
         count = sum(1 for case in cases if case.find(kind) is not None)
@@ -47,7 +47,7 @@ def test_a_real_junit_consumer_reads_every_result(sample_job: Path, tmp_path: Pa
     write_junit_xml(report, path)
     parsed = JUnitXml.fromfile(str(path))
     cases = [case for suite in parsed for case in suite]
-    assert len(cases) == len(report["trials"])
+    assert len(cases) == len(report.trials)
     outcomes = {type(result) for case in cases for result in case.result}
     assert {Failure, Error} <= outcomes
     failures = [case for case in cases if any(isinstance(r, Failure) for r in case.result)]
@@ -81,8 +81,8 @@ def test_failures_carry_metrics_and_details_errors_carry_the_exception(sample_jo
 
 def test_control_characters_in_tracebacks_stay_parseable(sample_job: Path) -> None:
     report = build_report([sample_job])
-    error = next(t for t in report["trials"] if t["status"] == "error")
-    error["exception_info"]["exception_message"] = "bell\x07 nul\x00 ok"
+    error = next(t for t in report.trials if t.exception_info is not None)
+    error.exception_info.exception_message = "bell\x07 nul\x00 ok"
     root = ET.fromstring(junit_xml(report).encode())
     assert SCHEMA.validate(root) == []
     assert "bell\ufffd nul\ufffd ok" in "".join(root.itertext())
@@ -93,7 +93,7 @@ def test_planned_trials_that_never_started_are_skipped_testcases(tmp_path: Path)
         tmp_path, "stopped", [TrialSpec("user-mention", rewards={"reward": 1.0})], attempts=3
     )
     report = build_report([job])
-    assert report["jobs"][0]["pending"] == [
+    assert [slot.model_dump() for slot in report.jobs[0].pending] == [
         {"task_name": "buzz-native/user-mention", "layer": "regression", "attempt": 2},
         {"task_name": "buzz-native/user-mention", "layer": "regression", "attempt": 3},
     ]
@@ -117,7 +117,7 @@ def test_provider_errors_are_errors_and_only_bugs_show_a_traceback(tmp_path: Pat
         ],
     )  # fmt: skip
     report = build_report([job])
-    causes = {t["short_name"]: t["error_cause"] for t in report["trials"]}
+    causes = {t.short_name: t.error_cause for t in report.trials}
     assert causes == {"user-mention": "provider", "reply-to-thread": "internal"}
     root = ET.fromstring(junit_xml(report).encode())
     cases = {case.get("classname"): case for case in root.iter("testcase")}

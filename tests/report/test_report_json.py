@@ -1,15 +1,23 @@
 """report.json: every number matches the trial results it was built from."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from jobs_builder import build_job
+from report_samples import sample_trials
 
 from orchestra.documents.io import DocumentError
+from orchestra.documents.report import ReportDocument
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.layout import load_job_record
-from orchestra.report.report_json import build_report, write_report_json
+from orchestra.paths import PROJECT_ROOT
+from orchestra.report.report_json import build_report
 from orchestra.report.stats.estimates import with_intervals
+
+TODAY = PROJECT_ROOT / "tests" / "fixtures" / "report-json" / "2026-12-07.json"
+FIXTURE_GENERATED_AT = "2026-12-07T23:59:00.000000Z"
 
 
 def trial_results(job: Path) -> dict[str, dict]:
@@ -17,7 +25,7 @@ def trial_results(job: Path) -> dict[str, dict]:
 
 
 def test_trials_carry_the_trial_results_verbatim(sample_job: Path) -> None:
-    report = build_report([sample_job])
+    report = build_report([sample_job]).model_dump(mode="json")
     results = trial_results(sample_job)
     assert sorted(t["trial_name"] for t in report["trials"]) == sorted(results)
     for trial in report["trials"]:
@@ -63,7 +71,7 @@ def test_trials_carry_the_trial_results_verbatim(sample_job: Path) -> None:
 
 
 def test_summary_is_the_section_11_aggregation_plus_metric_counts(sample_job: Path) -> None:
-    report = build_report([sample_job])
+    report = build_report([sample_job]).model_dump(mode="json")
     summary = with_intervals(aggregate([load_job_record(sample_job)]))
     expected = summary.model_dump(mode="json")["conditions"]
     condition = report["conditions"][0]
@@ -95,9 +103,25 @@ def test_summary_is_the_section_11_aggregation_plus_metric_counts(sample_job: Pa
 
 def test_written_file_round_trips(sample_job: Path, tmp_path: Path) -> None:
     report = build_report([sample_job])
-    write_report_json(report, tmp_path / "report.json")
+    report.write(tmp_path / "report.json")
     text = (tmp_path / "report.json").read_text(encoding="utf-8")
-    assert json.loads(text) == report and text.endswith("}\n")
+    assert json.loads(text) == report.model_dump(mode="json") and text.endswith("}\n")
+    assert ReportDocument.load(tmp_path / "report.json") == report
+
+
+def test_todays_report_json_is_byte_for_byte_what_it_was(tmp_path: Path) -> None:
+    """The typed document writes what the dict-building writer wrote (the fixture is that
+    writer's output for this job; its directory and generation time made fixed). A change
+    to report.json on purpose replaces the fixture and keeps the old file as an old shape
+    that must still load (tests/documents/test_report_document.py)."""
+    job = build_job(tmp_path / "jobs", "sample-job", sample_trials(), attempts=2)
+    build_report([job]).write(tmp_path / "report.json")
+    written = (tmp_path / "report.json").read_text(encoding="utf-8")
+    written = written.replace(str(tmp_path), "/tmp/report-fixture")
+    written = re.sub(
+        r'"generated_at": "[^"]*"', f'"generated_at": "{FIXTURE_GENERATED_AT}"', written
+    )
+    assert written == TODAY.read_text(encoding="utf-8")
 
 
 def test_not_a_job_directory_is_a_one_line_error(tmp_path: Path) -> None:

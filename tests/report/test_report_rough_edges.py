@@ -3,7 +3,6 @@ report of several jobs or conditions that tells their rows apart."""
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path
@@ -14,6 +13,7 @@ from jobs_builder import TrialSpec, build_job
 from typer.testing import CliRunner
 
 from orchestra.cli.main import app
+from orchestra.documents.trial import TokenCounts
 from orchestra.report.html.page import report_html
 from orchestra.report.report_json import build_report
 
@@ -99,19 +99,19 @@ def test_agents_table_headers_fit_at_1400_px(tmp_path: Path) -> None:
     broken mid-word (it showed `messag|es`, `shar|e`, `work|er`, `$1.23|45`)."""
     job = build_job(tmp_path / "jobs", "team", [TrialSpec("user-mention", rewards={"reward": 1.0})])
     report = build_report([job])
-    (solo,) = report["trials"][0]["agents"].values()
+    (solo,) = report.trials[0].agents.values()
     agents = {}
     for agent_id, endpoint in (
         ("lead-1", "claude-sonnet-4-6"),
         ("worker-backend-1", "claude-sonnet-4-6"),
         ("worker-frontend-2", "gpt-5.6-luna"),
     ):
-        agent = copy.deepcopy(solo)
-        agent.update(role="worker", endpoint=endpoint, messages=12, transcript_share=0.4,
-                     cost_usd=1.2345, tokens={"input": 1234567, "cached_input": 234567,
-                                               "output": 34567})  # fmt: skip
-        agents[agent_id] = agent
-    report["trials"][0]["agents"] = report["conditions"][0]["agents"] = agents
+        agents[agent_id] = solo.model_copy(update={
+            "role": "worker", "endpoint": endpoint, "messages": 12, "transcript_share": 0.4,
+            "cost_usd": 1.2345, "tokens": TokenCounts(input=1234567, cached_input=234567,
+                                                      output=34567),
+        })  # fmt: skip
+    report.trials[0].agents = report.conditions[0].agents = agents
     html = report_html(report, tmp_path)
     html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
     page = tmp_path / "page.html"

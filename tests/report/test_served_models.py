@@ -41,7 +41,7 @@ def test_two_served_models_are_two_conditions(tmp_path: Path) -> None:
     qwen = job(tmp_path, "qwen", "Qwen/Qwen3-8B", passing=4)
     qwen_again = job(tmp_path, "qwen-again", "Qwen/Qwen3-8B", passing=2)
     llama = job(tmp_path, "llama", "meta-llama/Llama-3.1-8B", passing=0)
-    report = build_report([qwen, llama, qwen_again])
+    report = build_report([qwen, llama, qwen_again]).model_dump(mode="json")
     conditions = report["conditions"]
     assert [c["models"] for c in conditions] == [
         {"local": "Qwen/Qwen3-8B"},
@@ -100,7 +100,7 @@ def test_runs_not_started_are_grouped_by_their_served_model(tmp_path: Path) -> N
         )
         record = start_run(tmp_path / "jobs", run_request(task, condition=condition))
         runs.append(tmp_path / "jobs" / record.run_name)
-    conditions = build_report(runs)["conditions"]
+    conditions = build_report(runs).model_dump(mode="json")["conditions"]
     assert [c["models"] for c in conditions] == [
         {"qwen3-8b-local": "Qwen/Qwen3-8B"},
         {"qwen3-8b-local": "meta-llama/Llama-3.1-8B"},

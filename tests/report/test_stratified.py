@@ -125,7 +125,7 @@ def _report(jobs: Path, name: str, attempts: int) -> dict[str, Any]:
         for task in TASKS
         for a in range(1, attempts + 1)
     ]
-    return build_report([build_job(jobs, name, trials, attempts=attempts)])
+    return build_report([build_job(jobs, name, trials, attempts=attempts)]).model_dump(mode="json")
 
 
 def _redrawn(report: dict[str, Any], passes: list[int]) -> dict[str, Any]:

@@ -5,11 +5,10 @@ each task of the decision prints."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from documents_support import trial_result
+from documents_support import report_document, trial_result
 
 from orchestra.config.task import load_task
 from orchestra.documents.run_config import RunConfig
@@ -26,14 +25,8 @@ FLIPPED, STEADY = "buzz-native/user-mention", "buzz-native/multiline-message"
 
 
 def baseline_report(path: Path, tasks: dict[str, tuple[int, int]]) -> Path:
-    """A report.json as `orchestra report` writes it, reduced to what a comparison reads:
-    per task (passes, scored)."""
-    rows = {
-        name: {"pass_rate": passes / scored, "scored": scored, "successes": passes}
-        for name, (passes, scored) in tasks.items()
-    }
-    report = {"conditions": [{"condition": "c", "layers": {"regression": {"tasks": rows}}}]}
-    path.write_text(json.dumps(report), encoding="utf-8")
+    """A report.json as `orchestra report` writes it, of tasks with these (passes, scored)."""
+    report_document(tasks).write(path)
     return path
 
 
@@ -160,3 +153,11 @@ def test_a_resume_keeps_confirmation_trials_but_never_owes_them() -> None:
     )
     assert sorted(inventory.kept) == [(FLIPPED, 1), (FLIPPED, 2)]
     assert (inventory.owed, inventory.superseded) == ([], [])
+
+
+def test_a_baseline_report_of_an_earlier_version_counts_its_reward_passes() -> None:
+    """`--confirm-against` an old report.json (no `successes`): the reward metric's passes."""
+    reports = PROJECT_ROOT / "tests" / "fixtures" / "report-json"
+    old = baseline_of_run(reports / "2026-12-02.json")
+    assert old.counts == baseline_of_run(reports / "2026-12-07.json").counts
+    assert old.counts["buzz-native/user-mention"] == Counts(1, 2)

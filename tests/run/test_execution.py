@@ -1,5 +1,5 @@
 """The executor a command runs its trials through gets the trial function of its `Execution`
-(the seam bench/scale.py uses for its stub trial, issue 19); by default the real trial."""
+(the seam bench/scale.py uses for its stub trial, scale-out.md §8); by default the real trial."""
 
 from collections.abc import Sequence
 

@@ -16,12 +16,13 @@ compared and flagged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestra.documents.report import PlannedTaskRecord, ReportDocument
 from orchestra.errors import OrchestraError
-from orchestra.jsonio import read_json_object
 from orchestra.report.report_json import build_report
 from orchestra.report.stats.confirm import (
     DEFAULT_RELIABILITY_TARGET,
@@ -65,53 +66,44 @@ class Side:
     pooled: tuple[str, ...] = ()
 
 
-def _digests(report: dict[str, Any], key: str = "digest") -> dict[str, str]:
-    return {
-        task["name"]: task[key]
-        for job in report.get("jobs", [])
-        for task in job.get("planned_tasks", [])
-        if task.get(key)
-    }
+def _digests(report: ReportDocument, of: Callable[[PlannedTaskRecord], str]) -> dict[str, str]:
+    """Task name -> `of` its planned record (the files' or the verifier's digest), where set."""
+    return {task.name: of(task) for job in report.jobs for task in job.planned_tasks if of(task)}
 
 
 def load_side(path: Path) -> Side:
-    """A run or job directory (the report is built from it) or a saved report.json."""
+    """A run or job directory (the report is built from it) or a saved report.json, of any
+    version (`ReportDocument` reads the older ones); `DocumentError` for a file that is not."""
     if path.is_file():
-        report = read_json_object(path)
-        if report is None or not isinstance(report.get("conditions"), list):
-            raise CompareInputError(f"{path}: not a report.json (no conditions list)")
+        report = ReportDocument.load(path)
         label = str(path)
     elif path.is_dir():
         report = build_report([path])
-        label = ", ".join(job["name"] for job in report["jobs"])
+        label = ", ".join(job.name for job in report.jobs)
     else:
         raise CompareInputError(f"{path}: no such run or job directory or report file")
     return side_of_report(report, label, str(path))
 
 
-def side_of_report(report: dict[str, Any], label: str, where: str) -> Side:
+def side_of_report(report: ReportDocument, label: str, where: str) -> Side:
     """One side of a comparison: the report's only condition (`where` names it in errors)."""
-    try:
-        conditions = report["conditions"]
-        if len(conditions) != 1:
-            raise CompareInputError(
-                f"{where}: holds {len(conditions)} conditions; compare one condition per side"
-            )
-        condition = conditions[0]
-        tasks = {
-            name: {**task, "layer": layer_name}
-            for layer_name, layer in condition["layers"].items()
-            for name, task in layer["tasks"].items()
-        }
-        return Side(
-            label,
-            str(condition["condition"]),
-            tasks,
-            _digests(report),
-            _digests(report, "verifier_digest"),
+    if len(report.conditions) != 1:
+        raise CompareInputError(
+            f"{where}: holds {len(report.conditions)} conditions; compare one condition per side"
         )
-    except (KeyError, TypeError, AttributeError) as error:
-        raise CompareInputError(f"{where}: malformed report ({error!r})") from None
+    condition = report.conditions[0]
+    tasks = {
+        name: {**task.model_dump(mode="json"), "layer": layer_name}
+        for layer_name, layer in condition.layers.items()
+        for name, task in layer.tasks.items()
+    }
+    return Side(
+        label,
+        condition.condition,
+        tasks,
+        _digests(report, lambda task: task.digest),
+        _digests(report, lambda task: task.verifier_digest),
+    )
 
 
 @dataclass

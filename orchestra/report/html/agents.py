@@ -5,27 +5,28 @@ its trials, a trial's panel shows that trial)."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+
+from orchestra.documents.summary import AgentSummary
 
 
-def _share(value: object) -> str:
-    return f"{value:.0%}" if isinstance(value, int | float) else "—"
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
 
 
-def agents_table(agents: dict[str, Any]) -> str:
-    """`agents`: agent id -> an `AgentSummary` as JSON (report.json's `agents`)."""
+def agents_table(agents: dict[str, AgentSummary]) -> str:
+    """`agents`: agent id -> its summary (report.json's `agents`)."""
     if not agents:
         return '<p class="empty">No agents were started.</p>'
     rows = []
     for agent_id, agent in agents.items():
-        tokens = agent["tokens"]
+        tokens = agent.tokens
         rows.append(
-            f"<tr><td>{escape(agent_id)}</td><td>{escape(str(agent['role']))}</td>"
-            f"<td>{escape(str(agent['endpoint']))}</td>"
-            f'<td class="num">{escape(str(agent["messages"]))}</td>'
-            f'<td class="num">{escape(_share(agent["transcript_share"]))}</td>'
-            f'<td class="num">{tokens["input"]} / {tokens["cached_input"]} / {tokens["output"]}</td>'
-            f'<td class="num">${agent["cost_usd"]:.4f}</td></tr>'
+            f"<tr><td>{escape(agent_id)}</td><td>{escape(agent.role)}</td>"
+            f"<td>{escape(agent.endpoint)}</td>"
+            f'<td class="num">{agent.messages}</td>'
+            f'<td class="num">{escape(_share(agent.transcript_share))}</td>'
+            f'<td class="num">{tokens.input} / {tokens.cached_input} / {tokens.output}</td>'
+            f'<td class="num">${agent.cost_usd:.4f}</td></tr>'
         )
     return (
         '<table class="agents"><tr><th>agent</th><th>role</th><th>endpoint</th>'

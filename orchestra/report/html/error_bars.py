@@ -7,9 +7,10 @@ dark tick, with the numbers beside it, so a reader sees at a glance how little t
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
+from orchestra.documents.summary import Estimate, GroupSummary, Interval, TaskSummary
 from orchestra.plural import plural
+from orchestra.report.text.summary import interval_text, largest_k, rate_text
 
 BAR_STYLE = """
 svg.bar { vertical-align: middle; margin-right: 6px; }
@@ -30,20 +31,19 @@ table.estimates td, table.estimates th { padding: 3px 10px 3px 0; text-align: le
 WIDTH = 100
 
 
-def error_bar(value: float | None, interval: dict[str, Any] | None) -> str:
+def error_bar(value: float | None, interval: Interval | None) -> str:
     """An inline SVG bar of `value` with its interval ("" when there is neither)."""
     if value is None and interval is None:
         return ""
     parts = ['<rect class="track" x="0" y="4" width="100" height="4" rx="2"/>']
     title = []
     if interval is not None:
-        low, high = interval["low"] * WIDTH, interval["high"] * WIDTH
+        low, high = interval.low * WIDTH, interval.high * WIDTH
         parts.append(
             f'<rect class="band" x="{low:.1f}" y="1" width="{max(high - low, 0.8):.1f}" '
             'height="10" rx="2"/>'
         )
-        title.append(f"95% interval [{interval['low']:.2f}, {interval['high']:.2f}] "
-                     f"({interval['method']})")  # fmt: skip
+        title.append(f"95% interval {interval_text(interval)} ({interval.method})")
     if value is not None:
         parts.append(
             f'<rect class="point" x="{value * WIDTH - 1:.1f}" y="0" width="2" height="12"/>'
@@ -56,11 +56,7 @@ def error_bar(value: float | None, interval: dict[str, Any] | None) -> str:
     )
 
 
-def interval_text(interval: dict[str, Any] | None) -> str:
-    return "—" if interval is None else f"[{interval['low']:.2f}, {interval['high']:.2f}]"
-
-
-def interval_cell(value: float | None, interval: dict[str, Any] | None) -> str:
+def interval_cell(value: float | None, interval: Interval | None) -> str:
     """A pass rate, its error bar and its interval, one above the other ("—": not scored)."""
     if value is None:
         return '<td class="ci">—</td>'
@@ -70,71 +66,66 @@ def interval_cell(value: float | None, interval: dict[str, Any] | None) -> str:
     )
 
 
-def estimate_cell(estimate: dict[str, Any] | None) -> str:
+def estimate_cell(estimate: Estimate | None) -> str:
     if estimate is None:
         return '<td class="ci">—</td>'
     return (
-        f'<td class="ci">{error_bar(estimate["value"], estimate["interval"])}'
-        f"{estimate['value']:.2f} "
-        f'<span class="txt">{interval_text(estimate["interval"])}</span></td>'
+        f'<td class="ci">{error_bar(estimate.value, estimate.interval)}'
+        f"{estimate.value:.2f} "
+        f'<span class="txt">{interval_text(estimate.interval)}</span></td>'
     )
 
 
-def task_pass_hat_k(task: dict[str, Any]) -> str:
+def task_pass_hat_k(task: TaskSummary) -> str:
     """pass^k at the task's largest k, as a line under pass@k ("" with no k)."""
-    values = task.get("pass_hat_ks") or {}
-    if not values:
+    largest = largest_k(task.pass_hat_ks)
+    if largest is None:
         return ""
-    k = max(values, key=int)
-    value = "—" if values[k] is None else f"{values[k]:.2f}"
-    return f'<span class="txt">pass^{k} {value}</span>'
+    k, value = largest
+    return f'<span class="txt">pass^{k} {rate_text(value)}</span>'
 
 
-def _largest_k(group: dict[str, Any], key: str, label: str) -> str:
-    values = group.get(key) or {}
-    if not values:
+def _largest_k(estimates: dict[int, Estimate], label: str) -> str:
+    largest = largest_k(estimates)
+    if largest is None:
         return ""
-    k = max(values, key=int)
-    estimate = values[k]
-    return (
-        f'<span class="txt">{label}{k} {estimate["value"]:.2f} '
-        f"{interval_text(estimate['interval'])}</span>"
-    )
+    k, estimate = largest
+    return f'<span class="txt">{label}{k} {estimate.value:.2f} {interval_text(estimate.interval)}</span>'
 
 
-def group_pass_hat_k(group: dict[str, Any]) -> str:
+def group_pass_hat_k(group: GroupSummary) -> str:
     """The mean of pass^k over tasks with its interval, as a line under pass@k."""
-    return _largest_k(group, "pass_hat_ks", "pass^")
+    return _largest_k(group.pass_hat_ks, "pass^")
 
 
-def condition_pass_at_k(totals: dict[str, Any]) -> str:
+def condition_pass_at_k(totals: GroupSummary) -> str:
     """The condition's pass@k at its largest k over the tasks that reach it ("—" with none):
     the layers may use different k, whose plain mean would mean nothing."""
-    return _largest_k(totals, "pass_at_ks", "pass@") or "—"
+    return _largest_k(totals.pass_at_ks, "pass@") or "—"
 
 
-def estimates_block(totals: dict[str, Any]) -> str:
+def estimates_block(totals: GroupSummary) -> str:
     """The condition's figures over tasks: the mean pass rate, pass@k and pass^k for each k,
     each with its interval, and the flaky tasks."""
-    rows = [("mean pass rate over tasks", totals.get("task_mean"))]
-    for key, label in (("pass_at_ks", "pass@{k}"), ("pass_hat_ks", "pass^{k}")):
-        for k, estimate in sorted((totals.get(key) or {}).items(), key=lambda kv: int(kv[0])):
+    rows = [("mean pass rate over tasks", totals.task_mean)]
+    for estimates, label in ((totals.pass_at_ks, "pass@{k}"), (totals.pass_hat_ks, "pass^{k}")):
+        for k, estimate in sorted(estimates.items()):
             rows.append((label.format(k=k), estimate))
     if all(estimate is None for _, estimate in rows):
         return ""
     body = "".join(
         f"<tr><td>{escape(label)}</td>{estimate_cell(estimate)}"
-        f"<td>{'' if estimate is None else plural(estimate['n_tasks'], 'task')}</td></tr>"
+        f"<td>{'' if estimate is None else plural(estimate.n_tasks, 'task')}</td></tr>"
         for label, estimate in rows
     )
-    flaky = totals.get("flaky_tasks") or []
+    flaky = totals.flaky_tasks
     flaky_line = (
         f"<p>Flaky (passed some attempts, not all): {escape(', '.join(flaky))}</p>" if flaky else ""
     )
-    mean = totals.get("task_mean")
-    headline = "" if mean is None else (
-        f": mean pass rate {mean['value']:.2f} {interval_text(mean['interval'])}"
-    )  # fmt: skip
+    mean = totals.task_mean
+    headline = (
+        "" if mean is None else f": mean pass rate {mean.value:.2f} {interval_text(mean.interval)}"
+    )
     flaky_count = f", {plural(len(flaky), 'flaky task')}" if flaky else ""
     return (
         f'<details class="estimates"><summary>Over tasks{headline}{flaky_count} '

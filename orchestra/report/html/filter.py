@@ -16,7 +16,9 @@ import base64
 import hashlib
 from collections.abc import Iterable
 from html import escape
-from typing import Any
+
+from orchestra.documents.enums import TrialStatus
+from orchestra.documents.report import PendingSlot, ReportTrial
 
 #: Above this many trials the page starts with every trial collapsed.
 OPEN_TRIALS_UP_TO = 12
@@ -70,16 +72,15 @@ SCRIPT = """
 SCRIPT_SOURCE = f"'sha256-{base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()}'"
 
 
-def outcome(trial: dict[str, Any]) -> str:
+def outcome(trial: ReportTrial) -> str:
     """pass, fail, error, cancelled or running: what the filter and the index call a trial."""
-    status = str(trial["status"])
-    if status == "scored":
-        return "pass" if trial["succeeded"] else "fail"
-    return status
+    if trial.status is TrialStatus.SCORED:
+        return "pass" if trial.succeeded else "fail"
+    return trial.status.value
 
 
-def failing_dimensions(trial: dict[str, Any]) -> list[str]:
-    return [str(m) for m in trial["failing_metrics"] if m != "reward"]
+def failing_dimensions(trial: ReportTrial) -> list[str]:
+    return [m for m in trial.failing_metrics if m != "reward"]
 
 
 def trial_attributes(key: str, task: str, status: str, failing: Iterable[str]) -> str:
@@ -98,9 +99,9 @@ def _select(field_id: str, label: str, everything: str, values: Iterable[str]) -
     )
 
 
-def filter_bar(trials: list[dict[str, Any]], pending: list[dict[str, Any]]) -> str:
+def filter_bar(trials: list[ReportTrial], pending: list[PendingSlot]) -> str:
     """The controls, hidden until the script (`script_tag()`, at the end of the page) runs."""
-    tasks = sorted({str(t["task_name"]) for t in [*trials, *pending]})
+    tasks = sorted({t.task_name for t in trials} | {slot.task_name for slot in pending})
     outcomes = sorted({outcome(t) for t in trials} | ({"not run"} if pending else set()))
     failing = sorted({name for t in trials for name in failing_dimensions(t)})
     return f"""

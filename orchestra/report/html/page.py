@@ -10,10 +10,12 @@ tables wrap their text instead of scrolling.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
 
+from orchestra.documents.report import PendingSlot, ReportDocument, ReportJob, ReportTrial
+from orchestra.documents.summary import ConditionSummary, GroupSummary, TaskSummary
 from orchestra.jsonio import write_text_atomic
 from orchestra.plural import plural
 from orchestra.report.html.agents import agents_table
@@ -40,16 +42,33 @@ from orchestra.report.html.trial import render_trial, status_cell, trial_anchor
 from orchestra.report.text.summary import (
     ORACLE_NOTE,
     confirmation_text,
-    pass_at_k_text,
+    layer_pass_at_k_text,
     rate_text,
     served_models_text,
     shown,
+    task_pass_at_k_text,
 )
 
 
-def _tokens(summary: dict[str, Any]) -> str:
-    tokens = summary["tokens"]
-    return f"{tokens['input'] / 1000:.1f}k / {tokens['output'] / 1000:.1f}k"
+@dataclass(frozen=True)
+class PendingRow:
+    """A planned trial that never started, with the job it belongs to."""
+
+    slot: PendingSlot
+    job: ReportJob
+
+    @property
+    def condition(self) -> str:
+        return self.job.condition
+
+    @property
+    def job_name(self) -> str:
+        return self.job.name
+
+
+def _tokens(summary: TaskSummary | GroupSummary) -> str:
+    tokens = summary.tokens
+    return f"{tokens.input / 1000:.1f}k / {tokens.output / 1000:.1f}k"
 
 
 def breakable(name: str) -> str:
@@ -62,32 +81,32 @@ def _counted(counts: dict[str, int], name_of: Callable[[str], str] = escape) -> 
     return ", ".join(f"{name_of(name)}×{count}" for name, count in counts.items()) or "-"
 
 
-def _numbers(summary: dict[str, Any], pass_at_k: str, pass_hat_k: str, failing: str) -> str:
+def _numbers(
+    summary: TaskSummary | GroupSummary, pass_at_k: str, pass_hat_k: str, failing: str
+) -> str:
     cells = [
         *(
-            f'<td class="num">{summary[key]}</td>'
-            for key in ("planned", "scored", "errors", "cancelled", "not_started")
+            f'<td class="num">{count}</td>'
+            for count in (
+                summary.planned,
+                summary.scored,
+                summary.errors,
+                summary.cancelled,
+                summary.not_started,
+            )
         ),
-        interval_cell(summary["pass_rate"], summary.get("pass_rate_interval")),
-        f'<td class="num">{rate_text(summary["pass_rate_all"])}</td>',
+        interval_cell(summary.pass_rate, summary.pass_rate_interval),
+        f'<td class="num">{rate_text(summary.pass_rate_all)}</td>',
         f'<td class="pass-k">{pass_at_k}{pass_hat_k}</td>',
         f'<td class="failing">{failing}</td>',
-        f"<td>{_counted(summary.get('stop_reasons', {}))}</td>",
+        f"<td>{_counted(summary.stop_reasons or {})}</td>",
         f'<td class="num tokens">{_tokens(summary)}</td>',
-        f'<td class="num">${summary["cost_usd"]:.4f}</td>',
+        f'<td class="num">${summary.cost_usd:.4f}</td>',
     ]
     return "".join(cells)
 
 
-def _layer_pass_at_k(layer: dict[str, Any]) -> str:
-    value = layer["pass_at_k"]
-    if value is None:
-        return "—"
-    ks = [task["pass_at_k"]["k"] for task in layer["tasks"].values() if task["pass_at_k"]]
-    return pass_at_k_text(value["value"], ks, value["n_tasks"], len(value.get("left_out", [])))
-
-
-def _summary_table(condition: dict[str, Any]) -> str:
+def _summary_table(condition: ConditionSummary) -> str:
     head = "".join(
         f'<th class="{"num" if numeric else ""}">{name}</th>'
         for name, numeric in (
@@ -99,33 +118,30 @@ def _summary_table(condition: dict[str, Any]) -> str:
         )
     )  # fmt: skip
     rows = []
-    for layer_name, layer in condition["layers"].items():
-        for task_name, task in layer["tasks"].items():
-            pass_k = task["pass_at_k"]
+    for layer_name, layer in condition.layers.items():
+        for task_name, task in layer.tasks.items():
             rows.append(
                 f'<tr><td>{escape(layer_name)}</td><td class="task">{breakable(task_name)}</td>'
                 + _numbers(
                     task,
-                    "incomplete"
-                    if pass_k is None
-                    else pass_at_k_text(pass_k["value"], [pass_k["k"]]),
+                    task_pass_at_k_text(task.pass_at_k),
                     task_pass_hat_k(task),
-                    _counted(task["failing_dimensions"], breakable),
+                    _counted(task.failing_dimensions, breakable),
                 )
                 + "</tr>"
             )
         rows.append(
             f'<tr class="group"><td>{escape(layer_name)}</td>'
-            f"<td>(layer, {plural(layer['n_tasks'], 'task')})</td>"
-            + _numbers(layer, _layer_pass_at_k(layer), group_pass_hat_k(layer), "")
+            f"<td>(layer, {plural(layer.n_tasks, 'task')})</td>"
+            + _numbers(layer, layer_pass_at_k_text(layer), group_pass_hat_k(layer), "")
             + "</tr>"
         )
     rows.append(
         '<tr class="group"><td>all</td><td>(condition)</td>'
         + _numbers(
-            condition["totals"],
-            condition_pass_at_k(condition["totals"]),
-            group_pass_hat_k(condition["totals"]),
+            condition.totals,
+            condition_pass_at_k(condition.totals),
+            group_pass_hat_k(condition.totals),
             "",
         )
         + "</tr>"
@@ -138,25 +154,24 @@ def _heat_colour(rate: float) -> str:
     return f"hsl({round(rate * 120)}, 70%, 78%)"
 
 
-def _heatmap(condition: dict[str, Any]) -> str:
+def _heatmap(condition: ConditionSummary) -> str:
     """One row per task, its metrics as coloured chips that wrap (tasks have metrics of their
     own, so a task × every-metric grid is mostly empty and wider than any window)."""
     tasks = [
         (layer_name, task_name, task)
-        for layer_name, layer in condition["layers"].items()
-        for task_name, task in layer["tasks"].items()
+        for layer_name, layer in condition.layers.items()
+        for task_name, task in layer.tasks.items()
     ]
-    if not any(task.get("metrics") for _, _, task in tasks):
+    if not any(task.metrics for _, _, task in tasks):
         return '<p class="empty">No scored trials: nothing to map.</p>'
     rows = []
     for layer_name, task_name, task in tasks:
-        metrics = task.get("metrics", {})
         chips = "".join(
-            f'<span class="chip" style="background:{_heat_colour(metric["rate"])}" '
-            f'title="{escape(name)}: {metric["passed"]} of {metric["scored"]} scored trials held">'
-            f"{escape(name)} <b>{metric['passed']}/{metric['scored']}</b></span>"
+            f'<span class="chip" style="background:{_heat_colour(metric.rate)}" '
+            f'title="{escape(name)}: {metric.passed} of {metric.scored} scored trials held">'
+            f"{escape(name)} <b>{metric.passed}/{metric.scored}</b></span>"
             for name, metric in sorted(
-                metrics.items(), key=lambda item: (item[0] != "reward", item[0])
+                (task.metrics or {}).items(), key=lambda item: (item[0] != "reward", item[0])
             )
         )
         rows.append(
@@ -169,37 +184,37 @@ def _heatmap(condition: dict[str, Any]) -> str:
     )
 
 
-def _team(condition: dict[str, Any]) -> str:
+def _team(condition: ConditionSummary) -> str:
     """A team's agents over the condition's trials (nothing for a solo roster)."""
-    agents = condition.get("agents") or {}
+    agents = condition.agents
     return f"<h3>Agents</h3>{agents_table(agents)}" if len(agents) > 1 else ""
 
 
-def _confirmations(condition: dict[str, Any]) -> str:
+def _confirmations(condition: ConditionSummary) -> str:
     """Confirmation attempts (beyond k), which the table and its rates leave out."""
     lines = [
-        confirmation_text(name, c["attempts"], c["scored"], c["passes"])
-        for layer in condition["layers"].values()
-        for name, task in layer["tasks"].items()
-        if (c := task.get("confirmation"))
+        confirmation_text(name, c.attempts, c.scored, c.passes)
+        for layer in condition.layers.values()
+        for name, task in layer.tasks.items()
+        if (c := task.confirmation)
     ]
     return "".join(f'<p class="note">{escape(line)}</p>' for line in lines)
 
 
-def _condition_block(condition: dict[str, Any]) -> str:
-    jobs = ", ".join(escape(job["name"]) for job in condition["jobs"])
-    models = escape(served_models_text(condition["models"]))
+def _condition_block(condition: ConditionSummary) -> str:
+    jobs = ", ".join(escape(job.name) for job in condition.jobs)
+    models = escape(served_models_text(condition.models))
     errors = "".join(
         f"<li><b>{escape(kind)}</b>: {len(names)} ({escape(', '.join(names))})</li>"
-        for kind, names in condition["error_types"].items()
+        for kind, names in condition.error_types.items()
     )
     return f"""
 <section class="block">
-<h2>Condition {escape(condition["condition"])}</h2>
-<div>manifest <code>{escape(condition["manifest_sha256"][:12])}…</code> · jobs: {jobs}{models}</div>
-{f'<p class="note">{escape(ORACLE_NOTE)}</p>' if condition.get("oracle") else ""}
+<h2>Condition {escape(condition.condition)}</h2>
+<div>manifest <code>{escape(condition.manifest_sha256[:12])}…</code> · jobs: {jobs}{models}</div>
+{f'<p class="note">{escape(ORACLE_NOTE)}</p>' if condition.oracle else ""}
 {_summary_table(condition)}
-{estimates_block(condition["totals"])}
+{estimates_block(condition.totals)}
 {_confirmations(condition)}
 {_team(condition)}
 {f"<h3>Errors and cancellations</h3><ul>{errors}</ul>" if errors else ""}
@@ -208,45 +223,51 @@ def _condition_block(condition: dict[str, Any]) -> str:
 </section>"""
 
 
-def origin_columns(jobs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
-    """(header, trial key) of the columns that tell apart the rows of a report combining
-    several conditions (`Condition`) or several jobs of one condition (`Job`); none otherwise."""
-    conditions = [job["condition"] for job in jobs]
+#: The columns that tell apart the rows of a report combining several conditions or several
+#: jobs of one condition: header -> the row's value.
+ORIGINS: dict[str, Callable[[ReportTrial | PendingRow], str]] = {
+    "Condition": lambda row: row.condition,
+    "Job": lambda row: row.job_name,
+}
+
+
+def origin_columns(jobs: list[ReportJob]) -> tuple[str, ...]:
+    """The `ORIGINS` columns this report needs: `Condition` when it combines several
+    conditions, `Job` when one condition has several jobs; none otherwise."""
+    conditions = [job.condition for job in jobs]
     columns = []
     if len(set(conditions)) > 1:
-        columns.append(("Condition", "condition"))
+        columns.append("Condition")
     if len(conditions) > len(set(conditions)):
-        columns.append(("Job", "job_name"))
+        columns.append("Job")
     return tuple(columns)
 
 
 def _trial_index(
-    trials: list[dict[str, Any]],
-    pending: list[dict[str, Any]],
-    columns: tuple[tuple[str, str], ...],
+    trials: list[ReportTrial], pending: list[PendingRow], columns: tuple[str, ...]
 ) -> str:
-    def origin(row: dict[str, Any]) -> str:
-        return "".join(f"<td>{escape(shown(row[key]))}</td>" for _, key in columns)
+    def origin(row: ReportTrial | PendingRow) -> str:
+        return "".join(f"<td>{escape(ORIGINS[column](row))}</td>" for column in columns)
 
     rows = [
-        f"<tr {trial_attributes(trial_anchor(i), str(t['task_name']), outcome(t), failing_dimensions(t))}>"
+        f"<tr {trial_attributes(trial_anchor(i), t.task_name, outcome(t), failing_dimensions(t))}>"
         f"{origin(t)}"
-        f'<td><a href="#{trial_anchor(i)}">{escape(str(t["trial_name"]))}</a></td>'
-        f'<td>{escape(str(t["task_name"]))}</td><td class="num">{escape(str(t["attempt"]))}</td>'
-        f'<td>{status_cell(t)}</td><td class="num">{escape(shown(t["reward"]))}</td>'
-        f"<td>{escape(shown(t['stop_reason']))}</td>"
+        f'<td><a href="#{trial_anchor(i)}">{escape(t.trial_name)}</a></td>'
+        f'<td>{escape(t.task_name)}</td><td class="num">{t.attempt}</td>'
+        f'<td>{status_cell(t)}</td><td class="num">{escape(shown(t.reward))}</td>'
+        f"<td>{escape(shown(t.stop_reason))}</td>"
         f"<td>{escape(', '.join(failing_dimensions(t)) or '-')}</td></tr>"
         for i, t in enumerate(trials)
     ]
     rows += [
-        f"<tr {trial_attributes(f'pending-{i}', str(slot['task_name']), 'not run', ())}>"
-        f"{origin(slot)}"
-        f'<td class="empty">not run</td><td>{escape(str(slot["task_name"]))}</td>'
-        f'<td class="num">{slot["attempt"]}</td><td class="status-cancelled">not run</td>'
+        f"<tr {trial_attributes(f'pending-{i}', row.slot.task_name, 'not run', ())}>"
+        f"{origin(row)}"
+        f'<td class="empty">not run</td><td>{escape(row.slot.task_name)}</td>'
+        f'<td class="num">{row.slot.attempt}</td><td class="status-cancelled">not run</td>'
         "<td></td><td></td><td></td></tr>"
-        for i, slot in enumerate(pending)
+        for i, row in enumerate(pending)
     ]
-    heads = "".join(f"<th>{header}</th>" for header, _ in columns)
+    heads = "".join(f"<th>{header}</th>" for header in columns)
     return (
         f'<section class="block"><h2>Trials</h2><table class="index"><tr>{heads}<th>Trial</th>'
         "<th>Task</th>"
@@ -255,24 +276,20 @@ def _trial_index(
     )
 
 
-def report_html(report: dict[str, Any], out_dir: Path) -> str:
+def report_html(report: ReportDocument, out_dir: Path) -> str:
     """The page; file links are relative to `out_dir`, where report.html will be written."""
-    jobs = ", ".join(job["name"] for job in report["jobs"])
-    trials = report["trials"]
-    body = [_condition_block(condition) for condition in report["conditions"]]
+    jobs = ", ".join(job.name for job in report.jobs)
+    trials = report.trials
+    body = [_condition_block(condition) for condition in report.conditions]
     body.append(report_trend_section(report))  # several runs of a condition: trend.py
-    pending = [
-        {**slot, "job_name": job["name"], "condition": job["condition"]}
-        for job in report["jobs"]
-        for slot in job["pending"]
-    ]
-    body.append(filter_bar(trials, pending))
-    body.append(_trial_index(trials, pending, origin_columns(report["jobs"])))
+    pending = [PendingRow(slot, job) for job in report.jobs for slot in job.pending]
+    body.append(filter_bar(trials, [row.slot for row in pending]))
+    body.append(_trial_index(trials, pending, origin_columns(report.jobs)))
     expanded = len(trials) <= OPEN_TRIALS_UP_TO
     body += [render_trial(trial, i, out_dir, expanded=expanded) for i, trial in enumerate(trials)]
     head = page_head(f"Buzz Orchestra report: {jobs}", STYLE + TRAJECTORY_STYLE + BAR_STYLE)
     return f"""{head}<header class="page"><h1>Buzz Orchestra report</h1>
-<div class="sub">jobs: {escape(jobs)} · generated {escape(report["generated_at"])} ·
+<div class="sub">jobs: {escape(jobs)} · generated {escape(report.generated_at)} ·
 {plural(len(trials), "trial")}</div></header>
 <main>
 {"".join(body)}
@@ -283,5 +300,5 @@ def report_html(report: dict[str, Any], out_dir: Path) -> str:
 """
 
 
-def write_report_html(report: dict[str, Any], path: Path) -> None:
+def write_report_html(report: ReportDocument, path: Path) -> None:
     write_text_atomic(path, report_html(report, path.parent))

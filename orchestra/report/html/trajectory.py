@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from orchestra.agents.trajectory.atif import Step, Trajectory
 from orchestra.config.errors import from_validation_error
+from orchestra.documents.report import ReportTrial
 
 SHOWN_CHARS = 8000
 GIST_CHARS = 100
@@ -51,15 +52,15 @@ details.step .label { font-size: 12px; font-weight: 600; margin-top: 4px; }
 """
 
 
-def has_trajectories(trial: dict[str, Any]) -> bool:
-    return any("trajectory" in logs for logs in trial["files"]["agents"].values())
+def has_trajectories(trial: ReportTrial) -> bool:
+    return any(logs.trajectory for logs in trial.files.agents.values())
 
 
-def render_trajectories(trial: dict[str, Any], link: Callable[[str], str]) -> str:
+def render_trajectories(trial: ReportTrial, link: Callable[[str], str]) -> str:
     """Every agent's trajectory of one report trial entry; `link(path)` is the page's href."""
     parts = []
-    for agent_id, logs in trial["files"]["agents"].items():
-        path = logs.get("trajectory")
+    for agent_id, logs in trial.files.agents.items():
+        path = logs.trajectory
         if path is None:
             parts.append(
                 f'<div class="trajectory"><h4>{escape(agent_id)}</h4>'

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import Any
 
+from orchestra.documents.report import ReportDocument
 from orchestra.jobs.run import run_of
 from orchestra.report.html.style import STYLE, page_head
 from orchestra.report.trend.svg import overall_chart, task_sparklines
@@ -46,11 +46,11 @@ def trend_sections(trend: Trend) -> str:
     return f"<style>{TREND_STYLE}</style>{sections}" if sections else ""
 
 
-def report_trend_section(report: dict[str, Any]) -> str:
+def report_trend_section(report: ReportDocument) -> str:
     """The trend of the report's runs: "" unless two runs or more share a condition."""
     units: dict[Path, None] = {}
-    for job in report["jobs"]:
-        path = Path(job["path"])
+    for job in report.jobs:
+        path = Path(job.path)
         run = run_of(path)
         units[run.root if run is not None else path] = None
     if len(units) < 2:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import Any
 
-from orchestra.report.html.error_bars import BAR_STYLE, error_bar, interval_text
+from orchestra.documents.summary import Estimate
+from orchestra.report.html.error_bars import BAR_STYLE, error_bar
 from orchestra.report.html.style import STYLE, page_head
+from orchestra.report.leaderboard.board import Entry, Leaderboard
+from orchestra.report.text.summary import interval_text
 
 #: A matrix cell reads "the row's condition against the column's".
 SYMBOLS = {"regression": "▼ worse", "improvement": "▲ better", "no significant change": "= same"}
@@ -15,52 +17,51 @@ HEADERS = ("#", "Condition", "Tasks", "Mean over tasks [95%]", "Pass rate", "pas
            "Tokens in/out", "Mean time")  # fmt: skip
 
 
-def _estimate(estimate: dict[str, Any] | None) -> str:
+def _estimate(estimate: Estimate | None) -> str:
     if estimate is None:
         return "—"
-    return f"{estimate['value']:.2f} {interval_text(estimate.get('interval'))}"
+    return f"{estimate.value:.2f} {interval_text(estimate.interval)}"
 
 
-def _pass_hat(entry: dict[str, Any]) -> str:
-    value = entry["pass_hat_k"]
-    return "—" if value is None else f"{_estimate(value)} (k={value['k']})"
+def _pass_hat(entry: Entry) -> str:
+    value = entry.pass_hat_k
+    return "—" if value is None else f"{_estimate(value)} (k={value.k})"
 
 
-def _row(rank: int, entry: dict[str, Any]) -> list[str]:
-    tokens = entry["tokens"]
-    seconds = entry["mean_trial_seconds"]
+def _row(rank: int, entry: Entry) -> list[str]:
+    tokens = entry.tokens
+    seconds = entry.mean_trial_seconds
     return [
         str(rank),
-        entry["label"],
-        str(entry["n_tasks"]),
-        _estimate(entry["task_mean"]),
-        "—" if entry["pass_rate"] is None else f"{entry['pass_rate']:.2f}",
+        entry.label,
+        str(entry.n_tasks),
+        _estimate(entry.task_mean),
+        "—" if entry.pass_rate is None else f"{entry.pass_rate:.2f}",
         _pass_hat(entry),
-        f"${entry['cost_usd']:.4f}",
-        f"{tokens['input'] / 1000:.1f}k/{tokens['output'] / 1000:.1f}k",
+        f"${entry.cost_usd:.4f}",
+        f"{tokens.input / 1000:.1f}k/{tokens.output / 1000:.1f}k",
         "—" if seconds is None else f"{seconds:.1f}s",
     ]
 
 
-def _cell(board: dict[str, Any], row: str, column: str) -> str:
+def _cell(board: Leaderboard, row: str, column: str) -> str:
     if row == column:
         return "—"
-    verdict = board["matrix"][row][column]
+    verdict = board.matrix[row][column]
     return (
-        f"{SYMBOLS[verdict['verdict']]} (p={verdict['p_value']:.3g}, "
-        f"Holm {verdict['adjusted_p_value']:.3g})"
+        f"{SYMBOLS[verdict.verdict]} (p={verdict.p_value:.3g}, Holm {verdict.adjusted_p_value:.3g})"
     )
 
 
-def _notes(board: dict[str, Any]) -> list[str]:
+def _notes(board: Leaderboard) -> list[str]:
     notes = [
         f"{name}: runs of this name differ in manifest, endpoints (models, prices) or timeout "
         "multiplier; shown apart, never pooled"
-        for name in board["shown_apart"]
+        for name in board.shown_apart
     ]
     matrix = (
         "matrix: the row's condition against the column's, paired by task, compare's exact "
-        f"test two-sided, Holm-adjusted over the pairs at α={board['alpha']:g}"
+        f"test two-sided, Holm-adjusted over the pairs at α={board.alpha:g}"
     )
     return [*notes, matrix]
 
@@ -72,10 +73,10 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
-def format_text(board: dict[str, Any]) -> str:
-    entries = board["entries"]
+def format_text(board: Leaderboard) -> str:
+    entries = board.entries
     lines = _table([list(HEADERS)] + [_row(i + 1, e) for i, e in enumerate(entries)])
-    labels = [e["label"] for e in entries]
+    labels = [e.label for e in entries]
     if len(labels) > 1:
         lines += ["", "pairwise (row vs column):"]
         lines += _table(
@@ -89,14 +90,14 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def format_markdown(board: dict[str, Any]) -> str:
-    entries = board["entries"]
+def format_markdown(board: Leaderboard) -> str:
+    entries = board.entries
     lines = ["## Leaderboard", "", "| " + " | ".join(HEADERS) + " |"]
     lines.append("|" + "---|" * len(HEADERS))
     lines += [
         "| " + " | ".join(_md(c) for c in _row(i + 1, e)) + " |" for i, e in enumerate(entries)
     ]
-    labels = [e["label"] for e in entries]
+    labels = [e.label for e in entries]
     if len(labels) > 1:
         lines += ["", "### Pairwise (row vs column)", ""]
         lines.append("| | " + " | ".join(_md(label) for label in labels) + " |")
@@ -108,14 +109,17 @@ def format_markdown(board: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_json(board: dict[str, Any]) -> str:
-    return json.dumps(board, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def format_json(board: Leaderboard) -> str:
+    return (
+        json.dumps(board.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False)
+        + "\n"
+    )
 
 
-def _html_row(rank: int, entry: dict[str, Any]) -> str:
+def _html_row(rank: int, entry: Entry) -> str:
     cells = _row(rank, entry)
-    mean = entry["task_mean"]
-    bar = "" if mean is None else error_bar(mean["value"], mean.get("interval"))
+    mean = entry.task_mean
+    bar = "" if mean is None else error_bar(mean.value, mean.interval)
     return (
         f"<tr><td class=num>{rank}</td><td>{escape(cells[1])}</td><td class=num>{cells[2]}</td>"
         f'<td class="ci">{bar}{escape(cells[3])}</td>'
@@ -124,9 +128,9 @@ def _html_row(rank: int, entry: dict[str, Any]) -> str:
     )
 
 
-def format_html(board: dict[str, Any]) -> str:
-    entries = board["entries"]
-    labels = [e["label"] for e in entries]
+def format_html(board: Leaderboard) -> str:
+    entries = board.entries
+    labels = [e.label for e in entries]
     head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
     rows = "".join(_html_row(i + 1, e) for i, e in enumerate(entries))
     matrix = ""
@@ -137,7 +141,7 @@ def format_html(board: dict[str, Any]) -> str:
             + "".join(
                 "<td>—</td>"
                 if r == c
-                else f'<td class="{css[board["matrix"][r][c]["verdict"]]}">'
+                else f'<td class="{css[board.matrix[r][c].verdict]}">'
                 f"{escape(_cell(board, r, c))}</td>"
                 for c in labels
             )

@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from orchestra.documents.report import ReportDocument
 from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.layout import load_job_config
 from orchestra.jobs.run import job_records
 from orchestra.paths import JobPaths
 from orchestra.report.compare.comparison import side_of_report
+from orchestra.report.leaderboard.board import Entry, Leaderboard, PassHatK
 from orchestra.report.leaderboard.pairwise import pairwise
 from orchestra.report.report_json import report_of_records
+from orchestra.report.text.summary import largest_k
 
 
 @dataclass(frozen=True)
@@ -61,36 +63,34 @@ def _labels(keys: Sequence[ConditionKey]) -> dict[ConditionKey, str]:
     return labels
 
 
-def _entry(label: str, key: ConditionKey, report: dict[str, Any]) -> dict[str, Any]:
-    condition = report["conditions"][0]
-    totals = condition["totals"]
-    pass_hat = totals.get("pass_hat_ks") or {}
-    k = max(pass_hat, key=int) if pass_hat else None
-    return {
-        "label": label,
-        "condition": key.condition,
-        "manifest_sha256": key.manifest_sha256,
-        "endpoints_sha256": key.endpoints,
-        "models": dict(key.models),
-        "timeout_multiplier": key.timeout_multiplier,
-        "jobs": [job["name"] for job in report["jobs"]],
-        "n_tasks": totals["n_tasks"],
-        "scored": totals["scored"],
-        "task_mean": totals.get("task_mean"),
-        "pass_rate": totals["pass_rate"],
-        "pass_rate_interval": totals.get("pass_rate_interval"),
-        "pass_hat_k": None if k is None else {"k": int(k), **pass_hat[k]},
-        "cost_usd": totals["cost_usd"],
-        "tokens": totals["tokens"],
-        "mean_trial_seconds": totals["mean_trial_seconds"],
-    }
+def _entry(label: str, key: ConditionKey, report: ReportDocument) -> Entry:
+    totals = report.conditions[0].totals
+    largest = largest_k(totals.pass_hat_ks)
+    return Entry(
+        label=label,
+        condition=key.condition,
+        manifest_sha256=key.manifest_sha256,
+        endpoints_sha256=key.endpoints,
+        models=dict(key.models),
+        timeout_multiplier=key.timeout_multiplier,
+        jobs=[job.name for job in report.jobs],
+        n_tasks=totals.n_tasks,
+        scored=totals.scored,
+        task_mean=totals.task_mean,
+        pass_rate=totals.pass_rate,
+        pass_rate_interval=totals.pass_rate_interval,
+        pass_hat_k=None if largest is None else PassHatK(k=largest[0], **largest[1].model_dump()),
+        cost_usd=totals.cost_usd,
+        tokens=totals.tokens,
+        mean_trial_seconds=totals.mean_trial_seconds,
+    )
 
 
-def _rank_value(entry: dict[str, Any]) -> float:
-    return -1.0 if entry["task_mean"] is None else float(entry["task_mean"]["value"])
+def _rank_value(entry: Entry) -> float:
+    return -1.0 if entry.task_mean is None else entry.task_mean.value
 
 
-def build_leaderboard(paths: Sequence[Path], alpha: float) -> dict[str, Any]:
+def build_leaderboard(paths: Sequence[Path], alpha: float) -> Leaderboard:
     """The leaderboard document of these runs or jobs (`DocumentError` when one is neither)."""
     groups: dict[ConditionKey, list[JobRecord]] = {}
     seen: set[Path] = set()
@@ -104,13 +104,13 @@ def build_leaderboard(paths: Sequence[Path], alpha: float) -> dict[str, Any]:
     reports = {key: report_of_records(records) for key, records in groups.items()}
     entries = sorted(
         (_entry(labels[key], key, reports[key]) for key in groups),
-        key=lambda entry: (-_rank_value(entry), entry["label"]),
+        key=lambda entry: (-_rank_value(entry), entry.label),
     )
     sides = {
         labels[key]: side_of_report(report, labels[key], labels[key])
         for key, report in reports.items()
     }
-    matrix = pairwise(sides, [entry["label"] for entry in entries], alpha)
+    matrix = pairwise(sides, [entry.label for entry in entries], alpha)
     names = [key.condition for key in groups]
     split = sorted({name for name in names if names.count(name) > 1})
-    return {"alpha": alpha, "entries": entries, "matrix": matrix, "shown_apart": split}
+    return Leaderboard(alpha=alpha, entries=entries, matrix=matrix, shown_apart=split)

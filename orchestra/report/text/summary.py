@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable
+from typing import TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -29,6 +30,8 @@ from orchestra.plural import plural
 from orchestra.report.stats.clustered import CALIBRATED_ATTEMPTS, CALIBRATED_TASKS
 from orchestra.report.stats.estimates import with_intervals
 from orchestra.report.text.table import Column, Row, fit_table
+
+_Figure = TypeVar("_Figure")
 
 ORACLE_NOTE = (
     "oracle condition: these scores replay the tasks' reference solutions through the agent "
@@ -58,20 +61,25 @@ def estimate_text(estimate: Estimate | None) -> str:
     return f"{estimate.value:.2f} {interval_text(estimate.interval)}"
 
 
+def largest_k(values: dict[int, _Figure]) -> tuple[int, _Figure] | None:
+    """The figure at the largest k (None: no k reached), the one a summary row shows."""
+    if not values:
+        return None
+    k = max(values)
+    return k, values[k]
+
+
 def task_pass_hat_k_text(task: TaskSummary) -> str:
     """pass^k at the task's largest k: `0.20 (k=3)`; "—" with fewer scored trials than k."""
-    if not task.pass_hat_ks:
-        return "—"
-    k = max(task.pass_hat_ks)
-    value = task.pass_hat_ks[k]
+    k, value = largest_k(task.pass_hat_ks) or (0, None)
     return "—" if value is None else pass_at_k_text(value, [k])
 
 
 def _largest_k_text(estimates: dict[int, Estimate]) -> str:
-    if not estimates:
+    largest = largest_k(estimates)
+    if largest is None:
         return "—"
-    k = max(estimates)
-    estimate = estimates[k]
+    k, estimate = largest
     return f"{estimate_text(estimate)} (k={k}, {plural(estimate.n_tasks, 'task')})"
 
 
