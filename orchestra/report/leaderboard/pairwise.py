@@ -22,13 +22,13 @@ def pairwise(
     so that among many identical conditions no pair is marked by chance more often than α."""
     pairs = [(row, column) for i, row in enumerate(labels) for column in labels[i + 1 :]]
     suites = [
-        compare_sides(sides[column], sides[row], alpha, with_power=False)["suite"]
+        compare_sides(sides[column], sides[row], alpha, with_power=False).suite
         for row, column in pairs
     ]
-    raw = [min(1.0, 2 * min(s["p_regression"], s["p_improvement"])) for s in suites]
+    raw = [min(1.0, 2 * min(s.p_regression, s.p_improvement)) for s in suites]
     matrix: dict[str, dict[str, PairVerdict]] = {label: {} for label in labels}
     for (row, column), suite, p, adjusted in zip(pairs, suites, raw, holm(raw), strict=True):
-        difference = suite["mean_difference"]
+        difference = suite.mean_difference
         verdict = NO_CHANGE
         if significant(adjusted, alpha) and difference != 0:
             verdict = REGRESSION if difference < 0 else IMPROVEMENT
@@ -38,6 +38,6 @@ def pairwise(
                 mean_difference=sign * difference,
                 p_value=p,
                 adjusted_p_value=adjusted,
-                n_tasks=suite["n_tasks"],
+                n_tasks=suite.n_tasks,
             )
     return matrix
