@@ -6,7 +6,9 @@ channel operations signed by the agent or by a fresh key it makes up, files writ
 home or workspace. The task is copied with its fixture's `{{random_hex}}` pinned to the value
 the cases are written with, so a case that publishes the canary publishes the trial's. What the
 CLI cannot do (another person's message, an event kind it never publishes, a message with
-extra tags, evidence overrides) leaves the case out, with the reason.
+extra tags, an `@Name` left untagged, evidence overrides) leaves the case out, with the reason.
+The script first waits for the fixture's scripted messages, which come before the case's own
+entries in the relay's order.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from orchestra.nostr.kinds import Kind
 from orchestra.paths import TaskPaths
 from orchestra.taskkit.cases import (
     AGENT,
+    AGENT_ID,
     CHANNEL_ID,
     FRESH_KEY,
     TASK_EVENT_ID,
@@ -66,6 +69,23 @@ as() {
     "$@" >"$STATE_DIR/$step.tmp"
   fi
   mv "$STATE_DIR/$step.tmp" "$STATE_DIR/$step.json"
+}
+# scripted LABEL CONTENT: wait for the fixture's scripted message (some come after a delay:
+# the case's own entries follow them in the relay's order); its id in $STATE_DIR/scripted-LABEL
+scripted() {
+  local id
+  for _ in $(seq 1 300); do
+    if id="$(buzz messages get --channel "$BUZZ_CHANNEL_ID" --all | python3 -c '
+import json, sys
+found = [e["id"] for e in json.load(sys.stdin) if e["content"].strip() == sys.argv[1].strip()]
+print(found[0]) if found else sys.exit(1)' "$2")"; then
+      echo "$id" >"$STATE_DIR/scripted-$1"
+      return 0
+    fi
+    sleep 1
+  done
+  echo "the scripted message $1 never came" >&2
+  return 1
 }
 # field STEP NAME: a field of a step's JSON output
 field() {
@@ -116,10 +136,17 @@ class _Script:
 def _message(script: _Script, step: str, message: CaseMessage) -> None:
     if message.kind != Kind.MESSAGE or message.tags:
         raise Unplayable("a message of another kind or with extra tags")
+    untagged = [
+        name
+        for name, who in script.world.names().items()
+        if f"@{name}" in message.content and who not in message.mention
+    ]
+    if untagged:
+        raise Unplayable(f"the CLI p-tags the @{untagged[0]} the case leaves untagged")
     command = [f"buzz messages send --channel {script.channel(message.channel)} --content -"]
     if message.reply_to is not None:
         if message.reply_to not in script.events:
-            raise Unplayable(f'a reply to "{message.reply_to}" (a scripted message)')
+            raise Unplayable(f'a reply to "{message.reply_to}", no earlier message')
         command.append(f"--reply-to {script.events[message.reply_to]}")
     command += [f"--mention {script.pubkey(who)}" for who in message.mention]
     text = shlex.quote(message.content)
@@ -186,6 +213,10 @@ def case_script(world: CaseWorld, case: Case) -> str:
     if case.evidence:
         raise Unplayable("it overrides evidence fields")
     script = _Script(world)
+    for message in world.task.fixture.scripted_messages:
+        rendered = message.render(AGENT_ID, world.user_name)
+        script.lines.append(f"scripted {shlex.quote(message.label)} {shlex.quote(rendered)}")
+        script.events[message.label] = f'"$(cat "$STATE_DIR/scripted-{message.label}")"'
     for index, entry in enumerate(case.steps(), start=1):
         step = f"step-{index}"
         if isinstance(entry, CaseEvent):

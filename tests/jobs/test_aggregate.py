@@ -5,7 +5,8 @@ from rich.console import Console
 
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import JobRecord, PlannedTask, aggregate, pass_at_k
-from orchestra.report.text.summary import render_summary, summary_csv
+from orchestra.report.text.exports import summary_csv
+from orchestra.report.text.summary import render_summary
 
 
 def trial(

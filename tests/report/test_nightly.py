@@ -52,6 +52,6 @@ def test_nightly_writes_the_comparison_into_its_run(
     assert run_dir.name.startswith("nightly-")
     compare = (run_dir / "compare.md").read_text()
     assert compare.startswith("## Benchmark comparison")
-    assert "**exit 0: no regression significant at α=0.05" in compare
+    assert "**exit 0: no regression significant at α=0.02" in compare
     assert {p.name for p in run_dir.iterdir()} >= {"run.json", "report.html", run_dir.name}
     assert not list(run_dir.glob("*.tmp"))
