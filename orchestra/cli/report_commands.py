@@ -1,5 +1,4 @@
-"""`orchestra report`, `compare` (issue 8) and `leaderboard` (issue 29); `register(app)` adds
-them to the app."""
+"""`orchestra report`, `compare` and `leaderboard`; `register(app)` adds them to the app."""
 
 from __future__ import annotations
 

@@ -79,6 +79,8 @@ def evidence_context(
         arrival=setup.observer.arrival if setup.observer is not None else {},
         captured=redact_value(capture.events(), secrets) if capture is not None else [],
         capture_failure=capture.failure if capture is not None else "never started",
+        stored=redact_value(capture.stored(), secrets) if capture is not None else [],
+        relay_events_scope=capture.scope if capture is not None else "readable",
         agent_files=redact_value(list(agent_files), secrets),
     )
 
@@ -149,7 +151,7 @@ async def verify(state: TrialState, ctx: JobContext) -> None:
         )
     inputs = verifier_inputs(state)
     grading.verifier_inputs = inputs.record()
-    if state.task.is_harbor:  # graded on the state the agents left (issue 20.2)
+    if state.task.is_harbor:  # graded on the state the agents left (docs/decisions.md D46)
         verifier = state.env.state_verifier()
     else:
         verifier = ctx.environments.verifier(state.paths, state.task, state.trial_id)

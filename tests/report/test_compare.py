@@ -42,7 +42,7 @@ def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     comparison = compare_paths(baseline, candidate)
     assert comparison.regressed_tasks == ["buzz-native/user-mention"]
     assert comparison.improved_tasks == []
-    # 1/1 → 0/1 is p = 0.5: reported, never significant, so it does not fail (issue 18, 5).
+    # 1/1 → 0/1 is p = 0.5: reported, never significant, so it does not fail.
     assert comparison.significant_regressions == [] and comparison.missing_tasks == []
     assert exit_code(comparison) == 0
     tasks = {t.task: t for t in comparison.tasks}

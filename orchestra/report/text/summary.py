@@ -238,7 +238,7 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
 
 
 def served_models_text(models: dict[str, str]) -> str:
-    """The endpoints that send a model id other than their name (issue 30), or ""."""
+    """The endpoints that send a model id other than their name (orchestrator.md §11), or ""."""
     named = [f"{name}={model}" for name, model in models.items() if model != name]
     return f"  models: {', '.join(named)}" if named else ""
 
@@ -247,9 +247,9 @@ def render_summary(
     document: Summary, console: Console, width: int | None = None, *, every_column: str = "--json"
 ) -> None:
     """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes),
-    with the intervals of issue 29; `every_column` is what shows the columns a narrow table
-    leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a whole
-    command after a run)."""
+    with its intervals (docs/statistics.md); `every_column` is what shows the columns a narrow
+    table leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a
+    whole command after a run)."""
     for condition in with_intervals(document).conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
