@@ -72,6 +72,26 @@ field() {
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \\
     "$STATE_DIR/$1.json" "$2"
 }
+# await_scripted PUBKEY=COUNT...: until the trial channel holds that many messages by each
+# (a case is written after the fixture's scripted messages, a delayed one too)
+await_scripted() {
+  python3 - "$@" <<'PY'
+import json, os, subprocess, sys, time
+wanted = dict(arg.split("=", 1) for arg in sys.argv[1:])
+deadline = time.monotonic() + 120
+while True:
+    out = subprocess.run(["buzz", "messages", "get", "--channel", os.environ["BUZZ_CHANNEL_ID"]],
+                         check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)
+    rows = rows.get("messages", []) if isinstance(rows, dict) else rows
+    authors = [row.get("pubkey") for row in rows if isinstance(row, dict)]
+    if all(authors.count(pubkey) >= int(count) for pubkey, count in wanted.items()):
+        break
+    if time.monotonic() > deadline:
+        raise SystemExit("the fixture's scripted messages were never all posted")
+    time.sleep(1)
+PY
+}
 """
 
 
@@ -181,11 +201,27 @@ def _file(script: _Script, home: str | None, path: str, content: str) -> None:
     )
 
 
+def _await_scripted(script: _Script) -> None:
+    """Wait for the fixture's scripted messages first: the case comes after them (its evidence
+    is built so), also after one posted with a delay (dataset.md §2.4)."""
+    counts: dict[str, int] = {}
+    for message in script.world.task.fixture.scripted_messages:
+        counts[message.actor] = counts.get(message.actor, 0) + 1
+    if counts:
+        # the requester also posted the task event
+        wanted = [
+            f"{script.pubkey(actor)}={count + (actor == USER_ACTOR)}"
+            for actor, count in counts.items()
+        ]
+        script.lines.append(f"await_scripted {' '.join(wanted)}")
+
+
 def case_script(world: CaseWorld, case: Case) -> str:
     """The solution script that plays `case`; `Unplayable` says what it cannot play."""
     if case.evidence:
         raise Unplayable("it overrides evidence fields")
     script = _Script(world)
+    _await_scripted(script)
     for index, entry in enumerate(case.steps(), start=1):
         step = f"step-{index}"
         if isinstance(entry, CaseEvent):

@@ -97,6 +97,25 @@ def test_a_case_plays_as_buzz_commands(task_dir: Path) -> None:
     )
 
 
+def test_a_case_waits_for_the_fixtures_scripted_messages(task_dir: Path) -> None:
+    """A case comes after the scripted messages (its evidence is built so): a played case
+    first waits until the trial channel holds them, a delayed bot reply too."""
+    contracts = Path(__file__).parents[2] / "tasks" / "buzz-contracts"
+
+    def awaits(task: Path) -> list[str]:
+        script = case_script(CaseWorld(load_task(task)), load_cases(task)[0])
+        return [line for line in script.splitlines() if line.startswith("await_scripted ")]
+
+    [bot] = awaits(contracts / "wait-for-bot-reply")
+    assert "--name 'Build Bot' --exact" in bot and bot.endswith("=1")
+    # the nudge is the requester's second message: the task event is the first
+    assert awaits(contracts / "answer-once-when-woken-again") == [
+        'await_scripted "$BUZZ_REQUESTER_PUBKEY"=2'
+    ]
+    (task_dir / "verifier-cases.toml").write_text(PLAYABLE, encoding="utf-8")
+    assert awaits(task_dir) == []
+
+
 @pytest.mark.parametrize("name", sorted(UNPLAYABLE))
 def test_what_the_cli_cannot_play_is_left_out_with_why(task_dir: Path, name: str) -> None:
     fields, table = UNPLAYABLE[name]
