@@ -30,9 +30,9 @@ def _remove_containers(job: str | None) -> str | None:
     return None
 
 
-def run_cleanup(job: str | None, jobs_dir: Path) -> None:
+def run_cleanup(job: str | None, jobs_root: Path) -> None:
     not_checked = _remove_containers(job)
-    killed = sum(len(kill_processes_in(sandbox)) for sandbox in trial_sandboxes(jobs_dir, job))
+    killed = sum(len(kill_processes_in(sandbox)) for sandbox in trial_sandboxes(jobs_root, job))
     typer.echo(f"killed {killed} leftover process(es)")
     if not_checked is not None:
         typer.echo(f"note: containers not checked: {not_checked}", err=True)

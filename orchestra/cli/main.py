@@ -25,7 +25,7 @@ from orchestra.cli.terminal import output_console, print_summary
 from orchestra.documents.io import DocumentError
 from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.run import job_records
-from orchestra.report.text.summary import summary_csv, summary_json
+from orchestra.report.text.exports import summary_csv, summary_json
 from orchestra.streams import guard_standard_streams
 
 app = typer.Typer(

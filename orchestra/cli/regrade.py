@@ -4,12 +4,13 @@ evidence into a new run directory (orchestrator.md §2.6 "Regrade"); `register(a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from orchestra.cli.errors import fail
 from orchestra.cli.help import Command, epilog
+from orchestra.cli.options import with_options
 from orchestra.config.errors import display_path
 from orchestra.documents.io import DocumentError
 from orchestra.plural import plural
@@ -28,24 +29,18 @@ REGRADE_EPILOG = epilog(
 )
 
 
+@with_options(
+    ["jobs_dir", "run_name"],
+    model_defaults=False,
+    notes={"jobs_dir": "beside RUN", "run_name": "<run>-regraded-<UTC>"},
+)
 def regrade(
     run: Annotated[Path, typer.Argument(metavar="RUN", help="The finished run to re-score.")],
-    jobs_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--jobs-dir", metavar="DIR", help="Where the new run goes (default: beside RUN)."
-        ),
-    ] = None,
-    run_name: Annotated[
-        str | None,
-        typer.Option(
-            "--run-name", metavar="NAME", help="The new run's name (default <run>-regraded-<UTC>)."
-        ),
-    ] = None,
+    **options: Any,
 ) -> None:
     """Re-score a finished run with the tasks' current verifiers; no agent runs."""
     try:
-        outcome = regrade_run(run, jobs_dir=jobs_dir, run_name=run_name, say=typer.echo)
+        outcome = regrade_run(run, say=typer.echo, **options)
     except (RegradeError, DocumentError) as error:
         fail(str(error))
     for line in outcome.kept:

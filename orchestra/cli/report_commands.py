@@ -1,5 +1,4 @@
-"""`orchestra report`, `compare` (issue 8) and `leaderboard` (issue 29); `register(app)` adds
-them to the app."""
+"""`orchestra report`, `compare` and `leaderboard`; `register(app)` adds them to the app."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from orchestra.cli.leaderboard import LEADERBOARD_EPILOG, leaderboard
 from orchestra.cli.options import with_options
 from orchestra.documents.io import DocumentError
 from orchestra.report.compare.comparison import ALPHA, CompareInputError, compare_paths, exit_code
-from orchestra.report.compare.format import FORMATTERS, target_effect_dict
+from orchestra.report.compare.format import FORMATTERS, effect_plan
 from orchestra.report.compare.history import history_side
 from orchestra.report.files import report_problem, write_reports
 
@@ -163,9 +162,7 @@ def compare(
     except (DocumentError, CompareInputError) as error:
         fail(str(error))
     if target_effect is not None:
-        comparison["target_effect"] = target_effect_dict(
-            comparison["suite"]["n_tasks"], target_effect, alpha
-        )
+        comparison.target_effect = effect_plan(comparison.suite.n_tasks, target_effect, alpha)
     sys.stdout.write(FORMATTERS[output_format.value](comparison))
     raise typer.Exit(exit_code(comparison))
 

@@ -148,8 +148,8 @@ class RunConfig(Part):
     run_name: str | None = option(
         None, "--run-name", metavar="NAME", default_note="--job-name, else <condition>-<UTC "
         "stamp>",
-        description="Run directory name under --jobs-dir; an existing run of that name and "
-        "plan is resumed.",
+        description="Run directory name under --jobs-dir (benchmark: an existing run of that "
+        "name and plan is resumed).",
     )  # fmt: skip
     job_name: str | None = option(
         None, "--job-name", metavar="NAME", default_note="the run name",

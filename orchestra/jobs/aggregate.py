@@ -50,7 +50,7 @@ class JobRecord:
     trials: list[TrialResult] = field(default_factory=list)
     oracle: bool = False  # the roster runs the built-in oracle, not a model
     started: bool = True  # False: a job of a run's plan whose directory does not exist yet
-    stopped: str | None = None  # the job result's early stop, if any (issue 13)
+    stopped: str | None = None  # the job result's early stop, if any
     stop_message: str | None = None
     spent_usd: float | None = None
     #: endpoint name -> the model id its agents send (`served_models`); part of the grouping
@@ -101,7 +101,8 @@ class JobRecord:
     @property
     def condition_key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         """What jobs must share to be pooled as one condition: the name, the manifest hash
-        and the model ids served (issue 30: one endpoint name may serve different models)."""
+        and the model ids served (docs/decisions.md D87: one endpoint name may serve different
+        models)."""
         return self.condition, self.manifest_sha256, tuple(sorted(self.models.items()))
 
 

@@ -1,4 +1,4 @@
-"""The live endpoint check of preflight (orchestrator.md §2.4, issue 13).
+"""The live endpoint check of preflight (orchestrator.md §2.4).
 
 One minimal authenticated request per endpoint the roster uses — the cheapest call each
 provider offers, with the configured model, base URL and key, built and sent by `buzz-agent`'s

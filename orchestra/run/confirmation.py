@@ -1,10 +1,10 @@
 """Confirmation reruns (docs/statistics.md "Confirmation reruns"): as a job's tasks finish, each
 is held to its baseline (`--confirm-against` a run, job or report.json, or `--baseline-history`
-the condition's recent runs in a results database). A task that looks regressed (its first k
-attempts pass less often than the baseline's) or is under watch gets extra attempts, numbered
-after the job's k, one at a time up to `confirm_attempts`, and no further once no outcome of
-the rest could make it significant. The run's verdict is the one decision of
-`orchestra.report.confirm.decide` over the confirmed tasks, on their fresh attempts only.
+the condition's recent runs in a results database). A task that may have regressed (one of its
+first k attempts failed) or is under watch gets extra attempts, numbered after the job's k,
+one at a time up to `confirm_attempts`, and no further once no outcome of the rest could make
+it significant. The run's verdict is the one decision of
+`orchestra.report.stats.confirm.decide` over the confirmed tasks, on their fresh attempts only.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from orchestra.documents.run_config import RunConfig
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.plan import PlannedJob
 from orchestra.jobs.tally import metric_passed
-from orchestra.report.compare.comparison import load_side, successes_of
+from orchestra.report.compare.comparison import load_side
 from orchestra.report.stats.confirm import (
     NIGHTLY_ALPHA,
     NONE,
@@ -29,7 +29,6 @@ from orchestra.report.stats.confirm import (
     TaskEvidence,
     decide,
     futile,
-    under_watch,
 )
 from orchestra.results.history import PoolKey, read_history
 from orchestra.results.schema import DatabaseError, open_database
@@ -50,7 +49,7 @@ def baseline_of_run(path: Path) -> Baseline:
     """A run or job directory, or a report.json (`CompareInputError` naming the path)."""
     side = load_side(path)
     return Baseline(
-        {name: Counts(successes_of(task), int(task["scored"])) for name, task in side.tasks.items()}
+        {name: Counts(task.successes, task.scored) for name, task in side.tasks.items()}
     )
 
 
@@ -140,7 +139,8 @@ class BaselineConfirmation:
                 continue
             last = max(r.attempt for r in trials)
             left = planned.attempts + self.extra - last
-            if left > 0 and not futile(evidence, left, self.alpha, self.target):
+            target = self.target if self.fail_below_target else None
+            if left > 0 and not futile(evidence, left, self.alpha, target):
                 wanted.append((last + 1, task.name))
         return wanted
 
@@ -191,7 +191,7 @@ class BaselineConfirmation:
             baseline,
             _counts(first),
             _counts(extra) + self._recent(task),
-            under_watch(baseline, task in self.baseline.recent_first_failed, self.target),
+            task in self.baseline.recent_first_failed,
         )
 
 

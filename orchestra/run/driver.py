@@ -112,7 +112,8 @@ class Run:
             run=scope.describe(owed),
         )
         print(text, end="")
-        # Power said out loud (issue 29): the smallest change a comparison of this plan can detect
+        # Power said out loud (docs/statistics.md "Power"): the smallest change a comparison of this
+        # plan can detect
         print(dry_run_power_text([(len(job.tasks), job.attempts) for job in scope.jobs]), end="")
         estimate = estimate_cost(
             self.effective.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
@@ -272,9 +273,9 @@ class Run:
         if interrupted:
             end = RunEnd.INTERRUPTED
         elif stopped:
-            end = RunEnd.STOPPED  # not everything was run (issue 13)
+            end = RunEnd.STOPPED  # not everything was run
         elif any(c.confirmed for c in confirmations):
-            end = RunEnd.CONFIRMED_REGRESSION  # wins over errored trials (issue 29)
+            end = RunEnd.CONFIRMED_REGRESSION  # wins over errored trials (docs/decisions.md D88)
         elif unfinished or any(r.status is not TrialStatus.SCORED for r in results):
             end = RunEnd.TRIAL_ERRORS
         else:

@@ -105,7 +105,7 @@ def _check_jobs_dir(jobs_dir: Path) -> None:
 
 def _check_local_harbor_tasks(jobs: tuple[PlannedJob, ...], env: EnvKind) -> None:
     """The local env runs a Harbor task only in the bubblewrap sandbox and only from a
-    Dockerfile that does nothing but place files (issue 20.2); one line per problem."""
+    Dockerfile that does nothing but place files (docs/decisions.md D46); one line per problem."""
     tasks = {task.dir: task for job in jobs for task in job.tasks if task.is_harbor}
     if env is not EnvKind.LOCAL or not tasks:
         return

@@ -6,7 +6,9 @@ channel operations signed by the agent or by a fresh key it makes up, files writ
 home or workspace. The task is copied with its fixture's `{{random_hex}}` pinned to the value
 the cases are written with, so a case that publishes the canary publishes the trial's. What the
 CLI cannot do (another person's message, an event kind it never publishes, a message with
-extra tags, evidence overrides) leaves the case out, with the reason.
+extra tags, an `@Name` left untagged, evidence overrides) leaves the case out, with the reason.
+The script first waits for the fixture's scripted messages, which come before the case's own
+entries in the relay's order.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from orchestra.config.errors import display_path
 from orchestra.config.fixture import RANDOM_HEX_PLACEHOLDER, USER_ACTOR
 from orchestra.config.task import Task
 from orchestra.documents.enums import TrialStatus
+from orchestra.errors import OrchestraError
 from orchestra.nostr.kinds import Kind
 from orchestra.paths import TaskPaths
 from orchestra.taskkit.cases import (
     AGENT,
+    AGENT_ID,
     CHANNEL_ID,
     FRESH_KEY,
     TASK_EVENT_ID,
@@ -67,36 +71,33 @@ as() {
   fi
   mv "$STATE_DIR/$step.tmp" "$STATE_DIR/$step.json"
 }
+# scripted LABEL CONTENT: wait for the fixture's scripted message (some come after a delay:
+# the case's own entries follow them in the relay's order); its id in $STATE_DIR/scripted-LABEL
+scripted() {
+  local id
+  for _ in $(seq 1 300); do
+    if id="$(buzz messages get --channel "$BUZZ_CHANNEL_ID" --all | python3 -c '
+import json, sys
+found = [e["id"] for e in json.load(sys.stdin) if e["content"].strip() == sys.argv[1].strip()]
+print(found[0]) if found else sys.exit(1)' "$2")"; then
+      echo "$id" >"$STATE_DIR/scripted-$1"
+      return 0
+    fi
+    sleep 1
+  done
+  echo "the scripted message $1 never came" >&2
+  return 1
+}
 # field STEP NAME: a field of a step's JSON output
 field() {
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \\
     "$STATE_DIR/$1.json" "$2"
 }
-# await_scripted PUBKEY=COUNT...: until the trial channel holds that many messages by each
-# (a case is written after the fixture's scripted messages, a delayed one too)
-await_scripted() {
-  python3 - "$@" <<'PY'
-import json, os, subprocess, sys, time
-wanted = dict(arg.split("=", 1) for arg in sys.argv[1:])
-deadline = time.monotonic() + 120
-while True:
-    out = subprocess.run(["buzz", "messages", "get", "--channel", os.environ["BUZZ_CHANNEL_ID"]],
-                         check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
-    rows = rows.get("messages", []) if isinstance(rows, dict) else rows
-    authors = [row.get("pubkey") for row in rows if isinstance(row, dict)]
-    if all(authors.count(pubkey) >= int(count) for pubkey, count in wanted.items()):
-        break
-    if time.monotonic() > deadline:
-        raise SystemExit("the fixture's scripted messages were never all posted")
-    time.sleep(1)
-PY
-}
 """
 
 
-class Unplayable(Exception):
-    """What the buzz CLI cannot do of a case."""
+class Unplayable(OrchestraError):
+    """What the buzz CLI cannot do of a case (the check notes it and goes on)."""
 
 
 @dataclass
@@ -136,10 +137,17 @@ class _Script:
 def _message(script: _Script, step: str, message: CaseMessage) -> None:
     if message.kind != Kind.MESSAGE or message.tags:
         raise Unplayable("a message of another kind or with extra tags")
+    untagged = [
+        name
+        for name, who in script.world.names().items()
+        if f"@{name}" in message.content and who not in message.mention
+    ]
+    if untagged:
+        raise Unplayable(f"the CLI p-tags the @{untagged[0]} the case leaves untagged")
     command = [f"buzz messages send --channel {script.channel(message.channel)} --content -"]
     if message.reply_to is not None:
         if message.reply_to not in script.events:
-            raise Unplayable(f'a reply to "{message.reply_to}" (a scripted message)')
+            raise Unplayable(f'a reply to "{message.reply_to}", no earlier message')
         command.append(f"--reply-to {script.events[message.reply_to]}")
     command += [f"--mention {script.pubkey(who)}" for who in message.mention]
     text = shlex.quote(message.content)
@@ -201,27 +209,15 @@ def _file(script: _Script, home: str | None, path: str, content: str) -> None:
     )
 
 
-def _await_scripted(script: _Script) -> None:
-    """Wait for the fixture's scripted messages first: the case comes after them (its evidence
-    is built so), also after one posted with a delay (dataset.md §2.4)."""
-    counts: dict[str, int] = {}
-    for message in script.world.task.fixture.scripted_messages:
-        counts[message.actor] = counts.get(message.actor, 0) + 1
-    if counts:
-        # the requester also posted the task event
-        wanted = [
-            f"{script.pubkey(actor)}={count + (actor == USER_ACTOR)}"
-            for actor, count in counts.items()
-        ]
-        script.lines.append(f"await_scripted {' '.join(wanted)}")
-
-
 def case_script(world: CaseWorld, case: Case) -> str:
     """The solution script that plays `case`; `Unplayable` says what it cannot play."""
     if case.evidence:
         raise Unplayable("it overrides evidence fields")
     script = _Script(world)
-    _await_scripted(script)
+    for message in world.task.fixture.scripted_messages:
+        rendered = message.render(AGENT_ID, world.user_name)
+        script.lines.append(f"scripted {shlex.quote(message.label)} {shlex.quote(rendered)}")
+        script.events[message.label] = f'"$(cat "$STATE_DIR/scripted-{message.label}")"'
     for index, entry in enumerate(case.steps(), start=1):
         step = f"step-{index}"
         if isinstance(entry, CaseEvent):

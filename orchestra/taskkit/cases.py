@@ -225,6 +225,11 @@ class CaseWorld:
                     {"pubkey": self.pubkeys[entry.key], "role": role, "name": entry.name}
                 )
 
+    def names(self) -> dict[str, str]:
+        """Display name -> who (`user`, `agent` or an identity id), as `@Name` writes them."""
+        named = {self.user_name: USER_ACTOR, AGENT_ID: AGENT}
+        return named | {str(row["name"]): str(row["identity_id"]) for row in self.directory}
+
     def pubkey(self, who: str) -> str:
         """`agent`, `user`, `fresh-key`, an identity id, or a raw pubkey taken as written."""
         return self.pubkeys.get(who, who)

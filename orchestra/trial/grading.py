@@ -149,7 +149,7 @@ async def verify(state: TrialState, ctx: JobContext) -> None:
         )
     inputs = verifier_inputs(state)
     grading.verifier_inputs = inputs.record()
-    if state.task.is_harbor:  # graded on the state the agents left (issue 20.2)
+    if state.task.is_harbor:  # graded on the state the agents left (docs/decisions.md D46)
         verifier = state.env.state_verifier()
     else:
         verifier = ctx.environments.verifier(state.paths, state.task, state.trial_id)

@@ -5,7 +5,8 @@ from rich.console import Console
 
 from orchestra.documents.trial import TrialResult
 from orchestra.jobs.aggregate import JobRecord, PlannedTask, aggregate, pass_at_k
-from orchestra.report.text.summary import render_summary, summary_csv
+from orchestra.report.text.exports import summary_csv
+from orchestra.report.text.summary import render_summary
 
 
 def trial(
@@ -132,7 +133,7 @@ def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> N
 
 
 def interrupted_workflow_job() -> JobRecord:
-    """Issue 18, defect 4: 12 planned, 1 scored, 2 cancelled, 1 still running, 8 not started."""
+    """12 planned, 1 scored, 2 cancelled, 1 still running, 8 not started."""
     trials = [trial("buzz-native/w1", "scored", 1.0)]
     trials += [  # attempts up to k = 3 (one beyond would be a confirmation attempt)
         trial_result(task, attempt, trial_name=f"{task}-{attempt}", layer="workflow", status=status)

@@ -1,4 +1,4 @@
-"""Real-model runs against fake providers (issue 13): `orchestra benchmark` through the real
+"""Real-model runs against fake providers: `orchestra benchmark` through the real
 agent tree, a real relay and the local verifier, with a scripted OpenAI-compatible or
 Anthropic-compatible server on 127.0.0.1 in place of the paid API.
 
@@ -382,7 +382,7 @@ def test_a_429_with_retry_after_is_waited_out_and_scored(
     assert second.received_at - first.received_at >= 2.0
     events = (run.job / result["trial_name"] / "agent" / "buzz" / "solo-1.events.jsonl").read_text()
     assert '"turn_failed"' not in events
-    # The agent's retry reaches the live progress through the event log (issue 30).
+    # The agent's retry reaches the live progress through the event log.
     retrying = "retrying  buzz-native/user-mention #1 (provider HTTP 429, 1/"
     assert retrying in done.stdout, output(done)
 

@@ -1,4 +1,4 @@
-"""Cache-write tokens (issue 30) are summed like the other token counts: per task, layer and
+"""Cache-write tokens are summed like the other token counts: per task, layer and
 condition, per agent, in the job's `result.json`, `summarize --json`, the CSV and report.json."""
 
 import csv
@@ -12,7 +12,7 @@ from orchestra.jobs.aggregate import aggregate
 from orchestra.jobs.run import job_records
 from orchestra.paths import JobPaths
 from orchestra.report.report_json import build_report
-from orchestra.report.text.summary import summary_csv
+from orchestra.report.text.exports import summary_csv
 
 
 def test_cache_write_tokens_add_up_everywhere(tmp_path: Path) -> None:

@@ -40,25 +40,25 @@ def regression_jobs(jobs: Path) -> tuple[Path, Path]:
 def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
     baseline, candidate = regression_jobs(tmp_path)
     comparison = compare_paths(baseline, candidate)
-    assert comparison["regressed_tasks"] == ["buzz-native/user-mention"]
-    assert comparison["improved_tasks"] == []
-    # 1/1 → 0/1 is p = 0.5: reported, never significant, so it does not fail (issue 18, 5).
-    assert comparison["significant_regressions"] == [] and comparison["missing_tasks"] == []
+    assert comparison.regressed_tasks == ["buzz-native/user-mention"]
+    assert comparison.improved_tasks == []
+    # 1/1 → 0/1 is p = 0.5: reported, never significant, so it does not fail.
+    assert comparison.significant_regressions == [] and comparison.missing_tasks == []
     assert exit_code(comparison) == 0
-    tasks = {t["task"]: t for t in comparison["tasks"]}
-    assert tasks["buzz-native/reply-to-thread"]["status"] == "unchanged"
-    changes = {m["metric"]: m for m in tasks["buzz-native/user-mention"]["metrics"]}
-    assert {name for name, m in changes.items() if m["change"] == "regression"} == {
+    tasks = {t.task: t for t in comparison.tasks}
+    assert tasks["buzz-native/reply-to-thread"].status == "unchanged"
+    changes = {m.metric: m for m in tasks["buzz-native/user-mention"].metrics}
+    assert {name for name, m in changes.items() if m.change == "regression"} == {
         "reward",
         "user_p_tagged",
     }
-    assert changes["answer_correct"]["change"] == "unchanged"
-    assert changes["user_p_tagged"]["baseline"] == (1, 1)
-    assert changes["user_p_tagged"]["candidate"] == (0, 1)
+    assert changes["answer_correct"].change == "unchanged"
+    assert changes["user_p_tagged"].baseline == (1, 1)
+    assert changes["user_p_tagged"].candidate == (0, 1)
     # The task is a lead: its Fisher p and the Holm-adjusted one over the 2 tasks compared.
-    assert changes["reward"]["p_value"] == pytest.approx(0.5)
-    assert tasks["buzz-native/user-mention"]["adjusted_p_value"] == pytest.approx(1.0)
-    assert comparison["verdict"] == "no significant change"
+    assert changes["reward"].p_value == pytest.approx(0.5)
+    assert tasks["buzz-native/user-mention"].adjusted_p_value == pytest.approx(1.0)
+    assert comparison.verdict == "no significant change"
     text = format_text(comparison)
     assert "REGRESSION   buzz-native/user-mention (regression)" in text
     assert "user_p_tagged: 1/1 → 0/1" in text
@@ -73,7 +73,7 @@ def test_one_failing_task_is_exactly_the_regression(tmp_path: Path) -> None:
         "candidate"
     )
     reverse = compare_paths(candidate, baseline)
-    assert exit_code(reverse) == 0 and reverse["improved_tasks"] == ["buzz-native/user-mention"]
+    assert exit_code(reverse) == 0 and reverse.improved_tasks == ["buzz-native/user-mention"]
 
 
 def attempts_job(jobs: Path, name: str, rewards: list[float]) -> Path:
@@ -96,11 +96,11 @@ def test_a_run_compared_with_itself_after_an_errored_task_excludes_it(tmp_path: 
     result = CliRunner().invoke(cli(), ["compare", str(run), str(run)])
     assert result.exit_code == 0, result.output
     comparison = compare_paths(run, run)
-    assert comparison["missing_tasks"] == [] and exit_code(comparison) == 0
+    assert comparison.missing_tasks == [] and exit_code(comparison) == 0
     reason = (
         "the baseline scored no trial of it (1 error(s), 0 cancelled): excluded from the comparison"
     )
-    assert comparison["excluded_tasks"] == [
+    assert [excluded.model_dump() for excluded in comparison.excluded_tasks] == [
         {"task": "buzz-native/user-mention", "status": "excluded", "reason": reason}
     ]
     assert f"EXCLUDED     buzz-native/user-mention (regression): {reason}" in result.output
@@ -112,13 +112,13 @@ def test_k_greater_than_one_carries_a_significance_note(tmp_path: Path) -> None:
         return attempts_job(tmp_path, name, rewards)
 
     comparison = compare_paths(job("b", [1.0, 1.0, 1.0]), job("c", [1.0, 0.0, 0.0]))
-    reward = comparison["tasks"][0]["metrics"][0]
-    assert reward["metric"] == "reward" and reward["change"] == "regression"
-    assert reward["p_value"] == pytest.approx(0.2)
+    reward = comparison.tasks[0].metrics[0]
+    assert reward.metric == "reward" and reward.change == "regression"
+    assert reward.p_value == pytest.approx(0.2)
     bounds = wilson(1, 3)
-    assert reward["candidate_interval"] == pytest.approx((bounds.low, bounds.high))
-    assert reward["note"] == "Wilson 95% [0.44, 1.00] → [0.06, 0.79]"
-    assert not reward["significant"] and exit_code(comparison) == 0
+    assert reward.candidate_interval == pytest.approx((bounds.low, bounds.high))
+    assert reward.note == "Wilson 95% [0.44, 1.00] → [0.06, 0.79]"
+    assert not reward.significant and exit_code(comparison) == 0
     markdown = format_markdown(comparison)
     assert (
         "| buzz-native/cross-thread-requests | workflow | regression | reward | 3/3 | 1/3 |"
@@ -136,14 +136,14 @@ def test_unscored_missing_and_new_tasks(tmp_path: Path) -> None:
         TrialSpec("multiline-message", rewards={"reward": 1.0}),
     ])  # fmt: skip
     comparison = compare_paths(baseline, candidate)
-    statuses = {t["task"]: t["status"] for t in comparison["tasks"]}
+    statuses = {t.task: t.status for t in comparison.tasks}
     assert statuses == {
         "buzz-native/user-mention": "unscored",
         "buzz-native/reply-to-thread": "missing",
         "buzz-native/multiline-message": "new",
     }
-    assert comparison["regressed_tasks"] == []
-    assert comparison["missing_tasks"] == [
+    assert comparison.regressed_tasks == []
+    assert comparison.missing_tasks == [
         "buzz-native/reply-to-thread",
         "buzz-native/user-mention",
     ]
@@ -259,8 +259,10 @@ def test_a_baseline_saved_by_an_earlier_version_still_compares(old: str) -> None
     against_old = compare_paths(reports / old, today)
     against_today = compare_paths(today, today)
     # the same verdict, tests, p-values and per-task outcomes (the label names the file)
-    assert {**against_old, "baseline": None} == {**against_today, "baseline": None}
-    assert against_old["suite"]["n_tasks"] == 3
-    assert against_old["verdict"] == "no significant change"
+    assert against_old.model_dump(exclude={"baseline"}) == against_today.model_dump(
+        exclude={"baseline"}
+    )
+    assert against_old.suite.n_tasks == 3
+    assert against_old.verdict == "no significant change"
     result = CliRunner().invoke(cli(), ["compare", str(reports / old), str(today)])
     assert result.exit_code == 0, result.output

@@ -96,7 +96,7 @@ def test_a_confirmed_regression_fails_the_night_naming_the_task_last(tmp_path: P
     code, output = compare("--baseline-history", str(database), str(tonight), "--alpha", "0.02")
     assert code == 3, output
     assert (
-        f"confirmation: {MENTION} (regressed): 0 of 4 fresh attempts against the baseline's "
+        f"confirmation: {MENTION} (a first attempt failed): 0 of 4 fresh attempts against the baseline's "
         "3 of 3" in output
     )
     last = output.rstrip().splitlines()[-1]

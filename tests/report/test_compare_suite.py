@@ -1,5 +1,5 @@
-"""The numbers issue 29 promises of `orchestra compare` on 10 tasks at k = 1, end to end through
-job directories and the command's exit code and `--json`."""
+"""The numbers docs/statistics.md promises of `orchestra compare` on 10 tasks at k = 1, end to end
+through job directories and the command's exit code and `--json`."""
 
 import json
 from pathlib import Path

@@ -15,7 +15,8 @@ from orchestra.report.html.page import report_html
 from orchestra.report.junit import junit_xml
 from orchestra.report.report_json import build_report
 from orchestra.report.stats.inference import wilson
-from orchestra.report.text.summary import render_summary, summary_json
+from orchestra.report.text.exports import summary_json
+from orchestra.report.text.summary import render_summary
 
 #: task -> rewards of its 3 attempts
 OUTCOMES = {

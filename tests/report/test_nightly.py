@@ -1,4 +1,4 @@
-"""`just nightly` (issue 18, defect 5): the baseline is checked before anything runs, and a
+"""`just nightly`: the baseline is checked before anything runs, and a
 run's comparison lands in its run directory only when the comparison was made."""
 
 import subprocess
@@ -52,6 +52,6 @@ def test_nightly_writes_the_comparison_into_its_run(
     assert run_dir.name.startswith("nightly-")
     compare = (run_dir / "compare.md").read_text()
     assert compare.startswith("## Benchmark comparison")
-    assert "**exit 0: no regression significant at α=0.05" in compare
+    assert "**exit 0: no regression significant at α=0.02" in compare
     assert {p.name for p in run_dir.iterdir()} >= {"run.json", "report.html", run_dir.name}
     assert not list(run_dir.glob("*.tmp"))

@@ -70,6 +70,7 @@ UNPLAYABLE = {
     "a reaction": ('kind = 7\ncontent = "+"', "event"),
     "a channel nobody created": ('channel = "nowhere"\ncontent = "x"', "message"),
     "a message with extra tags": ('content = "x"\ntags = [["subject", "y"]]', "message"),
+    "an @Name the CLI would tag": ('content = "@user ready"', "message"),
 }
 
 
@@ -97,25 +98,6 @@ def test_a_case_plays_as_buzz_commands(task_dir: Path) -> None:
     )
 
 
-def test_a_case_waits_for_the_fixtures_scripted_messages(task_dir: Path) -> None:
-    """A case comes after the scripted messages (its evidence is built so): a played case
-    first waits until the trial channel holds them, a delayed bot reply too."""
-    contracts = Path(__file__).parents[2] / "tasks" / "buzz-contracts"
-
-    def awaits(task: Path) -> list[str]:
-        script = case_script(CaseWorld(load_task(task)), load_cases(task)[0])
-        return [line for line in script.splitlines() if line.startswith("await_scripted ")]
-
-    [bot] = awaits(contracts / "wait-for-bot-reply")
-    assert "--name 'Build Bot' --exact" in bot and bot.endswith("=1")
-    # the nudge is the requester's second message: the task event is the first
-    assert awaits(contracts / "answer-once-when-woken-again") == [
-        'await_scripted "$BUZZ_REQUESTER_PUBKEY"=2'
-    ]
-    (task_dir / "verifier-cases.toml").write_text(PLAYABLE, encoding="utf-8")
-    assert awaits(task_dir) == []
-
-
 @pytest.mark.parametrize("name", sorted(UNPLAYABLE))
 def test_what_the_cli_cannot_play_is_left_out_with_why(task_dir: Path, name: str) -> None:
     fields, table = UNPLAYABLE[name]
@@ -123,6 +105,24 @@ def test_what_the_cli_cannot_play_is_left_out_with_why(task_dir: Path, name: str
     (task_dir / "verifier-cases.toml").write_text(text, encoding="utf-8")
     with pytest.raises(Unplayable):
         case_script(CaseWorld(load_task(task_dir)), load_cases(task_dir)[0])
+
+
+def test_the_script_waits_for_the_scripted_messages_it_replies_to(task_dir: Path) -> None:
+    fixture = task_dir / "buzz-fixture.toml"
+    fixture.write_text(
+        fixture.read_text(encoding="utf-8")
+        + '[[scripted_messages]]\nlabel = "nudge"\nactor = "user"\n'
+        + 'content = "@{orchestrator} any news?"\nreply_to_task = true\ndelay_seconds = 5\n',
+        encoding="utf-8",
+    )
+    text = '[[case]]\nname = "x"\nexpect = { reward = 0.0 }\n'
+    text += '[[case.message]]\ncontent = "ready"\nreply_to = "nudge"\n'
+    (task_dir / "verifier-cases.toml").write_text(text, encoding="utf-8")
+    script = case_script(CaseWorld(load_task(task_dir)), load_cases(task_dir)[0])
+    lines = script.splitlines()
+    wait = lines.index("scripted nudge '@solo-1 any news?'")
+    reply = next(i for i, line in enumerate(lines) if 'scripted-nudge")"' in line)
+    assert wait < reply
 
 
 def test_the_copy_pins_the_cases_random_hex(tmp_path: Path) -> None:

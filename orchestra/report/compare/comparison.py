@@ -19,31 +19,42 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from orchestra.documents.report import PlannedTaskRecord, ReportDocument
+from orchestra.documents.summary import Interval, TaskSummary
 from orchestra.errors import OrchestraError
+from orchestra.report.compare.document import (
+    EXCLUDED,
+    IMPROVEMENT,
+    MISSING,
+    REGRESSION,
+    UNCHANGED,
+    UNSCORED,
+    BaselineRecord,
+    Comparison,
+    DecisionRecord,
+    Discordant,
+    EvidenceRecord,
+    ExcludedTask,
+    Lead,
+    MetricChange,
+    SideRecord,
+    SuiteRecord,
+    TaskComparison,
+)
 from orchestra.report.report_json import build_report
 from orchestra.report.stats.confirm import (
     DEFAULT_RELIABILITY_TARGET,
     NONE,
     Counts,
     Decision,
-    Hypothesis,
     TaskEvidence,
     decide,
-    under_watch,
 )
 from orchestra.report.stats.inference import Bounds, significant, wilson
 from orchestra.report.stats.paired import NO_CHANGE, SuiteComparison, TaskPair, compare_suite
 
 ALPHA = 0.05
-REGRESSION = "regression"
-IMPROVEMENT = "improvement"
-UNCHANGED = "unchanged"
-MISSING = "missing"
-UNSCORED = "unscored"
-EXCLUDED = "excluded"
 
 
 class CompareInputError(OrchestraError):
@@ -51,10 +62,24 @@ class CompareInputError(OrchestraError):
 
 
 @dataclass(frozen=True)
+class SideTask:
+    """What a comparison reads of a task on one side: a report's task row or a history's."""
+
+    layer: str
+    scored: int
+    errors: int
+    cancelled: int
+    pass_rate: float  # mean reward over the scored trials (0 with none)
+    successes: int  # scored trials with reward 1
+    metrics: dict[str, tuple[int, int]]  # metric -> (passed, scored)
+    confirmation: Counts = NONE  # attempts beyond k: a candidate's confirmation reruns
+
+
+@dataclass(frozen=True)
 class Side:
     label: str  # job names, or the report file
     condition: str
-    tasks: dict[str, dict[str, Any]]  # task name -> the task summary of report.json
+    tasks: dict[str, SideTask]  # task name -> what the comparison reads of it
     digests: dict[str, str] = field(default_factory=dict)  # task name -> its files' digest
     #: task name -> the digest of the `tests/` that graded it (runs recorded before it: none)
     verifier_digests: dict[str, str] = field(default_factory=dict)
@@ -84,6 +109,31 @@ def load_side(path: Path) -> Side:
     return side_of_report(report, label, str(path))
 
 
+def successes_of(task: TaskSummary) -> int:
+    """Scored trials with reward 1.0 (a report written before `successes` existed: the reward
+    metric's passes)."""
+    if task.successes is not None:
+        return task.successes
+    reward = (task.metrics or {}).get("reward")
+    return 0 if reward is None else reward.passed
+
+
+def side_task(layer: str, task: TaskSummary) -> SideTask:
+    confirmation = task.confirmation
+    return SideTask(
+        layer=layer,
+        scored=task.scored,
+        errors=task.errors,
+        cancelled=task.cancelled,
+        pass_rate=task.pass_rate or 0.0,
+        successes=successes_of(task),
+        metrics={name: (m.passed, m.scored) for name, m in (task.metrics or {}).items()},
+        confirmation=NONE
+        if confirmation is None
+        else Counts(confirmation.passes, confirmation.scored),
+    )
+
+
 def side_of_report(report: ReportDocument, label: str, where: str) -> Side:
     """One side of a comparison: the report's only condition (`where` names it in errors)."""
     if len(report.conditions) != 1:
@@ -92,7 +142,7 @@ def side_of_report(report: ReportDocument, label: str, where: str) -> Side:
         )
     condition = report.conditions[0]
     tasks = {
-        name: {**task.model_dump(mode="json"), "layer": layer_name}
+        name: side_task(layer_name, task)
         for layer_name, layer in condition.layers.items()
         for name, task in layer.tasks.items()
     }
@@ -105,66 +155,24 @@ def side_of_report(report: ReportDocument, label: str, where: str) -> Side:
     )
 
 
-@dataclass
-class MetricChange:
-    """A metric's pass counts on each side: descriptive (the verdict is the suite's)."""
-
-    metric: str
-    baseline: tuple[int, int] | None  # (passed, scored)
-    candidate: tuple[int, int] | None
-    change: str  # regression, improvement, unchanged, metric-added, metric-removed
-    p_value: float | None = None  # reward only: the task's lead p-value (raw)
-    significant: bool = False  # reward only: a regression whose Holm-adjusted p ≤ α
-    baseline_interval: tuple[float, float] | None = None
-    candidate_interval: tuple[float, float] | None = None
-    note: str = ""
-
-
-@dataclass
-class TaskComparison:
-    task: str
-    layer: str
-    status: str  # regression, improvement, unchanged, unscored, missing, new
-    note: str = ""
-    metrics: list[MetricChange] = field(default_factory=list)
-    baseline_mean: float | None = None  # mean reward over scored trials
-    candidate_mean: float | None = None
-    difference: float | None = None  # candidate − baseline
-    p_value: float | None = None  # one-sided Fisher on the reward's pass counts (a lead)
-    adjusted_p_value: float | None = None  # Holm over the tasks compared
-    files_changed: bool = False  # the task's digest differs between the sides
-    verifier_changed: bool = False  # graded by different verifiers (`tests/` digests)
-
-    @property
-    def significant(self) -> bool:
-        return any(metric.significant for metric in self.metrics)
-
-    @property
-    def lost(self) -> bool:
-        """The candidate has no scored trial of a task the baseline scored (§ module
-        docstring); a task the baseline did not score is excluded, never lost."""
-        return self.status in (MISSING, UNSCORED)
-
-
 def _pair(value: Bounds) -> tuple[float, float]:
     return (value.low, value.high)
 
 
 def compare_metric(
-    metric: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
+    metric: str, baseline: tuple[int, int] | None, candidate: tuple[int, int] | None
 ) -> MetricChange:
     if baseline is None or candidate is None:
-        counts = baseline or candidate or {}
+        passed, scored = baseline or candidate or (None, None)
         return MetricChange(
             metric=metric,
-            baseline=(baseline["passed"], baseline["scored"]) if baseline else None,
-            candidate=(candidate["passed"], candidate["scored"]) if candidate else None,
+            baseline=baseline,
+            candidate=candidate,
             change="metric-removed" if candidate is None else "metric-added",
             note=f"only the {'baseline' if candidate is None else 'candidate'} has this metric "
-            f"({counts.get('passed')}/{counts.get('scored')})",
+            f"({passed}/{scored})",
         )
-    b_pass, b_n = int(baseline["passed"]), int(baseline["scored"])
-    c_pass, c_n = int(candidate["passed"]), int(candidate["scored"])
+    (b_pass, b_n), (c_pass, c_n) = baseline, candidate
     b_rate, c_rate = b_pass / b_n, c_pass / c_n
     change = REGRESSION if c_rate < b_rate else IMPROVEMENT if c_rate > b_rate else UNCHANGED
     result = MetricChange(metric, (b_pass, b_n), (c_pass, c_n), change)
@@ -183,33 +191,33 @@ def _fmt_interval(interval: tuple[float, float]) -> str:
 
 
 def compare_task(
-    name: str, baseline: dict[str, Any] | None, candidate: dict[str, Any] | None
+    name: str, baseline: SideTask | None, candidate: SideTask | None
 ) -> TaskComparison:
     if candidate is None:
         assert baseline is not None
-        return TaskComparison(name, baseline["layer"], MISSING, "not run by the candidate")
+        return TaskComparison(name, baseline.layer, MISSING, "not run by the candidate")
     if baseline is None:
-        return TaskComparison(name, candidate["layer"], "new", "not run by the baseline")
-    layer = str(candidate["layer"])
-    if not baseline["scored"]:
+        return TaskComparison(name, candidate.layer, "new", "not run by the baseline")
+    layer = candidate.layer
+    if not baseline.scored:
         # Nothing to hold the candidate to: an infrastructure error on the baseline's side
         # says nothing about the task, so the task leaves the comparison (shown, not lost).
         return TaskComparison(
             name,
             layer,
             EXCLUDED,
-            f"the baseline scored no trial of it ({baseline.get('errors', 0)} error(s), "
-            f"{baseline.get('cancelled', 0)} cancelled): excluded from the comparison",
+            f"the baseline scored no trial of it ({baseline.errors} error(s), "
+            f"{baseline.cancelled} cancelled): excluded from the comparison",
         )
-    if not candidate["scored"]:
+    if not candidate.scored:
         return TaskComparison(
             name,
             layer,
             UNSCORED,
-            f"the baseline scored {baseline['scored']} trial(s); the candidate none "
-            f"({candidate['errors']} error(s), {candidate['cancelled']} cancelled)",
+            f"the baseline scored {baseline.scored} trial(s); the candidate none "
+            f"({candidate.errors} error(s), {candidate.cancelled} cancelled)",
         )
-    b_metrics, c_metrics = baseline.get("metrics", {}), candidate.get("metrics", {})
+    b_metrics, c_metrics = baseline.metrics, candidate.metrics
     names = sorted(set(b_metrics) | set(c_metrics), key=lambda m: (m != "reward", m))
     metrics = [compare_metric(m, b_metrics.get(m), c_metrics.get(m)) for m in names]
     changes = {m.change for m in metrics}
@@ -225,28 +233,21 @@ def compare_task(
         layer,
         status,
         metrics=metrics,
-        baseline_mean=float(baseline["pass_rate"]),
-        candidate_mean=float(candidate["pass_rate"]),
-        difference=float(candidate["pass_rate"]) - float(baseline["pass_rate"]),
+        baseline_mean=baseline.pass_rate,
+        candidate_mean=candidate.pass_rate,
+        difference=candidate.pass_rate - baseline.pass_rate,
     )
 
 
-def successes_of(task: dict[str, Any]) -> int:
-    """Scored trials with reward 1.0 (a report from before issue 29: the reward metric)."""
-    if task.get("successes") is not None:
-        return int(task["successes"])
-    return int(task.get("metrics", {}).get("reward", {}).get("passed", 0))
-
-
-def task_pair(name: str, baseline: dict[str, Any], candidate: dict[str, Any]) -> TaskPair:
+def task_pair(name: str, baseline: SideTask, candidate: SideTask) -> TaskPair:
     return TaskPair(
         task=name,
-        baseline_mean=float(baseline["pass_rate"]),
-        baseline_n=int(baseline["scored"]),
-        baseline_passes=successes_of(baseline),
-        candidate_mean=float(candidate["pass_rate"]),
-        candidate_n=int(candidate["scored"]),
-        candidate_passes=successes_of(candidate),
+        baseline_mean=baseline.pass_rate,
+        baseline_n=baseline.scored,
+        baseline_passes=baseline.successes,
+        candidate_mean=candidate.pass_rate,
+        candidate_n=candidate.scored,
+        candidate_passes=candidate.successes,
     )
 
 
@@ -254,55 +255,52 @@ def _excluded_reason(task: TaskComparison) -> str:
     return task.note or f"{task.status}"
 
 
-def suite_dict(suite: SuiteComparison) -> dict[str, Any]:
-    return {
-        "n_tasks": suite.n_tasks,
-        "mean_difference": suite.mean_difference,
-        "interval": None if suite.interval is None else asdict(suite.interval),
-        "test": suite.test,
-        "p_value": suite.p_value,
-        "p_regression": suite.p_regression,
-        "p_improvement": suite.p_improvement,
-        "verdict": suite.verdict,
-        "discordant": None
+def suite_record(suite: SuiteComparison) -> SuiteRecord:
+    return SuiteRecord(
+        n_tasks=suite.n_tasks,
+        mean_difference=suite.mean_difference,
+        interval=None
+        if suite.interval is None
+        else Interval.model_validate(asdict(suite.interval)),
+        test=suite.test,
+        p_value=suite.p_value,
+        p_regression=suite.p_regression,
+        p_improvement=suite.p_improvement,
+        verdict=suite.verdict,
+        discordant=None
         if suite.discordant is None
-        else {"baseline_only": suite.discordant[0], "candidate_only": suite.discordant[1]},
-        "detectable_change": suite.detectable.change,
-        "assumed_sd": suite.detectable.sd,
-        "power": suite.detectable.text(),
-    }
+        else Discordant(baseline_only=suite.discordant[0], candidate_only=suite.discordant[1]),
+        detectable_change=suite.detectable.change,
+        assumed_sd=suite.detectable.sd,
+        power=suite.detectable.text(),
+    )
 
 
 def _evidence(name: str, baseline: Side, candidate: Side, target: float) -> TaskEvidence:
     before, after = baseline.tasks[name], candidate.tasks[name]
-    confirmation = after.get("confirmation") or {}
-    tonight = Counts(int(confirmation.get("passes", 0)), int(confirmation.get("scored", 0)))
-    counts = Counts(successes_of(before), int(before["scored"]))
+    counts = Counts(before.successes, before.scored)
     return TaskEvidence(
         name,
         counts,
-        Counts(successes_of(after), int(after["scored"])),
-        tonight + baseline.recent.get(name, NONE),
-        under_watch(counts, name in baseline.recent_first_failed, target),
+        Counts(after.successes, after.scored),
+        after.confirmation + baseline.recent.get(name, NONE),
+        name in baseline.recent_first_failed,
     )
 
 
-def _hypothesis_dict(hypothesis: Hypothesis) -> dict[str, Any]:
-    return asdict(hypothesis)
-
-
-def decision_dict(decision: Decision) -> dict[str, Any]:
-    return {
-        "alpha": decision.alpha,
-        "target": decision.target,
-        "family": [_hypothesis_dict(h) for h in decision.family],
-        "below_target": [_hypothesis_dict(h) for h in decision.below_target],
-        "evidence": {
-            name: asdict(e) | {"screened": e.screened} for name, e in decision.evidence.items()
+def decision_record(decision: Decision) -> DecisionRecord:
+    return DecisionRecord(
+        alpha=decision.alpha,
+        target=decision.target,
+        family=decision.family,
+        below_target=decision.below_target,
+        evidence={
+            name: EvidenceRecord.model_validate(asdict(e) | {"screened": e.screened})
+            for name, e in decision.evidence.items()
         },
-        "confirmed_regressions": decision.regressions,
-        "missed_target": decision.missed_target,
-    }
+        confirmed_regressions=decision.regressions,
+        missed_target=decision.missed_target,
+    )
 
 
 def compare_sides(
@@ -312,7 +310,7 @@ def compare_sides(
     *,
     target: float = DEFAULT_RELIABILITY_TARGET,
     fail_below_target: bool = False,
-) -> dict[str, Any]:
+) -> Comparison:
     """The comparison document; its `decision` is the one family (orchestra.report.confirm)
     of the suite test and the tasks confirmed by their fresh attempts."""
     names = sorted(set(baseline.tasks) | set(candidate.tasks))
@@ -342,42 +340,40 @@ def compare_sides(
         target=target,
     )
     verdict = suite.verdict if suite.verdict != REGRESSION else NO_CHANGE
-    return {
-        "baseline": {
-            "label": baseline.label,
-            "condition": baseline.condition,
-            "pooled": list(baseline.pooled),
-        },
-        "candidate": {"label": candidate.label, "condition": candidate.condition},
-        "alpha": alpha,
-        "verdict": REGRESSION if decision.suite_regression else verdict,
-        "decision": decision_dict(decision),
-        "fail_below_target": fail_below_target,
-        "suite": suite_dict(suite),
-        "regressed_tasks": [t.task for t in tasks if t.status == REGRESSION],
-        "significant_regressions": [t.task for t in tasks if t.significant],
-        "missing_tasks": [t.task for t in tasks if t.lost],
-        "improved_tasks": [t.task for t in tasks if t.status == IMPROVEMENT],
-        "excluded_tasks": [
-            {"task": t.task, "status": t.status, "reason": _excluded_reason(t)}
+    return Comparison(
+        baseline=BaselineRecord(
+            label=baseline.label, condition=baseline.condition, pooled=list(baseline.pooled)
+        ),
+        candidate=SideRecord(label=candidate.label, condition=candidate.condition),
+        alpha=alpha,
+        verdict=REGRESSION if decision.suite_regression else verdict,
+        decision=decision_record(decision),
+        fail_below_target=fail_below_target,
+        suite=suite_record(suite),
+        regressed_tasks=[t.task for t in tasks if t.status == REGRESSION],
+        significant_regressions=[t.task for t in tasks if t.significant],
+        missing_tasks=[t.task for t in tasks if t.lost],
+        improved_tasks=[t.task for t in tasks if t.status == IMPROVEMENT],
+        excluded_tasks=[
+            ExcludedTask(task=t.task, status=t.status, reason=_excluded_reason(t))
             for t in tasks
             if t.difference is None
         ],
-        "leads": [
-            {
-                "task": t.task,
-                "change": t.status,
-                "difference": t.difference,
-                "p_value": t.p_value,
-                "adjusted_p_value": t.adjusted_p_value,
-            }
+        leads=[
+            Lead(
+                task=t.task,
+                change=t.status,
+                difference=t.difference,
+                p_value=t.p_value,
+                adjusted_p_value=t.adjusted_p_value,
+            )
             for t in paired
             if t.status in (REGRESSION, IMPROVEMENT)
         ],
-        "changed_task_files": [t.task for t in tasks if t.files_changed],
-        "changed_verifiers": [t.task for t in tasks if t.verifier_changed],
-        "tasks": [asdict(t) for t in tasks],
-    }
+        changed_task_files=[t.task for t in tasks if t.files_changed],
+        changed_verifiers=[t.task for t in tasks if t.verifier_changed],
+        tasks=tasks,
+    )
 
 
 def compare_paths(
@@ -387,22 +383,18 @@ def compare_paths(
     *,
     target: float = DEFAULT_RELIABILITY_TARGET,
     fail_below_target: bool = False,
-) -> dict[str, Any]:
+) -> Comparison:
     """`baseline`: a run, job or report.json, or a side already built (a history)."""
-    sides = baseline if isinstance(baseline, Side) else load_side(baseline), load_side(candidate)
-    try:
-        return compare_sides(
-            *sides, alpha=alpha, target=target, fail_below_target=fail_below_target
-        )
-    except (KeyError, TypeError, ValueError) as error:
-        # Job directories always give well-formed task summaries; a hand-edited report.json may not.
-        raise CompareInputError(f"malformed report: task summary lacks {error!r}") from None
+    before = baseline if isinstance(baseline, Side) else load_side(baseline)
+    return compare_sides(
+        before, load_side(candidate), alpha, target=target, fail_below_target=fail_below_target
+    )
 
 
-def exit_code(comparison: dict[str, Any]) -> int:
+def exit_code(comparison: Comparison) -> int:
     """3 when the decision's family holds a regression (the suite's or a confirmed task's), a
     baseline task was lost, or (when asked) a confirmed task missed the reliability target."""
-    decision = comparison["decision"]
-    failed = comparison["verdict"] == REGRESSION or decision["confirmed_regressions"]
-    missed = comparison["fail_below_target"] and decision["missed_target"]
-    return 3 if failed or missed or comparison["missing_tasks"] else 0
+    decision = comparison.decision
+    failed = comparison.verdict == REGRESSION or decision.confirmed_regressions
+    missed = comparison.fail_below_target and decision.missed_target
+    return 3 if failed or missed or comparison.missing_tasks else 0

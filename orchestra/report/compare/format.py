@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from orchestra.plural import plural
-from orchestra.report.compare.comparison import (
+from orchestra.report.compare.document import (
     EXCLUDED,
     IMPROVEMENT,
     MISSING,
     REGRESSION,
     UNCHANGED,
     UNSCORED,
+    Comparison,
+    DecisionRecord,
+    MetricChange,
+    TargetEffect,
+    TaskComparison,
 )
 from orchestra.report.stats.power import attempts_needed, minimum_tasks
 
@@ -24,7 +28,7 @@ TEST_NAMES = {
 }
 
 
-def _counts(value: list[int] | tuple[int, int] | None) -> str:
+def _counts(value: tuple[int, int] | None) -> str:
     return "—" if value is None else f"{value[0]}/{value[1]}"
 
 
@@ -32,18 +36,18 @@ def _points(value: float) -> str:
     return f"{value * 100:+.0f}"
 
 
-def _changed_metrics(task: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in task["metrics"] if m["change"] != UNCHANGED]
+def _changed_metrics(task: TaskComparison) -> list[MetricChange]:
+    return [m for m in task.metrics if m.change != UNCHANGED]
 
 
 def p_text(value: float) -> str:
     return f"{value:.3g}"
 
 
-def headline(comparison: dict[str, Any]) -> str:
-    statuses = [t["status"] for t in comparison["tasks"]]
+def headline(comparison: Comparison) -> str:
+    statuses = [t.status for t in comparison.tasks]
     parts = [
-        f"{plural(len(comparison['regressed_tasks']), 'task')} regressed",
+        f"{plural(len(comparison.regressed_tasks), 'task')} regressed",
         f"{statuses.count(IMPROVEMENT)} improved",
         f"{statuses.count(UNCHANGED)} unchanged",
     ]
@@ -53,63 +57,63 @@ def headline(comparison: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def suite_text(comparison: dict[str, Any]) -> str:
+def suite_text(comparison: Comparison) -> str:
     """`10 tasks paired: mean change −100 points [−100, −72] (95% paired interval over tasks);
     exact one-sided permutation test of attempts within tasks (the one-sided exact McNemar
     test: 10 passed on the baseline only, 0 on the candidate only) p(regression)=0.000977
     p(improvement)=1`"""
-    suite = comparison["suite"]
-    text = f"{plural(suite['n_tasks'], 'task')} paired"
-    if suite["n_tasks"]:
-        text += f": mean change {_points(suite['mean_difference'])} points"
-        if suite["interval"] is not None:
-            low, high = suite["interval"]["low"], suite["interval"]["high"]
+    suite = comparison.suite
+    text = f"{plural(suite.n_tasks, 'task')} paired"
+    if suite.n_tasks:
+        text += f": mean change {_points(suite.mean_difference)} points"
+        if suite.interval is not None:
+            low, high = suite.interval.low, suite.interval.high
             text += f" [{_points(low)}, {_points(high)}] (95% paired bootstrap over tasks)"
-    text += f"; {TEST_NAMES[suite['test']]}"
-    if suite["discordant"] is not None:
-        d = suite["discordant"]
+    text += f"; {TEST_NAMES[suite.test]}"
+    if suite.discordant is not None:
+        d = suite.discordant
         text += (
-            f" (the one-sided exact McNemar test: {d['baseline_only']} passed on the baseline "
-            f"only, {d['candidate_only']} on the candidate only)"
+            f" (the one-sided exact McNemar test: {d.baseline_only} passed on the baseline "
+            f"only, {d.candidate_only} on the candidate only)"
         )
     return (
-        text + f" p(regression)={p_text(suite['p_regression'])}"
-        f" p(improvement)={p_text(suite['p_improvement'])}"
+        text + f" p(regression)={p_text(suite.p_regression)}"
+        f" p(improvement)={p_text(suite.p_improvement)}"
     )
 
 
-def verdict(comparison: dict[str, Any]) -> str:
+def verdict(comparison: Comparison) -> str:
     """Why the exit code is what it is, naming what makes it fail (confirmed tasks last)."""
-    missing = comparison["missing_tasks"]
-    alpha = comparison["alpha"]
-    decision = comparison["decision"]
+    missing = comparison.missing_tasks
+    alpha = comparison.alpha
+    decision = comparison.decision
     failing = []
-    if comparison["verdict"] == REGRESSION:
+    if comparison.verdict == REGRESSION:
         failing.append(
             "a significant suite-level regression "
-            f"(one-sided p={p_text(comparison['suite']['p_regression'])} "
+            f"(one-sided p={p_text(comparison.suite.p_regression)} "
             f"≤ α={alpha:g}{_family_note(decision)})"
         )
     if missing:
         failing.append(
             f"{plural(len(missing), 'task')} missing from the candidate: {', '.join(missing)}"
         )
-    if comparison["fail_below_target"] and decision["missed_target"]:
+    if comparison.fail_below_target and decision.missed_target:
         failing.append(
-            f"below the reliability target {decision['target']:.0%}: "
-            + ", ".join(decision["missed_target"])
+            f"below the reliability target {decision.target:.0%}: "
+            + ", ".join(decision.missed_target)
         )
-    if decision["confirmed_regressions"]:
+    if decision.confirmed_regressions:
         failing.append(
             f"confirmed regression ({_family_note(decision).removeprefix(', ')}): "
-            + ", ".join(decision["confirmed_regressions"])
+            + ", ".join(decision.confirmed_regressions)
         )
     if failing:
         return "exit 3: " + "; ".join(failing)
-    if comparison["verdict"] == IMPROVEMENT:
+    if comparison.verdict == IMPROVEMENT:
         return (
             "exit 0: a significant suite-level improvement (one-sided "
-            f"p={p_text(comparison['suite']['p_improvement'])} ≤ α={alpha:g}; reported, never "
+            f"p={p_text(comparison.suite.p_improvement)} ≤ α={alpha:g}; reported, never "
             "a failure) and no baseline task missing from the candidate"
         )
     return (
@@ -118,66 +122,69 @@ def verdict(comparison: dict[str, Any]) -> str:
     )
 
 
-def _family_note(decision: dict[str, Any]) -> str:
-    size = len(decision["family"])
+def _family_note(decision: DecisionRecord) -> str:
+    size = len(decision.family)
     return "" if size < 2 else f", Holm over a family of {size}"
 
 
-def decision_lines(comparison: dict[str, Any]) -> list[str]:
+def decision_lines(comparison: Comparison) -> list[str]:
     """A line per confirmed task of the decision's family: its fresh attempts, its test."""
-    decision = comparison["decision"]
-    below = {h["name"]: h for h in decision["below_target"]}
+    decision = comparison.decision
+    below = {h.name: h for h in decision.below_target}
     lines = []
-    for hypothesis in decision["family"]:
-        if hypothesis["kind"] != "task":
+    for hypothesis in decision.family:
+        if hypothesis.kind != "task":
             continue
-        name = hypothesis["name"]
-        evidence = decision["evidence"][name]
-        fresh, base = evidence["fresh"], evidence["baseline"]
-        why = "regressed" if evidence["screened"] else "under watch"
-        outcome = "confirmed regression" if hypothesis["rejected"] else "not confirmed"
+        name = hypothesis.name
+        evidence = decision.evidence[name]
+        fresh, base = evidence.fresh, evidence.baseline
+        why = "a first attempt failed" if evidence.screened else "under watch"
+        outcome = "confirmed regression" if hypothesis.rejected else "not confirmed"
         line = (
-            f"confirmation: {name} ({why}): {fresh['passes']} of {fresh['scored']} fresh "
-            f"attempts against the baseline's {base['passes']} of {base['scored']}: one-sided "
-            f"Boschloo p={p_text(hypothesis['p_value'])}, Holm-adjusted "
-            f"{p_text(hypothesis['adjusted'])}: {outcome}"
+            f"confirmation: {name} ({why}): {fresh.passes} of {fresh.scored} fresh "
+            f"attempts against the baseline's {base.passes} of {base.scored}: one-sided "
+            f"Boschloo p={p_text(hypothesis.p_value)}, Holm-adjusted "
+            f"{p_text(hypothesis.adjusted)}: {outcome}"
         )
-        if below[name]["rejected"]:
-            line += f"; below the reliability target {decision['target']:.0%}"
+        if below[name].rejected:
+            line += f"; below the reliability target {decision.target:.0%}"
         lines.append(line)
     return lines
 
 
-def _sides_lines(comparison: dict[str, Any]) -> list[str]:
+def _sides_lines(comparison: Comparison) -> list[str]:
     lines = [
-        f"{role}: {comparison[role]['label']} (condition {comparison[role]['condition']})"
-        for role in ("baseline", "candidate")
+        f"{role}: {side.label} (condition {side.condition})"
+        for role, side in (("baseline", comparison.baseline), ("candidate", comparison.candidate))
     ]
-    lines += comparison["baseline"].get("pooled", [])
-    if comparison["baseline"]["condition"] != comparison["candidate"]["condition"]:
+    lines += comparison.baseline.pooled
+    if comparison.baseline.condition != comparison.candidate.condition:
         lines.append("note: the two sides ran different conditions")
     return lines
 
 
-def lead_text(task: dict[str, Any], n_paired: int) -> str:
+def lead_text(task: TaskComparison, n_paired: int) -> str:
+    """The lead of a paired task (its difference and p-values are set)."""
+    assert task.difference is not None and task.p_value is not None
+    assert task.adjusted_p_value is not None
     return (
-        f"lead: {_points(task['difference'])} points, one-sided Fisher p={p_text(task['p_value'])}"
-        f" (Holm-adjusted over {plural(n_paired, 'task')}: {p_text(task['adjusted_p_value'])})"
+        f"lead: {_points(task.difference)} points, one-sided Fisher p={p_text(task.p_value)}"
+        f" (Holm-adjusted over {plural(n_paired, 'task')}: {p_text(task.adjusted_p_value)})"
     )
 
 
-def warning_lines(comparison: dict[str, Any]) -> list[str]:
+def warning_lines(comparison: Comparison) -> list[str]:
     return [
         f"warning: {name}: the task's files changed between the two sides (compared anyway)"
-        for name in comparison["changed_task_files"]
+        for name in comparison.changed_task_files
     ] + [
         f"warning: {name}: the two sides were graded by different verifiers "
         "(another tests/ digest; compared anyway)"
-        for name in comparison.get("changed_verifiers", [])
+        for name in comparison.changed_verifiers
     ]
 
 
-def target_effect_dict(n_tasks: int, effect: float, alpha: float) -> dict[str, Any]:
+def effect_plan(n_tasks: int, effect: float, alpha: float) -> TargetEffect:
     """`--target-effect`: the attempts per task (each side) the power model asks for."""
     needed = attempts_needed(n_tasks, effect, alpha)
     plan = f"to detect a change of {effect * 100:g} points over {plural(n_tasks, 'task')} at α={alpha:g} with 80 % power"
@@ -187,40 +194,39 @@ def target_effect_dict(n_tasks: int, effect: float, alpha: float) -> dict[str, A
         if needed is None
         else f"{plan}: {plural(needed, 'attempt')} per task on each side"
     )
-    return {"effect": effect, "attempts_per_task": needed, "text": text}
+    return TargetEffect(effect=effect, attempts_per_task=needed, text=text)
 
 
-def conclusion_lines(comparison: dict[str, Any]) -> list[str]:
-    suite = comparison["suite"]
-    target = comparison.get("target_effect")
+def conclusion_lines(comparison: Comparison) -> list[str]:
+    target = comparison.target_effect
     return [
         f"suite: {suite_text(comparison)}",
-        f"power: {suite['power']}",
-        *([f"target effect: {target['text']}"] if target else []),
+        f"power: {comparison.suite.power}",
+        *([f"target effect: {target.text}"] if target else []),
         f"result: {headline(comparison)}",
         *decision_lines(comparison),
-        f"verdict: {comparison['verdict']} (α={comparison['alpha']:g})",
+        f"verdict: {comparison.verdict} (α={comparison.alpha:g})",
         verdict(comparison),
     ]
 
 
-def format_text(comparison: dict[str, Any]) -> str:
+def format_text(comparison: Comparison) -> str:
     lines = _sides_lines(comparison)
-    n_paired = comparison["suite"]["n_tasks"]
-    for task in comparison["tasks"]:
-        if task["status"] == UNCHANGED and not task["files_changed"]:
+    n_paired = comparison.suite.n_tasks
+    for task in comparison.tasks:
+        if task.status == UNCHANGED and not task.files_changed:
             continue
         lines.append(
-            f"{task['status'].upper():<12} {task['task']} ({task['layer']})"
-            + (f": {task['note']}" if task["note"] else "")
+            f"{task.status.upper():<12} {task.task} ({task.layer})"
+            + (f": {task.note}" if task.note else "")
         )
         for metric in _changed_metrics(task):
             lines.append(
-                f"    {metric['change']:<14} {metric['metric']}: "
-                f"{_counts(metric['baseline'])} → {_counts(metric['candidate'])}"
-                + (f"  ({metric['note']})" if metric["note"] else "")
+                f"    {metric.change:<14} {metric.metric}: "
+                f"{_counts(metric.baseline)} → {_counts(metric.candidate)}"
+                + (f"  ({metric.note})" if metric.note else "")
             )
-        if task["status"] in (REGRESSION, IMPROVEMENT) and task["p_value"] is not None:
+        if task.status in (REGRESSION, IMPROVEMENT) and task.p_value is not None:
             lines.append("    " + lead_text(task, n_paired))
     lines += warning_lines(comparison)
     lines += conclusion_lines(comparison)
@@ -231,7 +237,7 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def format_markdown(comparison: dict[str, Any]) -> str:
+def format_markdown(comparison: Comparison) -> str:
     lines = ["## Benchmark comparison", ""]
     lines += [f"- {_md(line)}" for line in _sides_lines(comparison) + warning_lines(comparison)]
     *details, last = conclusion_lines(comparison)
@@ -241,31 +247,31 @@ def format_markdown(comparison: dict[str, Any]) -> str:
         "| Task | Layer | Status | Metric | Baseline | Candidate | p (Holm) | Note |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for task in comparison["tasks"]:
+    for task in comparison.tasks:
         p = (
             ""
-            if task["p_value"] is None or task["status"] == UNCHANGED
-            else f"{p_text(task['p_value'])} ({p_text(task['adjusted_p_value'])})"
+            if task.p_value is None or task.adjusted_p_value is None or task.status == UNCHANGED
+            else f"{p_text(task.p_value)} ({p_text(task.adjusted_p_value)})"
         )
         metrics = _changed_metrics(task)
-        note = task["note"] + (" files changed" if task["files_changed"] else "")
+        note = task.note + (" files changed" if task.files_changed else "")
         if not metrics:
             lines.append(
-                f"| {_md(task['task'])} | {task['layer']} | {task['status']} | | | | {p} "
-                f"| {_md(note)} |"
+                f"| {_md(task.task)} | {task.layer} | {task.status} | | | | {p} | {_md(note)} |"
             )
         for metric in metrics:
             lines.append(
-                f"| {_md(task['task'])} | {task['layer']} | {task['status']} "
-                f"| {_md(metric['metric'])} | {_counts(metric['baseline'])} "
-                f"| {_counts(metric['candidate'])} | {p if metric['metric'] == 'reward' else ''} "
-                f"| {_md(metric['note'] or note)} |"
+                f"| {_md(task.task)} | {task.layer} | {task.status} "
+                f"| {_md(metric.metric)} | {_counts(metric.baseline)} "
+                f"| {_counts(metric.candidate)} | {p if metric.metric == 'reward' else ''} "
+                f"| {_md(metric.note or note)} |"
             )
     return "\n".join(lines) + "\n"
 
 
-def format_json(comparison: dict[str, Any]) -> str:
-    return json.dumps(comparison, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def format_json(comparison: Comparison) -> str:
+    document = comparison.model_dump(mode="json")
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 FORMATTERS = {"text": format_text, "json": format_json, "markdown": format_markdown}

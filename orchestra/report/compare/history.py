@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from orchestra.documents.io import DocumentError
-from orchestra.report.compare.comparison import CompareInputError, Side
+from orchestra.report.compare.comparison import CompareInputError, Side, SideTask
 from orchestra.report.stats.confirm import Counts
 from orchestra.results.database import read_directory
 from orchestra.results.history import HISTORY_RUNS, History, PoolKey, read_history
@@ -49,18 +49,15 @@ def history_side(database: Path, candidate: Path, runs: int = HISTORY_RUNS) -> S
 
 def side_of_history(history: History) -> Side:
     tasks = {
-        name: {
-            "layer": task.layer,
-            "pass_rate": task.pass_rate or 0.0,
-            "scored": task.scored,
-            "successes": task.passes,
-            "errors": task.errors,
-            "cancelled": 0,
-            "metrics": {
-                metric: {"passed": passed, "scored": scored}
-                for metric, (passed, scored) in task.metrics.items()
-            },
-        }
+        name: SideTask(
+            layer=task.layer,
+            scored=task.scored,
+            errors=task.errors,
+            cancelled=0,
+            pass_rate=task.pass_rate or 0.0,
+            successes=task.passes,
+            metrics={metric: (passed, scored) for metric, (passed, scored) in task.metrics.items()},
+        )
         for name, task in history.tasks.items()
     }
     return Side(

@@ -1,4 +1,4 @@
-"""The error bars of report.html and the leaderboard page (issue 29): inline SVG, no script.
+"""The error bars of report.html and the leaderboard page (docs/statistics.md): inline SVG, no script.
 
 A bar is the 0-1 scale as a grey track, the 95 % interval as a blue band and the estimate as a
 dark tick, with the numbers beside it, so a reader sees at a glance how little ten tasks say.
@@ -10,7 +10,12 @@ from html import escape
 
 from orchestra.documents.summary import Estimate, GroupSummary, Interval, TaskSummary
 from orchestra.plural import plural
-from orchestra.report.text.summary import interval_text, largest_k, rate_text
+from orchestra.report.text.summary import (
+    interval_text,
+    largest_k,
+    rate_text,
+    value_interval_text,
+)
 
 BAR_STYLE = """
 svg.bar { vertical-align: middle; margin-right: 6px; }
@@ -90,7 +95,7 @@ def _largest_k(estimates: dict[int, Estimate], label: str) -> str:
     if largest is None:
         return ""
     k, estimate = largest
-    return f'<span class="txt">{label}{k} {estimate.value:.2f} {interval_text(estimate.interval)}</span>'
+    return f'<span class="txt">{label}{k} {value_interval_text(estimate)}</span>'
 
 
 def group_pass_hat_k(group: GroupSummary) -> str:
@@ -123,9 +128,7 @@ def estimates_block(totals: GroupSummary) -> str:
         f"<p>Flaky (passed some attempts, not all): {escape(', '.join(flaky))}</p>" if flaky else ""
     )
     mean = totals.task_mean
-    headline = (
-        "" if mean is None else f": mean pass rate {mean.value:.2f} {interval_text(mean.interval)}"
-    )
+    headline = "" if mean is None else f": mean pass rate {value_interval_text(mean)}"
     flaky_count = f", {plural(len(flaky), 'flaky task')}" if flaky else ""
     return (
         f'<details class="estimates"><summary>Over tasks{headline}{flaky_count} '

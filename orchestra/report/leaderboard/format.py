@@ -9,7 +9,7 @@ from orchestra.documents.summary import Estimate
 from orchestra.report.html.error_bars import BAR_STYLE, error_bar
 from orchestra.report.html.style import STYLE, page_head
 from orchestra.report.leaderboard.board import Entry, Leaderboard
-from orchestra.report.text.summary import interval_text
+from orchestra.report.text.summary import tokens_text, value_interval_text
 
 #: A matrix cell reads "the row's condition against the column's".
 SYMBOLS = {"regression": "▼ worse", "improvement": "▲ better", "no significant change": "= same"}
@@ -18,9 +18,7 @@ HEADERS = ("#", "Condition", "Tasks", "Mean over tasks [95%]", "Pass rate", "pas
 
 
 def _estimate(estimate: Estimate | None) -> str:
-    if estimate is None:
-        return "—"
-    return f"{estimate.value:.2f} {interval_text(estimate.interval)}"
+    return "—" if estimate is None else value_interval_text(estimate)
 
 
 def _pass_hat(entry: Entry) -> str:
@@ -39,7 +37,7 @@ def _row(rank: int, entry: Entry) -> list[str]:
         "—" if entry.pass_rate is None else f"{entry.pass_rate:.2f}",
         _pass_hat(entry),
         f"${entry.cost_usd:.4f}",
-        f"{tokens.input / 1000:.1f}k/{tokens.output / 1000:.1f}k",
+        tokens_text(tokens),
         "—" if seconds is None else f"{seconds:.1f}s",
     ]
 

@@ -117,10 +117,10 @@ def build_leaderboard(paths: Sequence[Path], alpha: float) -> Leaderboard:
                 continue
             comparison = compare_sides(sides[column.label], sides[row.label], alpha)
             matrix[row.label][column.label] = PairVerdict(
-                verdict=comparison["verdict"],
-                mean_difference=comparison["suite"]["mean_difference"],
-                p_value=comparison["suite"]["p_value"],
-                n_tasks=comparison["suite"]["n_tasks"],
+                verdict=comparison.verdict,
+                mean_difference=comparison.suite.mean_difference,
+                p_value=comparison.suite.p_value,
+                n_tasks=comparison.suite.n_tasks,
             )
     names = [key.condition for key in groups]
     split = sorted({name for name in names if names.count(name) > 1})

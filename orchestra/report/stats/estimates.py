@@ -1,4 +1,4 @@
-"""Intervals beside every pass rate of a §11 summary, and pass@k / pass^k over tasks (issue 29).
+"""Intervals beside every pass rate of a §11 summary, and pass@k / pass^k over tasks (docs/statistics.md).
 
 The §11.1 rates stay exactly as aggregated; this adds, per task, Wilson intervals with the
 trials as units, and per layer and condition intervals with the tasks as units (attempts of one
@@ -39,7 +39,7 @@ def _binary_rewards(task: TaskSummary) -> bool:
 
 
 def task_with_intervals(task: TaskSummary) -> TaskSummary:
-    if task.successes is None:  # a document from before issue 29
+    if task.successes is None:  # a document written before `successes` existed
         return task
     rate = None
     if task.scored and _binary_rewards(task):

@@ -25,7 +25,6 @@ from orchestra.report.stats.confirm import (
     TaskEvidence,
     decide,
     futile,
-    under_watch,
 )
 from orchestra.report.stats.stratified import TaskCounts, suite_regression_test
 from orchestra.results.history import HISTORY_RUNS, RECENT_RUNS
@@ -88,7 +87,7 @@ def _night(
         for night in recent_fresh:
             recent = recent + night[task]
         failed_recently = any(night[task] < k for night in recent_first)
-        watched = under_watch(baseline, failed_recently, design.target)
+        watched = failed_recently
         found = TaskEvidence(
             task=str(task),
             baseline=baseline,
@@ -99,7 +98,7 @@ def _night(
         tonight = Counts(0, 0)
         if found.wants_confirmation:
             for left in range(design.confirm_attempts, 0, -1):
-                if futile(found, left, design.alpha, design.target):
+                if futile(found, left, design.alpha, None):
                     break
                 passed = int(rng.random() < rate)
                 tonight = tonight + Counts(passed, 1)

@@ -1,4 +1,4 @@
-"""The suite-level paired comparison of `orchestra compare` and the leaderboard (issue 29, 3).
+"""The suite-level paired comparison of `orchestra compare` and the leaderboard (docs/statistics.md).
 
 Tasks scored on both sides are the pairs; each task's difference is candidate mean reward −
 baseline mean reward. The suite's change is the mean difference over tasks, with a paired

@@ -1,4 +1,4 @@
-"""How small a change a plan of tasks × attempts can detect, said out loud (issue 29, item 4).
+"""How small a change a plan of tasks × attempts can detect, said out loud.
 
 The model (docs/statistics.md, "Power"): a paired comparison over n tasks of the per-task
 mean differences d. With k_b and k_c attempts per task and a per-task pass probability p,

@@ -1,10 +1,8 @@
-"""The summary table, CSV and JSON output of §11.2."""
+"""The summary table of §11.2 and the figures' texts every output shares (its CSV and JSON:
+`orchestra.report.text.exports`)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -25,6 +23,7 @@ from orchestra.documents.summary import (
     TaskSummary,
     UsageSummary,
 )
+from orchestra.documents.trial import TokenCounts
 from orchestra.plural import plural
 from orchestra.report.stats.estimates import with_intervals
 from orchestra.report.text.table import Column, Row, fit_table
@@ -48,6 +47,11 @@ def rate_text(value: float | None) -> str:
 
 def interval_text(interval: Interval | None) -> str:
     return "—" if interval is None else f"[{interval.low:.2f}, {interval.high:.2f}]"
+
+
+def value_interval_text(estimate: Estimate) -> str:
+    """`0.60 [0.31, 0.83]`, `0.60 —` when a single task gives no interval."""
+    return f"{estimate.value:.2f} {interval_text(estimate.interval)}"
 
 
 def estimate_text(estimate: Estimate | None) -> str:
@@ -95,8 +99,9 @@ def _kilo(value: int) -> str:
     return f"{value / 1000:.1f}k"
 
 
-def _tokens(summary: UsageSummary) -> str:
-    return f"{_kilo(summary.tokens.input)}/{_kilo(summary.tokens.output)}"
+def tokens_text(tokens: TokenCounts) -> str:
+    """`12.3k/0.4k`: input and output tokens."""
+    return f"{_kilo(tokens.input)}/{_kilo(tokens.output)}"
 
 
 def _cost(summary: UsageSummary) -> str:
@@ -164,7 +169,11 @@ def _intervals(summary: TaskSummary | GroupSummary) -> dict[str, str]:
 
 
 def _usage(summary: UsageSummary) -> dict[str, str]:
-    return {"tokens": _tokens(summary), "cost": _cost(summary), "time": _seconds(summary)}
+    return {
+        "tokens": tokens_text(summary.tokens),
+        "cost": _cost(summary),
+        "time": _seconds(summary),
+    }
 
 
 #: The §11.2 columns after Layer and Task; ranks say which leave a narrow terminal first (the
@@ -223,7 +232,7 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
 
 
 def served_models_text(models: dict[str, str]) -> str:
-    """The endpoints that send a model id other than their name (issue 30), or ""."""
+    """The endpoints that send a model id other than their name (orchestrator.md §11), or ""."""
     named = [f"{name}={model}" for name, model in models.items() if model != name]
     return f"  models: {', '.join(named)}" if named else ""
 
@@ -232,9 +241,9 @@ def render_summary(
     document: Summary, console: Console, width: int | None = None, *, every_column: str = "--json"
 ) -> None:
     """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes),
-    with the intervals of issue 29; `every_column` is what shows the columns a narrow table
-    leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a whole
-    command after a run)."""
+    with its intervals (docs/statistics.md); `every_column` is what shows the columns a narrow
+    table leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a
+    whole command after a run)."""
     for condition in with_intervals(document).conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
@@ -340,92 +349,3 @@ def agent_lines(condition: ConditionSummary) -> list[str]:
 
 PROVIDER_ERROR_TYPES = frozenset(t.value for t in ErrorType if t.cause == "provider")
 PROVIDER_NOTE = " — the model provider failed: errors, not scores of 0"
-
-
-def summary_json(document: Summary) -> str:
-    return (
-        json.dumps(
-            with_intervals(document).model_dump(mode="json"),
-            sort_keys=True,
-            indent=2,
-            ensure_ascii=False,
-        )
-        + "\n"
-    )
-
-
-CSV_FIELDS = (
-    "condition",
-    "manifest_sha256",
-    "layer",
-    "task",
-    "planned",
-    "scored",
-    "errors",
-    "cancelled",
-    "running",
-    "not_started",
-    "pass_rate",
-    "pass_rate_all",
-    "pass_at_k",
-    "k",
-    "incomplete",
-    "failing_dimensions",
-    "input_tokens",
-    "cached_input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "mean_trial_seconds",
-    # issue 29 (added at the end: columns are read by position too)
-    "successes",
-    "pass_rate_low",
-    "pass_rate_high",
-    "pass_hat_k",
-    "flaky",
-    "cache_write_input_tokens",  # issue 30
-)
-
-
-def summary_csv(document: Summary) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
-    for condition in with_intervals(document).conditions:
-        for layer_name, layer in condition.layers.items():
-            for task_name, task in layer.tasks.items():
-                pass_k = task.pass_at_k
-                writer.writerow(
-                    [
-                        condition.condition,
-                        condition.manifest_sha256,
-                        layer_name,
-                        task_name,
-                        task.planned,
-                        task.scored,
-                        task.errors,
-                        task.cancelled,
-                        task.running,
-                        task.not_started,
-                        task.pass_rate,
-                        task.pass_rate_all,
-                        pass_k.value if pass_k else None,
-                        pass_k.k if pass_k else None,
-                        task.incomplete,
-                        failing_text(task.failing_dimensions),
-                        task.tokens.input,
-                        task.tokens.cached_input,
-                        task.tokens.output,
-                        task.cost_usd,
-                        task.mean_trial_seconds,
-                        task.successes,
-                        *(
-                            (interval.low, interval.high)
-                            if (interval := task.pass_rate_interval)
-                            else (None, None)
-                        ),
-                        task.pass_hat_ks.get(pass_k.k) if pass_k else None,
-                        task.flaky,
-                        task.tokens.cache_write_input,
-                    ]
-                )
-    return buffer.getvalue()
