@@ -79,6 +79,8 @@ def evidence_context(
         arrival=setup.observer.arrival if setup.observer is not None else {},
         captured=redact_value(capture.events(), secrets) if capture is not None else [],
         capture_failure=capture.failure if capture is not None else "never started",
+        stored=redact_value(capture.stored(), secrets) if capture is not None else [],
+        relay_events_scope=capture.scope if capture is not None else "readable",
         agent_files=redact_value(list(agent_files), secrets),
     )
 

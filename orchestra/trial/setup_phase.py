@@ -99,7 +99,10 @@ async def create_channel(state: TrialState, ctx: JobContext) -> None:
     since = int(time.time()) - 5
     user_client, setup = state.user_client(ctx), state.setup
     assert setup.user is not None
-    setup.capture = capture = TrialCapture(since, state.notify)
+    setup.capture = capture = TrialCapture(since, state.notify, ctx.stack.database_url)
+    limit = await capture.open_window()
+    if limit is not None:
+        state.recorder.log(f"relay_events: only what the trial's identities may read ({limit})")
     for slot in state.slots:
         await capture.add(slot.agent_id, state.agent_client(slot.agent_id), EVERYTHING)
     setup.channel_id = channel_id = await relay_ops.create_trial_channel(
