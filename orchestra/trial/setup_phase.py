@@ -27,6 +27,7 @@ from orchestra.trial.launch import agent_process_environment, oracle_registratio
 from orchestra.trial.observer import ChannelObserver
 from orchestra.trial.prompts import TeamMember, compose_roster_prompt
 from orchestra.trial.record import write_result
+from orchestra.trial.redact import trial_secrets
 from orchestra.trial.state import TrialState
 from orchestra.trial.written_files import snapshot
 
@@ -173,6 +174,7 @@ async def launch_agents(state: TrialState, ctx: JobContext) -> None:
     with classified(ErrorType.ENVIRONMENT_START_ERROR):
         setup.files_before = await snapshot(state.env)
     oracle_port = await register_with_oracle(state, ctx)
+    ctx.launched_secrets.update(trial_secrets(state, ctx))
     team = [
         TeamMember(slot.agent_id, slot.role, setup.agent_keys[slot.agent_id].pubkey)
         for slot in state.slots

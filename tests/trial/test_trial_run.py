@@ -137,10 +137,14 @@ async def test_relay_events_hold_what_only_the_relay_stored_for_each_of_two_tria
     channel with only that key reaches `relay_events` from the stack's database, for two
     trials at once; without a database the evidence says its scope is what was readable."""
 
+    launched: set[str] = set()  # one run's services: each trial's secrets out of all rows
+    keys: list[str] = []
+
     async def one(name: str, database_url: str | None) -> dict[str, Any]:
         kind = FakeKind(leaks_under_a_fresh_key)
         ctx = job_context(tmp_path / name, relay_url, kind)
         ctx.stack = dataclasses.replace(ctx.stack, database_url=database_url)
+        ctx.launched_secrets = launched
         try:
             result = await asyncio.wait_for(run_trial(ctx, task(), 1), 120)
         finally:
@@ -148,9 +152,8 @@ async def test_relay_events_hold_what_only_the_relay_stored_for_each_of_two_tria
             await ctx.oracle.stop()
         assert result.status == "scored", result.exception_info
         [environment] = kind.environments
-        text = environment.trial.evidence_json.read_text()
-        assert environment.agents[0].env["BUZZ_PRIVATE_KEY"] not in text
-        evidence: dict[str, Any] = json.loads(text)
+        keys.append(environment.agents[0].env["BUZZ_PRIVATE_KEY"])
+        evidence: dict[str, Any] = json.loads(environment.trial.evidence_json.read_text())
         return evidence
 
     first, second, unread = await asyncio.gather(
@@ -169,6 +172,9 @@ async def test_relay_events_hold_what_only_the_relay_stored_for_each_of_two_tria
         assert hidden["seq"] > max(e["seq"] for e in evidence["trace"])
         by_id = {e["id"]: e for e in evidence["relay_events"]}
         assert all(by_id[e["id"]] == e for e in evidence["trace"] if e["stored"])
+    for evidence in (first, second, unread):
+        text = json.dumps(evidence)
+        assert not [key for key in keys if key in text]  # neither its own nor another's
     unread_canary = fresh_key_canary(unread["identities"]["solo-1"]["pubkey"])
     assert unread["relay_events_scope"] == "readable"
     assert unread_canary not in {e["content"] for e in unread["relay_events"]}
