@@ -4,6 +4,7 @@ calibration grid (the fast subset of bench/calibration.py)."""
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +97,22 @@ def test_coverage_at_least_93_percent(
 ) -> None:
     covered = coverage(n_tasks, attempts, difficulty, suites=4000, rng=np.random.default_rng(3))
     assert covered >= 0.93
+
+
+def test_the_summary_prints_where_the_uncertainty_comes_from(tmp_path: Path) -> None:
+    """Both shares, the design effect, the effective n and the what-ifs; a design outside
+    the calibrated grid (here 3 tasks) gets a warning line."""
+    outcomes = {"a": [1.0, 1.0, 0.0], "b": [0.0, 0.0, 0.0], "c": [1.0, 1.0, 1.0]}
+    small = build_job(tmp_path, "small", [
+        TrialSpec(task, attempt=a + 1, rewards={"reward": reward})
+        for task, rewards in outcomes.items() for a, reward in enumerate(rewards)
+    ], attempts=3)  # fmt: skip
+    result = CliRunner().invoke(app, ["summarize", str(small)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith("uncertainty ±"))
+    assert re.search(
+        r"\d+% between tasks, \d+% within tasks; design effect \d\.\d \(effective n \d+\.\d of "
+        r"9 attempts\); with twice the attempts ±\d+, twice the tasks ±\d+$",
+        line,
+    ), line
+    assert "warning: 3 tasks × 3 attempts is outside the calibrated designs" in result.stdout
