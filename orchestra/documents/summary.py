@@ -42,23 +42,41 @@ class TaskPassAtK(Part):
 class GroupPassAtK(Part):
     value: float
     n_tasks: Count
+    #: tasks with fewer scored attempts than k (no pass@k of their own), named
+    left_out: list[str] = Field(default_factory=list)
 
 
 class Interval(Part):
-    """A 95 % interval (docs/decisions.md D73): Wilson when the units are passes and fails, else a
-    seeded percentile bootstrap over tasks (docs/statistics.md)."""
+    """A 95 % interval: Wilson over a task's attempts, else clustered over tasks (Wilson on the
+    effective n with the t quantile); "bootstrap" in documents written before
+    (docs/statistics.md, "Intervals")."""
 
     low: float
     high: float
-    method: Literal["wilson", "bootstrap"]
+    method: Literal["wilson", "bootstrap", "clustered"]
+
+
+class Uncertainty(Part):
+    """Where a mean over tasks' uncertainty comes from (docs/statistics.md, "Intervals")."""
+
+    #: share of the variance from tasks differing (None: one attempt per task, not separable)
+    between_share: float | None
+    design_effect: float  # attempts per independent observation
+    effective_n: float
+    attempts: Count
+    half_width: float  # of the interval
+    twice_attempts: float  # the half-width with twice the attempts per task
+    twice_tasks: float  # with twice the tasks
+    calibrated: bool  # the design is within the calibration study's grid
 
 
 class Estimate(Part):
-    """A mean over tasks with its 95 % interval over tasks (None: a single task)."""
+    """A mean over tasks with its 95 % interval over tasks."""
 
     value: float
     n_tasks: Count
     interval: Interval | None
+    uncertainty: Uncertainty | None = None  # the mean pass rate over tasks only
 
 
 class ConfirmationCount(Part):
