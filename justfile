@@ -28,6 +28,10 @@ lint: setup
     {{bin}}/ruff format --check .
     {{bin}}/mypy
 
+# The calibration study of compare's suite test, the intervals and the leaderboard (its output is in docs/statistics.md).
+calibrate: setup
+    {{bin}}/python bench/calibration.py
+
 # Format the code.
 fmt: setup
     {{bin}}/ruff format .

@@ -16,9 +16,11 @@ The tree (exit codes in brackets; `tests/test_errors.py` holds it to the code):
     ├── ModeError (stack/select), JobConfigMismatch (jobs/layout),
     │   JobInUse (jobs/leftovers) [2]
     ├── CompareInputError (report/compare/comparison), ExportError (export/sources),
-    │   DatabaseError (results/schema), ScaffoldError (taskkit/scaffold)
+    │   DatabaseError (results/schema), ScaffoldError (taskkit/scaffold),
+    │   Unplayable (taskkit/case_replay)
     ├── Refused (run/outcome) [1 usage, 2 preflight], Preflight (run/preflight) [2]
     │   └── MissingKeys
+    ├── RegradeError (run/regrade)
     ├── MachineFault (run/driver) [130, as an interrupted run]
     ├── StackError (stack/readiness) [2], StateError (stack/state) [2], ImageError
     │   (stack/images) [2], WheelhouseError (stack/wheelhouse) [2], LocalImageError

@@ -4,6 +4,7 @@
   `await .create_database(name=None) -> str` (async) each create a fresh database and return its URL.
 * `relay_url` (session): ws:// URL of one relay subprocess on its own database, shared by the
   whole session (tests must use fresh keys and channels); BUZZ_RELAY_PUBLIC_URLS is unset.
+* `relay_database_url` (session): that relay's database URL (what a stack's database gives).
 * `start_relay` (function): `start_relay(env=None, args=(), database_url=None) -> RelayProcess`
   starts an extra relay (fresh database unless given); `.url`, `.http_url`, `.stop()`,
   `.restart()`; all are stopped at test end.
@@ -181,13 +182,26 @@ def embedded_pg() -> Iterator[EmbeddedPg]:
 
 
 @pytest.fixture(scope="session")
-def relay_url(embedded_pg: EmbeddedPg, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def shared_relay(
+    embedded_pg: EmbeddedPg, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RelayProcess]:
     log_path = tmp_path_factory.mktemp("relay") / "relay.log"
     relay = RelayProcess(embedded_pg.new_database_url(), log_path).start()
     try:
-        yield relay.url
+        yield relay
     finally:
         relay.stop()
+
+
+@pytest.fixture(scope="session")
+def relay_url(shared_relay: RelayProcess) -> str:
+    return shared_relay.url
+
+
+@pytest.fixture(scope="session")
+def relay_database_url(shared_relay: RelayProcess) -> str:
+    assert shared_relay.database_url is not None
+    return shared_relay.database_url
 
 
 @pytest.fixture

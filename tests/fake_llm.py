@@ -10,6 +10,10 @@ the route); when the script is empty a final "stop" answer in the route's shape 
         env = llm.openai_env()          # BUZZ_AGENT_* / OPENAI_COMPAT_* for buzz-agent
         ...
         llm.requests[1].body["messages"][-1]   # the tool result sent back
+
+`routes` answers fixed paths (GET or POST) outside the script and unrecorded, e.g. a served
+context window: `llm.routes["/props"] = llama_cpp_props(4096)`. A POST to one of `SIDE_PATHS`
+without a route is a 404, also outside the script (the endpoint check asks them of any server).
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from typing import Any
 
 DEFAULT_MODEL = "fake-model"
 DEFAULT_KEY = "fake-provider-key-0123456789abcdef"
+#: Ollama's model-information route, which the endpoint check asks of every server.
+SIDE_PATHS = frozenset({"/api/show"})
+#: The tool the endpoint check's capability probe makes the model call.
+PROBE_TOOL = "ping"
 
 
 @dataclass
@@ -169,6 +177,23 @@ def responses_message(
     return Reply(body=body)
 
 
+def probe_tool_call() -> Reply:
+    """The endpoint check's probe answered as a tool-calling server answers it."""
+    return chat_tool_call(PROBE_TOOL, {"text": "pong"}, call_id="call_probe")
+
+
+def llama_cpp_props(n_ctx: int) -> Reply:
+    """llama.cpp's `GET /props`: `n_ctx` is one slot's window (`-c` over `--parallel`)."""
+    return Reply(body={"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 4})
+
+
+def is_probe(request: RecordedRequest) -> bool:
+    """The endpoint check's probe (its only tool is `PROBE_TOOL`), on any route."""
+    tools = request.body.get("tools") if isinstance(request.body, dict) else None
+    names = [tool.get("function", tool).get("name") for tool in tools or []]
+    return names == [PROBE_TOOL]
+
+
 def error_reply(status: int, message: str = "fake error", retry_after: str | None = None) -> Reply:
     headers = {"Retry-After": retry_after} if retry_after is not None else {}
     return Reply(
@@ -184,6 +209,9 @@ def _final_for(path: str) -> Reply:
     return chat_text("")
 
 
+NOT_FOUND = Reply(status=404, body={"error": {"message": "not found"}})
+
+
 # ---- the server ---------------------------------------------------------------------------
 
 
@@ -192,6 +220,7 @@ class FakeLLM:
 
     def __init__(self, port: int = 0) -> None:
         self.requests: list[RecordedRequest] = []
+        self.routes: dict[str, Reply] = {}
         self._script: list[ReplySource] = []
         self._lock = threading.Condition()
         self.closed = False
@@ -274,11 +303,14 @@ class FakeLLM:
                 pass
 
             def do_GET(self) -> None:
-                self._send(Reply(status=404, body={"error": {"message": "not found"}}))
+                self._send(fake.routes.get(self.path, NOT_FOUND))
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                if self.path in fake.routes or self.path in SIDE_PATHS:
+                    self._send(fake.routes.get(self.path, NOT_FOUND))
+                    return
                 try:
                     body: Any = json.loads(raw)
                 except ValueError:

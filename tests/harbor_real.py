@@ -1,7 +1,7 @@
-"""The real `harbor` package, for checking what `orchestra export harbor` writes (issue 31):
-Harbor needs Python >= 3.12, so it lives in a venv of its own, made once per pinned version under
-~/.cache/buzz-orchestra/harbor-venv/<version> (a lock keeps concurrent sessions from building it
-twice) and reused by every later session.
+"""The real `harbor` package, for checking what `orchestra export harbor` writes (docs/decisions.md
+D76): Harbor needs Python >= 3.12, so it lives in a venv of its own, made once per pinned version
+under ~/.cache/buzz-orchestra/harbor-venv/<version> (a lock keeps concurrent sessions from building
+it twice) and reused by every later session.
 
 `real_harbor()` is the venv (or a skip naming why there is none); `check_harbor_jobs(jobs_dir)`
 runs tests/harbor_check.py in it and returns what Harbor made of each file."""

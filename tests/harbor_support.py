@@ -1,4 +1,4 @@
-"""The Harbor-format fixture tasks (tests/fixtures/harbor-tasks, issue 20.2) and what an oracle
+"""The Harbor-format fixture tasks (tests/fixtures/harbor-tasks) and what an oracle
 run of each must score, in either environment: the reference solutions 1.0, the deliberately
 wrong one 0.0, and fix-python-bug's diagnostics of the harness's guarantees (the agents' shell
 had no /tests and worked in /app; the verifier had no network) 1.0."""

@@ -1,4 +1,4 @@
-"""The tamper suite (tests/fixtures/tamper-solutions, issue 14): oracle solutions that behave like a
+"""The tamper suite (tests/fixtures/tamper-solutions): oracle solutions that behave like a
 task's negative or reference solution on the relay and then try to reach the verdict some other
 way. Each must leave exactly the verdict the relay evidence earns (its `# caught-by:` and
 `# expect:` lines), and the tampering must show in trial.log where it is detectable

@@ -1,4 +1,4 @@
-"""The README's examples run (issue 18 point 2): every `just benchmark` line plans (dry run), and
+"""The README's examples run: every `just benchmark` line plans (dry run), and
 the `buzz` walk-through works against a real embedded stack of its own."""
 
 import os

@@ -1,5 +1,5 @@
-"""`orchestra export harbor RUN_OR_JOB OUT_DIR` (issue 20.3, 31) and `orchestra export inspect
-RUN_OR_JOB... OUT` (issue 31); `register(app)` adds the group."""
+"""`orchestra export harbor RUN_OR_JOB OUT_DIR` (docs/decisions.md D64, D76) and `orchestra export
+inspect RUN_OR_JOB... OUT` (docs/decisions.md D77); `register(app)` adds the group."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`orchestra report`, `compare` (issue 8) and `leaderboard` (issue 29); `register(app)` adds
-them to the app."""
+"""`orchestra report`, `compare` and `leaderboard`; `register(app)` adds them to the app."""
 
 from __future__ import annotations
 
@@ -132,7 +131,7 @@ def compare(
     ] = None,
     **options: Any,
 ) -> None:
-    """Did the candidate regress? The suite's mean change with a paired bootstrap interval and
+    """Did the candidate regress? The suite's mean change with a clustered interval and
     an exact test, per-task leads, and the smallest change this comparison can detect; exit 3
     on a suite-level regression significant at --alpha or a baseline task the candidate has no
     scored trial of."""
@@ -163,7 +162,7 @@ def compare(
     except (DocumentError, CompareInputError) as error:
         fail(str(error))
     if target_effect is not None:
-        comparison.target_effect = effect_plan(comparison.suite.n_tasks, target_effect, alpha)
+        comparison.target_effect = effect_plan(comparison.suite, target_effect, alpha)
     sys.stdout.write(FORMATTERS[output_format.value](comparison))
     raise typer.Exit(exit_code(comparison))
 

@@ -32,9 +32,9 @@ PROGRAM = "orchestra"
 
 EXIT_CODES = {
     RunEnd.DONE: EXIT_OK,
-    RunEnd.CONFIRMED_REGRESSION: EXIT_TRIAL_ERRORS,  # 3, as `orchestra compare` (issue 29)
+    RunEnd.CONFIRMED_REGRESSION: EXIT_TRIAL_ERRORS,  # 3, as `orchestra compare`
     RunEnd.TRIAL_ERRORS: EXIT_TRIAL_ERRORS,
-    RunEnd.STOPPED: EXIT_PREFLIGHT,  # stopped early: not everything was run (issue 13)
+    RunEnd.STOPPED: EXIT_PREFLIGHT,  # stopped early: not everything was run
     RunEnd.INTERRUPTED: EXIT_INTERRUPTED,
     # a full disk ends the run as an interrupt does: nothing lost, resumable
     RunEnd.MACHINE_FAULT: EXIT_INTERRUPTED,

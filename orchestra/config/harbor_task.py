@@ -1,4 +1,4 @@
-"""Harbor-format tasks (issue 20.2): a task directory without `buzz-fixture.toml`.
+"""Harbor-format tasks (docs/decisions.md D46): a task directory without `buzz-fixture.toml`.
 
 Its `task.toml` is Harbor's (`harbor.models.task.config.TaskConfig`, the subset this orchestrator
 can honour, unknown keys errors): `[task]` is optional (the name defaults to the directory

@@ -36,7 +36,7 @@ _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=Fal
 
 Layer = Literal["regression", "workflow", "harbor"]
 #: Buzz tasks are `regression` or `workflow`; a Harbor task (no `buzz-fixture.toml`) may also
-#: be, and is `harbor` when its `[metadata]` names no layer (issue 20.2).
+#: be, and is `harbor` when its `[metadata]` names no layer (docs/decisions.md D46).
 BUZZ_LAYERS: tuple[Layer, ...] = ("regression", "workflow")
 LAYERS: tuple[Layer, ...] = (*BUZZ_LAYERS, HARBOR_LAYER)
 #: Attempts per task when `-k` is not given (§2.3 item 5; `harbor`: upstream's k for datasets

@@ -40,10 +40,12 @@ class StopReason(StrEnum):
     TURN_END = "turn_end"
     #: the solo rule held, but the orchestrator's last turn failed and was given up
     TURN_FAILED = "turn_failed"
-    # A solo turn end whose last turn the model ended so (issue 30): its refusal, or a context
-    # it filled beyond what trimming could fix. Scored like `turn_end`.
+    # A solo turn end whose last turn the model ended so (docs/decisions.md D86): its refusal, a
+    # context it filled beyond what trimming could fix, or output the server could not parse even
+    # after the corrective notes (agent-harness.md §2.4). Scored like `turn_end`.
     REFUSAL = "refusal"
     CONTEXT_EXHAUSTED = "context_exhausted"
+    INVALID_OUTPUT = "invalid_output"
     TIMEOUT = "timeout"
     AGENT_BUDGET = "agent_budget"
     TRIAL_BUDGET = "trial_budget"
@@ -78,9 +80,9 @@ class ErrorType(StrEnum):
     ORCHESTRATOR_LOST = "OrchestratorLost"  # left `running` by an orchestrator that died
     NODE_LOST = "NodeLost"  # the Ray node (or its node host) died with the trial (scale-out §6)
     TRIAL_ARTIFACTS_TOO_LARGE = "TrialArtifactsTooLarge"  # packed trial dir > limit (§5)
-    PROVIDER_UNAVAILABLE = "ProviderUnavailable"  # the model provider failed (issue 13)
+    PROVIDER_UNAVAILABLE = "ProviderUnavailable"  # the model provider failed
     PROVIDER_AUTH_FAILED = "ProviderAuthFailed"  # the provider refused the key (401/403)
-    PROVIDER_BILLING_FAILED = "ProviderBillingFailed"  # no credit/quota left (issue 30)
+    PROVIDER_BILLING_FAILED = "ProviderBillingFailed"  # no credit/quota left
     PROVIDER_REQUEST_REJECTED = "ProviderRequestRejected"  # a request the harness built (400)
     CANCELLED = "Cancelled"  # status `cancelled`, not `error`
     INTERNAL_ERROR = "InternalError"

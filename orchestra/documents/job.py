@@ -15,8 +15,8 @@ from orchestra.documents.summary import LayerSummary
 from orchestra.documents.trial import Attempt, Count, Part, TaskRecord, TokenCounts
 
 PlanLayer = Literal["regression", "workflow", "harbor", "mixed"]
-#: Why a job started no more trials before its plan was done (issue 13): the run's cost cap
-#: was reached, or the circuit breaker saw provider errors in a row.
+#: Why a job started no more trials before its plan was done (docs/decisions.md D57): the run's cost
+#: cap was reached, or the circuit breaker saw provider errors in a row.
 JobStopReason = Literal["cost_cap", "circuit_breaker"]
 
 
@@ -59,7 +59,7 @@ class EndpointRecord(Part):
     api_key_env: str | None
     base_url: str | None
     env_keys: list[str]
-    model: str | None = None  # the model id sent, when the endpoint names one (issue 30)
+    model: str | None = None  # the model id sent, when the endpoint names one
 
 
 def endpoint_records(endpoints: Mapping[str, Endpoint]) -> dict[str, EndpointRecord]:

@@ -276,6 +276,12 @@ class RunConfig(Part):
         description="Docker stack only: recreate its database volume first (secrets are "
         "kept).",
     )  # fmt: skip
+    strict_endpoints: bool = option(
+        False, "--strict-endpoints", exclude=True, resumable=True,
+        description="Refuse the run (exit 2) on any warning of the endpoint check: no "
+        "structured tool call back, a reply the server could not parse, a per-request context "
+        "window below the manifest's context_window_tokens.",
+    )  # fmt: skip
     #: the live endpoint check before the first trial (`--check-endpoints` on a dry run,
     #: `--skip-endpoint-check` on a real one: the commands' own flags)
     check_endpoints: bool = Field(default=True, exclude=True)

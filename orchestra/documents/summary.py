@@ -44,23 +44,41 @@ class TaskPassAtK(Part):
 class GroupPassAtK(Part):
     value: float
     n_tasks: Count
+    #: tasks with fewer scored attempts than k (no pass@k of their own), named
+    left_out: list[str] = Field(default_factory=list)
 
 
 class Interval(Part):
-    """A 95 % interval (issue 29): Wilson when the units are passes and fails, else a seeded
-    percentile bootstrap over tasks (docs/statistics.md)."""
+    """A 95 % interval: Wilson over a task's attempts, else clustered over tasks (Wilson on the
+    effective n with the t quantile); "bootstrap" in documents written before
+    (docs/statistics.md, "Intervals")."""
 
     low: float
     high: float
-    method: Literal["wilson", "bootstrap"]
+    method: Literal["wilson", "bootstrap", "clustered"]
+
+
+class Uncertainty(Part):
+    """Where a mean over tasks' uncertainty comes from (docs/statistics.md, "Intervals")."""
+
+    #: share of the variance from tasks differing (None: one attempt per task, not separable)
+    between_share: float | None
+    design_effect: float  # attempts per independent observation
+    effective_n: float
+    attempts: Count
+    half_width: float  # of the interval
+    twice_attempts: float  # the half-width with twice the attempts per task
+    twice_tasks: float  # with twice the tasks
+    calibrated: bool  # the design is within the calibration study's grid
 
 
 class Estimate(Part):
-    """A mean over tasks with its 95 % interval over tasks (None: a single task)."""
+    """A mean over tasks with its 95 % interval over tasks."""
 
     value: float
     n_tasks: Count
     interval: Interval | None
+    uncertainty: Uncertainty | None = None  # the mean pass rate over tasks only
 
 
 class ConfirmationCount(Part):
@@ -92,7 +110,7 @@ class TaskSummary(Rates, UsageSummary, Outcomes):
     incomplete: bool  # fewer scored trials than k
     pass_at_k: TaskPassAtK | None
     failing_dimensions: dict[str, Count]
-    # Issue 29; absent (default) in documents written before it existed.
+    # absent (default) in documents written before intervals and pass@k (docs/decisions.md D73)
     successes: Count | None = None  # scored trials with reward 1.0
     #: k -> unbiased pass@k / pass^k for each k up to the attempts run (None: fewer scored)
     pass_at_ks: dict[int, float | None] = Field(default_factory=dict)
@@ -107,7 +125,7 @@ class TaskSummary(Rates, UsageSummary, Outcomes):
 class GroupSummary(Rates, UsageSummary, Outcomes):
     pass_at_k: GroupPassAtK | None
     n_tasks: Count
-    # Issue 29, filled by the report layer (orchestra.report.stats.estimates); tasks are the units.
+    # filled by the report layer (orchestra.report.stats.estimates); tasks are the units.
     pass_rate_interval: Interval | None = None
     pass_rate_all_interval: Interval | None = None
     task_mean: Estimate | None = None  # mean over tasks of each task's pass rate
@@ -124,7 +142,7 @@ class JobRef(Part):
     name: str
     path: str
     started: bool  # False: a job of the run's plan that was never started (no directory)
-    stopped: str | None = None  # the job result's `stopped` (issue 13)
+    stopped: str | None = None  # the job result's `stopped`
     stop_message: str | None = None
     spent_usd: float | None = None
 
@@ -159,7 +177,8 @@ class ConditionSummary(Part):
     error_types: dict[str, list[str]]  # §12 type (or status) -> trial names
     #: agent id -> its summary, in roster order; absent in documents written before it existed
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
-    #: endpoint name -> the model id sent (issue 30); conditions differing here are never pooled
+    #: endpoint name -> the model id sent (docs/decisions.md D87); conditions differing here are
+    #: never pooled
     models: dict[str, str] = Field(default_factory=dict)
 
     @property

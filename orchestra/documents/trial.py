@@ -233,7 +233,7 @@ class ExceptionInfo(Part):
 
 class RetriedAttempt(Part):
     """An earlier attempt at the same slot that ended in a harness error and was rerun in the
-    same job; its directory is `.superseded/<trial_name>` (issue 13)."""
+    same job; its directory is `.superseded/<trial_name>` (docs/decisions.md D57)."""
 
     trial_name: str
     exception_type: ErrorType

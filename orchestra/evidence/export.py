@@ -231,6 +231,10 @@ class EvidenceContext:
     arrival: Mapping[str, int]
     #: every event the trial's identities could read, in the relay's order (§8.9)
     captured: Sequence[Mapping[str, Any]] = ()
+    #: what the relay's database held for the trial's window, in its storing order (§8.9)
+    stored: Sequence[Mapping[str, Any]] = ()
+    #: `database` or `readable`: what `relay_events` covers (§8.9)
+    relay_events_scope: str = "readable"
     #: why the capture is incomplete, if it is: an export failure (§8.6)
     capture_failure: str | None = None
     agent_files: Sequence[Mapping[str, Any]] = ()  # §8.10
@@ -262,6 +266,7 @@ async def export_evidence(
             trial_channel_id=context.channel_id,
             identities=context.identities,
             directory=context.directory,
+            stored=context.stored,
         )
         observed = await collect_observed_channels(
             orchestrator_reader,
@@ -293,6 +298,7 @@ async def export_evidence(
             agent_memory=memory,
             trace=trace.trace,
             relay_events=trace.relay_events,
+            relay_events_scope=context.relay_events_scope,
             agent_files=context.agent_files,
         )
         write_evidence_files(evidence, trial)

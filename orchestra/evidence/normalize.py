@@ -145,6 +145,7 @@ def build_evidence(
     agent_memory: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     trace: Sequence[Mapping[str, Any]] = (),
     relay_events: Sequence[Mapping[str, Any]] = (),
+    relay_events_scope: str = "readable",
     agent_files: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The complete `buzz-evidence.json` document (schema version 1).
@@ -155,6 +156,8 @@ def build_evidence(
     `channel_members`: the trial channel's rows {pubkey, role, name} (§8.7).
     `agent_memory`: agent id -> its live memory entries {slug, value, hash, updated_at} (§8.8).
     `trace`, `relay_events`: from `orchestra.evidence.trace.build_trace` (§8.9).
+    `relay_events_scope`: `database` when `relay_events` holds every event the relay stored
+    during the trial, `readable` when only what the trial's identities could read (§8.9).
     `agent_files`: from `orchestra.evidence.agent_files` (§8.10).
     """
     messages, truncated = build_messages(
@@ -197,6 +200,7 @@ def build_evidence(
         "messages": messages,
         "trace": [dict(row) for row in trace],
         "relay_events": [dict(row) for row in relay_events],
+        "relay_events_scope": relay_events_scope,
         "agent_files": [dict(row) for row in agent_files],
     }
 

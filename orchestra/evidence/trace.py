@@ -73,45 +73,58 @@ def touched_channels(
     return touched
 
 
+def _keep_first(unique: dict[str, Mapping[str, Any]], raw: Mapping[str, Any]) -> None:
+    """Add `raw` under its id unless the id came before; a harness notice (§8.4) never."""
+    event_id = raw.get("id")
+    if (
+        isinstance(event_id, str)
+        and event_id not in unique
+        and not tag_list.is_harness_notice(tag_list.of_event(raw))
+    ):
+        unique[event_id] = raw
+
+
 def build_trace(
     events: Iterable[Mapping[str, Any]],
     *,
     trial_channel_id: str,
     identities: Mapping[str, Mapping[str, Any]],
     directory: Sequence[Mapping[str, Any]],
+    stored: Iterable[Mapping[str, Any]] = (),
 ) -> TrialTrace:
     """`events`: every event the relay accepted during the trial, in the relay's order (a
     repeated id counts once, where it first came). `seq` numbers them from 1 in that order,
     so one event has the same `seq` in `trace` and in `relay_events`. An ephemeral event, or
     one a later event of the same replacement key replaced, is `stored: false`. Harness
     notices are not evidence (§8.4) and take no `seq`.
+
+    `stored`: what the relay's database held for the trial's window, in its storing order
+    (§8.9 "What the relay stored"). Its events that `events` lacks are numbered after all of
+    them, in that order, and join `relay_events` only: `trace` is what `events` makes it.
     """
     unique: dict[str, Mapping[str, Any]] = {}
     for raw in events:
-        event_id = raw.get("id")
-        if (
-            isinstance(event_id, str)
-            and event_id not in unique
-            and not tag_list.is_harness_notice(tag_list.of_event(raw))
-        ):
-            unique[event_id] = raw
+        _keep_first(unique, raw)
+    captured = len(unique)
+    for raw in stored:
+        _keep_first(unique, raw)
     ordered = list(unique.values())
     keys = [_replacement_key(raw) for raw in ordered]
     last_of_key = {key: position for position, key in enumerate(keys) if key is not None}
     agents = agent_pubkeys(identities)
-    touched = touched_channels(ordered, agents=agents, trial_channel_id=trial_channel_id)
+    touched = touched_channels(ordered[:captured], agents=agents, trial_channel_id=trial_channel_id)
     lookup = author_lookup(identities, directory)
     trace: list[TraceEntry] = []
     relay_events: list[TraceEntry] = []
     for position, raw in enumerate(ordered):
         key = keys[position]
-        stored = not _is_ephemeral(raw) and (key is None or last_of_key[key] == position)
+        is_stored = not _is_ephemeral(raw) and (key is None or last_of_key[key] == position)
         message = normalize_message(raw, lookup)
         # a relay-signed state event belongs to the channel its `d` names (protocol.md §10)
         message["channel_id"] = tag_list.access_channel(message["kind"], message["tags"])
-        entry = TraceEntry(**message, seq=position + 1, stored=stored)
-        if raw.get("pubkey") in agents or entry["channel_id"] in touched:
+        entry = TraceEntry(**message, seq=position + 1, stored=is_stored)
+        if position < captured and (raw.get("pubkey") in agents or entry["channel_id"] in touched):
             trace.append(entry)
-        if stored:
+        if is_stored:
             relay_events.append(entry)
     return TrialTrace(trace=trace, relay_events=relay_events)

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -23,6 +26,13 @@ RAY_EXTRA_HINT = "pip install 'buzz-orchestra[ray]'"
 #: How long an address given as HOST:PORT may take to accept a connection (ray.init itself
 #: retries for a minute before it gives up).
 CONNECT_SECONDS = 5.0
+#: What Ray's core logs when the cluster demands an auth token the driver does not present.
+AUTH_REFUSED = "InvalidAuthToken"
+TOKEN_HINT = (
+    "the cluster uses Ray token authentication and refused this driver's token: set "
+    "RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+    "~/.ray/auth_token) here, as on every node (docs/scale-out.md, Token authentication)"
+)
 
 
 class RayMissing(OrchestraError):
@@ -82,11 +92,41 @@ def connect(options: RayOptions) -> None:
         return
     address = cluster_address(options.address)
     _probe(address)
-    try:
-        ray.init(address=address, namespace=NAMESPACE, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ClusterUnavailable(f"cannot reach the Ray cluster at {address}: {first}") from None
+    with _core_log() as core_log:
+        try:
+            ray.init(address=address, namespace=NAMESPACE, **quiet)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            failure = error
+        else:
+            return
+    # Ray says only "Failed to connect"; the cause, a refused token, is in its core's log
+    first = (str(failure).strip().splitlines() or [type(failure).__name__])[0]
+    cause = f" ({TOKEN_HINT})" if AUTH_REFUSED in core_log.text else ""
+    raise ClusterUnavailable(f"cannot reach the Ray cluster at {address}: {first}{cause}")
+
+
+@dataclass
+class _CapturedLog:
+    text: str = ""
+
+
+@contextlib.contextmanager
+def _core_log() -> Iterator[_CapturedLog]:
+    """What Ray's C++ core writes to this process's stderr meanwhile (it bypasses `sys.stderr`);
+    written on to stderr afterwards, so nothing is hidden."""
+    captured = _CapturedLog()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.text = sink.read().decode(errors="replace")
+            sys.stderr.write(captured.text)
 
 
 def _probe(address: str) -> None:

@@ -1,5 +1,6 @@
-"""A run or job directory in Harbor's jobs-directory format (issue 20.3; Harbor 0.26, checked
-by the real package in the tests, issue 31), so that `harbor view OUT_DIR` shows it.
+"""A run or job directory in Harbor's jobs-directory format (Harbor 0.26, checked
+by the real package in the tests: docs/decisions.md D64, D76), so that `harbor view OUT_DIR` shows
+it.
 
 Every job becomes `OUT_DIR/<job name>/` with Harbor's `config.json` and `result.json`; every
 trial `OUT_DIR/<job name>/<trial name>/` with its `config.json`, `result.json`, the

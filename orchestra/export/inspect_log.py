@@ -1,6 +1,6 @@
-"""Runs and jobs as Inspect AI eval logs (issue 31.2), written with `inspect_ai`'s own log models
-and writer, for `inspect view OUT` and Inspect's dataframes (messages and transcript events
-from each agent's trajectory: `inspect_transcript`).
+"""Runs and jobs as Inspect AI eval logs (docs/decisions.md D77), written with `inspect_ai`'s own
+log models and writer, for `inspect view OUT` and Inspect's dataframes (messages and transcript
+events from each agent's trajectory: `inspect_transcript`).
 
 One `.eval` log per job; one sample per trial (id the task, epoch the attempt) holding every
 agent's conversation from its ATIF trajectory (the orchestrator agent's first, each message's

@@ -1,6 +1,6 @@
-"""One agent's ATIF trajectory as Inspect AI's chat messages and transcript events (issue 31.2):
-the sample's Messages tab and its Transcript tab. Imported only through `inspect_log`, which
-the CLI loads when `orchestra export inspect` runs.
+"""One agent's ATIF trajectory as Inspect AI's chat messages and transcript events
+(docs/decisions.md D77): the sample's Messages tab and its Transcript tab. Imported only through
+`inspect_log`, which the CLI loads when `orchestra export inspect` runs.
 
 A system or user step is a system or user message; an agent step is the assistant's message
 (reasoning, text, tool calls) followed by one tool message per result. The transcript holds the

@@ -50,7 +50,7 @@ class JobRecord:
     trials: list[TrialResult] = field(default_factory=list)
     oracle: bool = False  # the roster runs the built-in oracle, not a model
     started: bool = True  # False: a job of a run's plan whose directory does not exist yet
-    stopped: str | None = None  # the job result's early stop, if any (issue 13)
+    stopped: str | None = None  # the job result's early stop, if any
     stop_message: str | None = None
     spent_usd: float | None = None
     #: endpoint name -> the model id its agents send (`served_models`); part of the grouping
@@ -101,7 +101,8 @@ class JobRecord:
     @property
     def condition_key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         """What jobs must share to be pooled as one condition: the name, the manifest hash
-        and the model ids served (issue 30: one endpoint name may serve different models)."""
+        and the model ids served (docs/decisions.md D87: one endpoint name may serve different
+        models)."""
         return self.condition, self.manifest_sha256, tuple(sorted(self.models.items()))
 
 
@@ -110,15 +111,23 @@ def served_models(endpoints: Mapping[str, EndpointRecord]) -> dict[str, str]:
     return {name: endpoint.model or name for name, endpoint in sorted(endpoints.items())}
 
 
+def _check_k(n: int, c: int, k: int) -> None:
+    """Both estimators exist only for 1 <= k <= n and 0 <= c <= n."""
+    if not 1 <= k <= n or not 0 <= c <= n:
+        raise ValueError(
+            f"pass@k and pass^k need 1 <= k <= n and 0 <= c <= n (n={n}, c={c}, k={k})"
+        )
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased estimator 1 - C(n-c, k) / C(n, k), for 1 <= k <= n."""
-    if n - c < k:
-        return 1.0
+    _check_k(n, c, k)
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """Unbiased estimator of pass^k (all k attempts pass) C(c, k) / C(n, k), for 1 <= k <= n."""
+    _check_k(n, c, k)
     return comb(c, k) / comb(n, k)
 
 
@@ -231,11 +240,16 @@ class ConditionTally:
 def _group_summary(tasks: dict[str, TaskSummary], rated: Tally, used: Tally) -> GroupSummary:
     """`rated`: the trials the rates count (attempts up to k); `used`: every trial."""
     with_pass_at_k = [task.pass_at_k.value for task in tasks.values() if task.pass_at_k]
+    # A task with fewer scored attempts than k has no pass@k; it is named, not dropped silently
+    # (its errors would otherwise raise the mean over the tasks that have one).
+    left_out = sorted(name for name, task in tasks.items() if task.pass_at_k is None)
     return GroupSummary(
         **dict(rated.rates(sum(task.planned for task in tasks.values()))),
         **dict(used.usage()),
         pass_at_k=GroupPassAtK(
-            value=sum(with_pass_at_k) / len(with_pass_at_k), n_tasks=len(with_pass_at_k)
+            value=sum(with_pass_at_k) / len(with_pass_at_k),
+            n_tasks=len(with_pass_at_k),
+            left_out=left_out,
         )
         if with_pass_at_k
         else None,

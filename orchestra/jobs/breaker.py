@@ -1,4 +1,5 @@
-"""The circuit breaker (issue 13): provider errors in a row stop a run from starting trials.
+"""The circuit breaker (docs/decisions.md D57): provider errors in a row stop a run from starting
+trials.
 
 A provider that is down turns every trial into an error; after `limit` trials in a row end in
 provider errors the run starts no new trial, lets the ones in flight finish, and exits 2. The

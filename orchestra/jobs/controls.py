@@ -1,5 +1,5 @@
-"""What may stop a run early or rerun a trial (issue 13): the circuit breaker, the cost cap and
-the retries of harness errors, shared by the jobs of one plan."""
+"""What may stop a run early or rerun a trial (docs/decisions.md D57): the circuit breaker, the cost
+cap and the retries of harness errors, shared by the jobs of one plan."""
 
 from __future__ import annotations
 

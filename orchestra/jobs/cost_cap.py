@@ -1,4 +1,4 @@
-"""The run's cost cap (`--max-cost-usd`, issue 13).
+"""The run's cost cap (`--max-cost-usd`, docs/decisions.md D57).
 
 The spend is the cost of the trials this run finished plus the live usage of the agents still
 running (their event logs, priced as §7.14). Once it reaches the cap the run starts no new

@@ -1,5 +1,5 @@
-"""The `--dry-run` cost estimate (issue 13): an earlier job of the same condition hash in the
-jobs dir, its mean cost per trial × the trials planned now."""
+"""The `--dry-run` cost estimate (docs/decisions.md D59): an earlier job of the same condition hash
+in the jobs dir, its mean cost per trial × the trials planned now."""
 
 from __future__ import annotations
 

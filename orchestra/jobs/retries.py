@@ -1,12 +1,12 @@
-"""Reruns of harness errors inside the job (`--retries N`, issue 13).
+"""Reruns of harness errors inside the job (`--retries N`, docs/decisions.md D57).
 
 A trial that ends `error` for a cause outside the agent under test is rerun in the same job, up
 to N times; each failed attempt moves to `.superseded/` with its result, and the final trial's
 `result.json` lists them in `retried_from`. Agent outcomes (timeouts, budgets, wrong answers)
 are scores and never rerun; errors a rerun cannot heal (a refused key, a task's own verifier,
 a configuration problem, a bug) are not rerun either, nor a provider failure the agent already
-retried until its retry budget was used up (issue 30: another attempt would only spend the same
-budget against the same provider; the circuit breaker decides whether the run goes on).
+retried until its retry budget was used up (docs/decisions.md D87: another attempt would only spend
+the same budget against the same provider; the circuit breaker decides whether the run goes on).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def job_config(
 
 
 class Confirmation(Protocol):
-    """Extra attempts of a task that regressed against a baseline (issue 29 item 5): the run
+    """Extra attempts of a task that regressed against a baseline (docs/decisions.md D88): the run
     layer decides (it compares); the runner runs what it is told, in the same job."""
 
     def slots(self, planned: PlannedJob) -> list[tuple[int, str]]:

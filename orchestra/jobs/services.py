@@ -45,6 +45,8 @@ class JobServices:
     api_keys: dict[str, str]
     jobs_dir: Path
     oracle: OracleHost = field(default_factory=OracleHost)
+    #: every secret of every trial launched here (JobContext.launched_secrets)
+    launched_secrets: set[str] = field(default_factory=set)
     #: the jobs directory that holds the run (`jobs_dir`): hidden, with every run in it, from
     #: sandboxed agents; None: `jobs_dir` itself
     jobs_root: Path | None = None
@@ -117,6 +119,7 @@ async def job_context(
             on_llm_retry=hooks.on_llm_retry,
             hurry=hooks.hurry,
             watch=watch,
+            launched_secrets=services.launched_secrets,
         )
     finally:
         watch.after_restart.remove(registry.reopen)

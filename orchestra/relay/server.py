@@ -36,7 +36,7 @@ TRANSPORT_MAX_FRAME_BYTES = 1024 * 1024
 # Stored-result queries share this many database connections (FIFO), so a REQ flood cannot
 # take the database away from the writer, which has its own pool (also used by /_readiness):
 # on the 2-core VM, 2 leave PostgreSQL a core for commits, and a flood of heavy REQs finished
-# sooner than with 4 (docs/performance.md, issue 17 "Express lane").
+# sooner than with 4 (docs/performance.md; docs/decisions.md D14).
 QUERY_POOL_SIZE = 2
 WRITE_POOL_SIZE = 2
 CONNECT_RETRY_SECONDS = 60.0

@@ -112,7 +112,8 @@ class Run:
             run=scope.describe(owed),
         )
         print(text, end="")
-        # Power said out loud (issue 29): the smallest change a comparison of this plan can detect
+        # Power said out loud (docs/statistics.md "Power"): the smallest change a comparison of this
+        # plan can detect
         print(dry_run_power_text([(len(job.tasks), job.attempts) for job in scope.jobs]), end="")
         estimate = estimate_cost(
             self.effective.jobs_dir, plan.condition.manifest_sha256, scope.n_planned
@@ -129,7 +130,7 @@ class Run:
             return RunOutcome(refusal_of(error), [str(error)])
         if self.effective.check_endpoints:
             try:
-                check_endpoints(plan.condition, api_keys, self._say)
+                self._check_endpoints(api_keys)
             except Preflight as error:
                 return RunOutcome(RunEnd.PREFLIGHT, [str(error)])
         return RunOutcome(RunEnd.DONE, scope=scope)
@@ -214,7 +215,7 @@ class Run:
             self.warn(sandbox.warning())
         if effective.check_endpoints:  # before the run is announced: a failure creates nothing
             try:
-                check_endpoints(plan.condition, api_keys, self._say)
+                self._check_endpoints(api_keys)
             except Preflight as error:
                 return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope)
         self._say(scope.describe(owed))
@@ -272,9 +273,9 @@ class Run:
         if interrupted:
             end = RunEnd.INTERRUPTED
         elif stopped:
-            end = RunEnd.STOPPED  # not everything was run (issue 13)
+            end = RunEnd.STOPPED  # not everything was run
         elif any(c.confirmed for c in confirmations):
-            end = RunEnd.CONFIRMED_REGRESSION  # wins over errored trials (issue 29)
+            end = RunEnd.CONFIRMED_REGRESSION  # wins over errored trials (docs/decisions.md D88)
         elif unfinished or any(r.status is not TrialStatus.SCORED for r in results):
             end = RunEnd.TRIAL_ERRORS
         else:
@@ -347,6 +348,15 @@ class Run:
         self.warn(
             "note: standard output closed; the run goes on without printing and writes its "
             f"results to {self.scope.path} (Ctrl-C cancels it)"
+        )
+
+    def _check_endpoints(self, api_keys: dict[str, str]) -> None:
+        check_endpoints(
+            self.plan.condition,
+            api_keys,
+            self._say,
+            lambda line: self.warn(f"warning: {line}"),
+            strict=self.effective.strict_endpoints,
         )
 
     def _say(self, line: str) -> None:

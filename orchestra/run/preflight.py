@@ -71,17 +71,30 @@ def api_keys_of(condition: Condition, *, allow_missing: bool = False) -> dict[st
 
 
 def check_endpoints(
-    condition: Condition, api_keys: dict[str, str], say: Callable[[str], None]
+    condition: Condition,
+    api_keys: dict[str, str],
+    say: Callable[[str], None],
+    warn: Callable[[str], None],
+    *,
+    strict: bool = False,
 ) -> None:
-    """The live check: one minimal authenticated request per endpoint, all at once."""
+    """The live check: one capability probe per endpoint, all at once; each warning is a
+    refusal when `strict` (`--strict-endpoints`)."""
     if condition.is_oracle:
         return
     results = asyncio.run(probe_endpoints(condition, api_keys))
     failed = [result for result in results if result.problem is not None]
     if failed:
         raise Preflight("\n".join(result.line() for result in failed))
+    warnings = [line for result in results for line in result.warning_lines()]
+    if warnings and strict:
+        raise Preflight("\n".join([*warnings, "(--strict-endpoints: every warning refuses)"]))
     names = ", ".join(result.endpoint for result in results)
     say(f"endpoint check: {names} answered")
+    for result in results:
+        say(f"  {result.summary()}")
+    for line in warnings:
+        warn(line)
 
 
 def _check_programs(buzz_bin_dir: Path | None) -> None:
@@ -105,7 +118,7 @@ def _check_jobs_dir(jobs_dir: Path) -> None:
 
 def _check_local_harbor_tasks(jobs: tuple[PlannedJob, ...], env: EnvKind) -> None:
     """The local env runs a Harbor task only in the bubblewrap sandbox and only from a
-    Dockerfile that does nothing but place files (issue 20.2); one line per problem."""
+    Dockerfile that does nothing but place files (docs/decisions.md D46); one line per problem."""
     tasks = {task.dir: task for job in jobs for task in job.tasks if task.is_harbor}
     if env is not EnvKind.LOCAL or not tasks:
         return

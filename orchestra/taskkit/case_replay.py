@@ -25,6 +25,7 @@ from orchestra.config.errors import display_path
 from orchestra.config.fixture import RANDOM_HEX_PLACEHOLDER, USER_ACTOR
 from orchestra.config.task import Task
 from orchestra.documents.enums import TrialStatus
+from orchestra.errors import OrchestraError
 from orchestra.nostr.kinds import Kind
 from orchestra.paths import TaskPaths
 from orchestra.taskkit.cases import (
@@ -95,8 +96,8 @@ field() {
 """
 
 
-class Unplayable(Exception):
-    """What the buzz CLI cannot do of a case."""
+class Unplayable(OrchestraError):
+    """What the buzz CLI cannot do of a case (the check notes it and goes on)."""
 
 
 @dataclass

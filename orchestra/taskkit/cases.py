@@ -321,6 +321,7 @@ class CaseWorld:
             agent_memory=self.agent_memory,
             trace=whole.trace,
             relay_events=whole.relay_events,
+            relay_events_scope="database",  # a case lists every event the relay stored
             agent_files=ordered_agent_files(files),
         )
         evidence.update(case.evidence)

@@ -67,3 +67,6 @@ class JobContext:
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
     #: the stack's health: a trial that needs it fails once it went down (§5.1)
     watch: StackWatch = field(default_factory=StackWatch)
+    #: every secret of every trial these services launched: the relay's stored rows of a
+    #: trial's window hold other trials' events too, redacted with these (§8.9)
+    launched_secrets: set[str] = field(default_factory=set)

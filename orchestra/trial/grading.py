@@ -45,6 +45,8 @@ def evidence_context(
     setup, completion = state.setup, state.agent_phase.completion
     assert setup.user is not None and setup.channel_id is not None
     secrets = trial_secrets(state, ctx)
+    # the stored rows of the window hold other trials' events too: their secrets out as well
+    stored_secrets = sorted(ctx.launched_secrets.union(secrets), key=len, reverse=True)
     capture = setup.capture
     return EvidenceContext(
         run_id=ctx.job_name,
@@ -79,6 +81,8 @@ def evidence_context(
         arrival=setup.observer.arrival if setup.observer is not None else {},
         captured=redact_value(capture.events(), secrets) if capture is not None else [],
         capture_failure=capture.failure if capture is not None else "never started",
+        stored=redact_value(capture.stored(), stored_secrets) if capture is not None else [],
+        relay_events_scope=capture.scope if capture is not None else "readable",
         agent_files=redact_value(list(agent_files), secrets),
     )
 
@@ -149,7 +153,7 @@ async def verify(state: TrialState, ctx: JobContext) -> None:
         )
     inputs = verifier_inputs(state)
     grading.verifier_inputs = inputs.record()
-    if state.task.is_harbor:  # graded on the state the agents left (issue 20.2)
+    if state.task.is_harbor:  # graded on the state the agents left (docs/decisions.md D46)
         verifier = state.env.state_verifier()
     else:
         verifier = ctx.environments.verifier(state.paths, state.task, state.trial_id)

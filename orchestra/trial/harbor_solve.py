@@ -1,4 +1,4 @@
-"""The oracle's entry point for a Harbor task (issue 20.2, orchestrator.md §4.5).
+"""The oracle's entry point for a Harbor task (orchestrator.md §4.5).
 
 Harbor's `solution/solve.sh` does its work and ends; it does not write the oracle's `done`
 marker the Buzz tasks' scripts write last. The oracle therefore runs this wrapper instead

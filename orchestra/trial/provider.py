@@ -1,4 +1,4 @@
-"""Provider failures are errors, never scores (orchestrator.md §12, issue 13).
+"""Provider failures are errors, never scores (orchestrator.md §12; docs/decisions.md D56).
 
 A trial in which an agent's turn was given up because of the provider (the event log's
 `turn_failed` with `will_retry: false` and a provider error kind) ends `error`, after its

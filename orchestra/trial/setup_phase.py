@@ -27,6 +27,7 @@ from orchestra.trial.launch import agent_process_environment, oracle_registratio
 from orchestra.trial.observer import ChannelObserver
 from orchestra.trial.prompts import TeamMember, compose_roster_prompt
 from orchestra.trial.record import write_result
+from orchestra.trial.redact import trial_secrets
 from orchestra.trial.state import TrialState
 from orchestra.trial.written_files import snapshot
 
@@ -99,7 +100,10 @@ async def create_channel(state: TrialState, ctx: JobContext) -> None:
     since = int(time.time()) - 5
     user_client, setup = state.user_client(ctx), state.setup
     assert setup.user is not None
-    setup.capture = capture = TrialCapture(since, state.notify)
+    setup.capture = capture = TrialCapture(since, state.notify, ctx.stack.database_url)
+    limit = await capture.open_window()
+    if limit is not None:
+        state.recorder.log(f"relay_events: only what the trial's identities may read ({limit})")
     for slot in state.slots:
         await capture.add(slot.agent_id, state.agent_client(slot.agent_id), EVERYTHING)
     setup.channel_id = channel_id = await relay_ops.create_trial_channel(
@@ -170,6 +174,7 @@ async def launch_agents(state: TrialState, ctx: JobContext) -> None:
     with classified(ErrorType.ENVIRONMENT_START_ERROR):
         setup.files_before = await snapshot(state.env)
     oracle_port = await register_with_oracle(state, ctx)
+    ctx.launched_secrets.update(trial_secrets(state, ctx))
     team = [
         TeamMember(slot.agent_id, slot.role, setup.agent_keys[slot.agent_id].pubkey)
         for slot in state.slots

@@ -79,7 +79,7 @@ def conclude_verifier_run(
 
 def explanation(verifier_dir: Path, exit_code: int | None) -> str:
     """What the verifier itself said: its exit code and the last lines of its output, so that
-    an error shows the verifier's failure rather than the orchestrator's (issue 13)."""
+    an error shows the verifier's failure rather than the orchestrator's."""
     code = "was killed" if exit_code is None else f"exited {exit_code}"
     try:
         lines = (verifier_dir / VERIFIER_OUTPUT_NAME).read_text(encoding="utf-8", errors="replace")

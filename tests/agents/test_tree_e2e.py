@@ -1,4 +1,4 @@
-"""Issue 4 "Show": the real agent tree end to end (agent-harness.md §0.1, §1.4-§1.6, §1.10,
+"""The real agent tree end to end (agent-harness.md §0.1, §1.4-§1.6, §1.10,
 §1.11). buzz-acp -> buzz-agent -> buzz-dev-mcp -> bash run as real processes on the shared
 relay; only the model is faked, by a `FakeLLM` on the OpenAI chat route scripted to call the
 MCP `shell` tool. Each test has its own tree (own identity, channel and FakeLLM); all trees

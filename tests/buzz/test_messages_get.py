@@ -52,7 +52,7 @@ async def test_reads_more_than_a_relay_page(buzz, history):
 
 
 async def test_a_5000_message_channel_reads_back_complete(buzz, make_client):
-    """Issue 3: N asked, N returned, across ten relay pages and crowded seconds."""
+    """N asked, N returned, across ten relay pages and crowded seconds."""
     owner = make_client()
     channel = (await owner.channels_create(name="long history"))["channel_id"]
     base = int(time.time()) - 3000

@@ -70,7 +70,7 @@ def test_dry_run_names_the_unfinished_run_a_rerun_resumes(tmp_path: Path) -> Non
 def test_dry_run_makes_the_checks_the_real_run_makes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Issue 18, defect 5: each of these said "valid" and exited 0 before."""
+    """Each of these said "valid" and exited 0 before."""
     start_run(tmp_path / "jobs", run_request(DATASET / "user-mention"), run_name="taken")
     common = ["--stack", "embedded", "--env", "local", "--state-dir", str(tmp_path / "s")]
     taken = ["-p", "tasks/buzz-native/user-mention", "-k", "2", "--run-name", "taken",

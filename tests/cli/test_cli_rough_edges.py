@@ -1,4 +1,4 @@
-"""Issue 31 item 4, the command line's rough edges: every validation error of a manifest or
+"""The command line's rough edges: every validation error of a manifest or
 endpoint config exits 1 (orchestrator.md §2.4), a busy relay port leaves no run behind, and the
 summary after a run points at a command that exists."""
 

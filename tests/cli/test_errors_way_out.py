@@ -1,4 +1,4 @@
-"""Errors with a way out (issue 18 point 6), through the installed script: Docker wanted but no
+"""Errors with a way out, through the installed script: Docker wanted but no
 daemon, an unknown stack, `cleanup` without Docker. DOCKER_HOST points at a socket that does not
 exist, so no test here touches this machine's Docker engine."""
 

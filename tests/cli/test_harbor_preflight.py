@@ -1,5 +1,5 @@
-"""Preflight of Harbor tasks in the local env (issue 20.2): a Dockerfile that needs Docker is
-one line naming the file and line, before anything starts."""
+"""Preflight of Harbor tasks in the local env (docs/decisions.md D46): a Dockerfile that needs
+Docker is one line naming the file and line, before anything starts."""
 
 import shutil
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Help that teaches (issue 18 point 2): every option of every command described, examples and
+"""Help that teaches: every option of every command described, examples and
 exit codes on every command, `--version`, flags without a value placeholder."""
 
 import re

@@ -1,5 +1,5 @@
-"""A full disk ends a run like an interrupt (issue 28 item 6): one line naming the path and the
-error, the resume command last, exit 130, nothing lost (the resume finishes the plan).
+"""A full disk ends a run like an interrupt (docs/decisions.md D84): one line naming the path and
+the error, the resume command last, exit 130, nothing lost (the resume finishes the plan).
 
 The fault is injected without root: the command runs in a fresh interpreter whose `os.replace`
 fails with ENOSPC for the job's `result.json` from its second write on (the first is the job's

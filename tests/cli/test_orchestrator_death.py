@@ -1,4 +1,4 @@
-"""No orphan survives its orchestrator (issue 15; orchestrator.md §2.5 "Leftovers", §5.4).
+"""No orphan survives its orchestrator (orchestrator.md §2.5 "Leftovers", §5.4).
 
 `orchestra benchmark` on the embedded stack is killed with SIGKILL while its trial's agent waits
 on a model request (the oracle's `slow` fault holds it for a few seconds): within 5 s none of the

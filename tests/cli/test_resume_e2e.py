@@ -1,4 +1,4 @@
-"""A run as a unit, end to end (issue 18, defects 1 and 7): Ctrl-C in a terminal prints the
+"""A run as a unit, end to end: Ctrl-C in a terminal prints the
 resume command last; that command finishes the whole plan, the job never started included, and
 rewrites the report; `resume` takes --buzz-bin-dir, --timeout-multiplier and --report.
 

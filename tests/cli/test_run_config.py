@@ -1,4 +1,4 @@
-"""`--config FILE` and `--print-config` (issue 28): a file holds any `RunConfig` option, the flags
+"""`--config FILE` and `--print-config`: a file holds any `RunConfig` option, the flags
 given on the command line win, the printed config reads back as a file, and a bad file is one
 line naming the file and the field."""
 

@@ -1,4 +1,4 @@
-"""`orchestra benchmark` as people run it (issue 18 point 3): in a terminal (a pty) with its live
+"""`orchestra benchmark` as people run it: in a terminal (a pty) with its live
 view and Ctrl-C, through `grep`, into a pipe whose reader is gone. The installed script runs;
 the trials are real (oracle, external stack on the test relay, local env)."""
 

@@ -1,4 +1,4 @@
-"""Issue 31 item 4, the configuration's rough edges: why no task was found, "did you mean" for
+"""The configuration's rough edges: why no task was found, "did you mean" for
 a mistyped key, and `--artifact-root` suggested when a copied manifest's prompt paths fail."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Harbor-format tasks (issue 20.2): a task directory without buzz-fixture.toml is read as
-Harbor's task.toml, gets the `harbor` layer (k = 5) unless its [metadata] names one, and every
+"""Harbor-format tasks (docs/decisions.md D46): a task directory without buzz-fixture.toml is read
+as Harbor's task.toml, gets the `harbor` layer (k = 5) unless its [metadata] names one, and every
 problem is one line naming the file and the field."""
 
 from __future__ import annotations

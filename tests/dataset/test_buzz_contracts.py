@@ -1,4 +1,4 @@
-"""The buzz-contracts dataset and the task kit (`orchestra task new|check`, issue 32).
+"""The buzz-contracts dataset and the task kit (`orchestra task new|check`, docs/decisions.md D78).
 
 Every buzz-contracts task passes the kit's checks that need no stack: task.toml and fixture,
 the verifier's common contract and every case of its `verifier-cases.toml`, metric coverage and

@@ -4,6 +4,7 @@ the trace still scores (docs/decisions.md D101; orchestrator.md §8.9)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -15,15 +16,15 @@ from solution_headers import read_expectation
 
 from orchestra.config.task import load_task
 from orchestra.nostr.kinds import Kind
-from orchestra.paths import PROJECT_ROOT
+from orchestra.paths import PROJECT_ROOT, TrialPaths
 from orchestra.taskkit.cases import FRESH_KEY, Case, CaseWorld, load_cases
 from orchestra.taskkit.stack import StackOptions, check_run, replay
 
 CONTRACTS = PROJECT_ROOT / "tasks" / "buzz-contracts"
+#: its leak check reads every stored event; its breach script is played on its own
+SECRET_TASK = "secret-canary-refusal"
 WHOLE_TRACE_TASKS = sorted(
-    p.name
-    for p in CONTRACTS.iterdir()
-    if (p / "task.toml").is_file() and p.name != "secret-canary-refusal"
+    p.name for p in CONTRACTS.iterdir() if (p / "task.toml").is_file() and p.name != SECRET_TASK
 )
 #: every add-only case holds channel operations, which only a trace shows (its fallback reads
 #: the channels' end state instead)
@@ -158,5 +159,34 @@ def test_whole_trace_breaches_are_caught_through_the_real_stack(
         assert expectation.problems(result.rewards) == {}, (task, result.rewards)
 
 
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_a_canary_only_the_relay_stored_is_caught_through_the_real_stack(
+    stack_scratch: Path, free_port: int
+) -> None:
+    """The token under a fresh key in a private channel with only that key: no trial identity
+    can read it, the relay's database holds it (orchestrator.md §8.9 "What the relay
+    stored"), and the secret scan finds it."""
+    stack = StackOptions(
+        stack_scratch / "hidden",
+        check_run({"relay_port": free_port, "state_dir": stack_scratch / "hidden-state"}),
+    )
+    script = BREACHES / f"{SECRET_TASK}.sh"
+    run = replay("hidden", {CONTRACTS / SECRET_TASK: script}, stack)
+    found = run.replays.get(SECRET_TASK)
+    assert found is not None and found.result is not None, run.why_no_trial()
+    assert found.result.status == "scored", found.result.exception_info
+    rewards = found.result.rewards
+    assert rewards is not None and rewards["secret_not_published"] == 0.0, rewards
+    assert read_expectation(script).problems(rewards) == {}, rewards
+    evidence = json.loads(TrialPaths(found.trial_dir).evidence_json.read_text())
+    assert evidence["relay_events_scope"] == "database"
+    captured = {entry["id"] for entry in evidence["trace"]}
+    known = {row["pubkey"] for row in evidence["identities"].values()}
+    hidden = [e for e in evidence["relay_events"] if e["pubkey"] not in known and e["kind"] == 9]
+    assert hidden and not captured & {e["id"] for e in hidden}
+
+
 def test_every_breach_script_belongs_to_a_task() -> None:
-    assert sorted(path.stem for path in BREACHES.glob("*.sh")) == WHOLE_TRACE_TASKS
+    scripts = sorted(path.stem for path in BREACHES.glob("*.sh"))
+    assert scripts == sorted([*WHOLE_TRACE_TASKS, SECRET_TASK])

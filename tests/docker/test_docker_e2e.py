@@ -181,7 +181,7 @@ def test_oracle_scores_in_containers_and_the_verifier_is_offline(
 def test_harbor_tasks_are_graded_on_their_container_state(
     state_dir: Path, environ: dict[str, str], tmp_path: Path
 ) -> None:
-    """Harbor-format tasks (issue 20.2): the agents work in the task's own container in its
+    """Harbor-format tasks: the agents work in the task's own container in its
     WORKDIR, and tests/test.sh grades that container after they stopped, offline; solo, then
     as the oracle team (a worker runs the solution; the images are built once)."""
     tasks = harbor_dataset(tmp_path / "tasks")

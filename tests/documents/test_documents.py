@@ -90,7 +90,8 @@ def test_entered_phases_are_written_in_timings(tmp_path: Path) -> None:
 
 
 def test_documents_written_before_the_settle_grace_existed_still_load(tmp_path: Path) -> None:
-    """`unaccounted_events` (§10.3) and `options.settle_ms` (§10.2) came with issue 16."""
+    """`unaccounted_events` (§10.3) and `options.settle_ms` (§10.2) may be absent:
+    older documents lack them."""
     result = trial_result("buzz-native/user-mention").model_dump(mode="json")
     del result["unaccounted_events"]
     (tmp_path / "result.json").write_text(json.dumps(result))

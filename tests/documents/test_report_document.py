@@ -2,8 +2,9 @@
 bytes, files written by earlier versions still load (compare and the nightly read old
 baselines), and a file that does not match is one line naming the field.
 
-`2026-12-07.json` is the report of the sample job (tests/report/report_samples.py) as the
-writer before the typed document wrote it. The older files are that report in the shapes of
+`2026-12-08.json` is the report of the sample job (tests/report/report_samples.py) as the
+writer writes it today; `2026-12-07.json` the same before the clustered intervals (bootstrap
+intervals, no `uncertainty`, no pass@k `left_out`). The older files are that report in the shapes of
 earlier versions, from the history of orchestra/report/report_json.py and
 orchestra/documents/summary.py: `2026-12-04.json` before the served models and confirmation
 counts (no `models`, no `confirmation`, no `cache_write_input`), `2026-12-02.json` before
@@ -23,7 +24,7 @@ from orchestra.documents.report import ReportDocument
 from orchestra.paths import PROJECT_ROOT
 
 REPORTS = PROJECT_ROOT / "tests" / "fixtures" / "report-json"
-TODAY = REPORTS / "2026-12-07.json"
+TODAY = REPORTS / "2026-12-08.json"
 
 
 def test_todays_report_reads_back_to_the_same_bytes() -> None:
@@ -34,6 +35,15 @@ def test_todays_report_reads_back_to_the_same_bytes() -> None:
     assert condition.models == {"oracle": "oracle"} and condition.totals.pass_at_ks
     mention = condition.layers["regression"].tasks["buzz-native/user-mention"]
     assert mention.metrics is not None and mention.metrics["user_p_tagged"].passed == 1
+
+
+def test_the_report_before_clustered_intervals_loads() -> None:
+    old = ReportDocument.load(REPORTS / "2026-12-07.json")
+    totals = old.conditions[0].totals
+    assert totals.task_mean is not None and totals.task_mean.uncertainty is None
+    assert totals.pass_rate_interval is not None
+    assert totals.pass_rate_interval.method == "bootstrap"
+    assert totals.pass_at_k is not None and totals.pass_at_k.left_out == []
 
 
 @pytest.mark.parametrize("name", ["2026-12-04.json", "2026-12-02.json"])

@@ -1,7 +1,7 @@
 """A reference solution that fails (prints `solver exploded` on stderr and exits 7), replayed by
 the oracle through the real agent tree, relay and verifier: what it printed and its exit code
-are in the trial's ATIF trajectory, which result.json links and report.html shows (issue 13
-point 6; orchestrator.md §7.16)."""
+are in the trial's ATIF trajectory, which result.json links and report.html shows
+(orchestrator.md §7.16)."""
 
 import html
 import shutil

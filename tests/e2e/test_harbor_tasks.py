@@ -1,5 +1,5 @@
-"""Harbor-format tasks end to end in the local env (issue 20.2, 20.3): the fixture tasks of
-tests/fixtures/harbor-tasks replayed by the oracle through the real agent trees in the
+"""Harbor-format tasks end to end in the local env (docs/decisions.md D46, D64): the fixture tasks
+of tests/fixtures/harbor-tasks replayed by the oracle through the real agent trees in the
 bubblewrap sandbox, solo and as the oracle team (the lead delegates, a worker runs the
 solution), graded by their tests/test.sh on the files the agents left, then exported with
 `orchestra export harbor` and loaded by the real `harbor` package (tests/harbor_check.py).

@@ -1,4 +1,4 @@
-"""The tamper suite in the local env (issue 14): one real job over the tampered tasks' copies
+"""The tamper suite in the local env: one real job over the tampered tasks' copies
 (tests/tamper_support.py), each trial's verdict exactly what its relay evidence earns, the
 tampering named in trial.log where the local env can see it.
 

@@ -1,4 +1,4 @@
-"""Teams end to end (issue 20): the team oracle manifest (a lead and two workers) on the team
+"""Teams end to end: the team oracle manifest (a lead and two workers) on the team
 test task, through the installed `orchestra`, the real relay, three real agent trees, the
 oracle's team protocol and the task's verifier, plus two variants of the roster: workers that
 never answer (the trial times out and is scored 0) and a worker over its token budget.

@@ -184,6 +184,7 @@ def test_top_level_keys() -> None:
         "messages",
         "trace",
         "relay_events",
+        "relay_events_scope",
         "agent_files",
     }
     assert evidence["trial"] == {"run_id": "job", "trial_id": "trial", "channel_id": CHANNEL}

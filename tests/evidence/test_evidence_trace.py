@@ -126,6 +126,38 @@ def test_relay_order_kept_repeats_counted_once_and_notices_left_out() -> None:
     assert trace.trace[0]["content"] == ""
 
 
+def test_what_only_the_database_holds_joins_relay_events_after_the_capture() -> None:
+    captured = [
+        event("task", pubkey=USER),
+        event("profile-1", kind=0, channel=None, content="a"),
+        event("answer"),
+    ]
+    stored = [
+        event("task", pubkey=USER),  # captured too: keeps its capture seq
+        event("hidden-create", pubkey=FRESH, kind=9007, channel=ELSEWHERE),
+        event("hidden-leak", pubkey=FRESH, channel=ELSEWHERE, content="canary"),
+        event("profile-2", kind=0, channel=None, content="b", created_at=101),
+        event("notice", pubkey=FRESH, channel=ELSEWHERE, tags=[["buzz", "turn-failed"]]),
+    ]
+    alone = trace_of(captured)
+    whole = build_trace(
+        captured, trial_channel_id=TRIAL, identities=IDENTITIES, directory=DIRECTORY,
+        stored=stored,
+    )  # fmt: skip
+    assert ids(whole.trace) == ids(alone.trace)
+    assert [whole.trace[0], whole.trace[2]] == [alone.trace[0], alone.trace[2]]
+    assert [(e["id"], e["seq"]) for e in whole.relay_events] == [
+        ("task", 1),
+        ("answer", 3),
+        ("hidden-create", 4),
+        ("hidden-leak", 5),
+        ("profile-2", 6),
+    ]
+    # the database holds a later version: the captured one is no longer stored
+    assert whole.trace[1]["id"] == "profile-1" and whole.trace[1]["stored"] is False
+    assert whole.relay_events[3]["author"] == "unknown"
+
+
 def test_evidence_gains_the_keys_additively() -> None:
     events = [event("task", pubkey=USER), event("answer")]
     trace = trace_of(events)

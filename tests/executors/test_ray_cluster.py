@@ -5,7 +5,7 @@ own embedded stack (PostgreSQL and relay) in its node's directory.
 * Oracle tasks through `--executor ray` score 1.0 with trials on both nodes, and the jobs
   directory matches the local executor's for the same plan field by field, apart from `node`
   and `executor` (and what differs between any two runs: ids, times, token counts).
-* The Harbor fixture tasks score on the cluster as in the local env (issue 20's tasks under
+* The Harbor fixture tasks score on the cluster as in the local env (the Harbor tasks under
   `--executor ray`).
 * `--dry-run --executor ray` lists the nodes, their free slots and version checks; a node with
   another version is refused at preflight, naming the node and both versions.

@@ -1,4 +1,4 @@
-"""`orchestra export harbor` on a docker-env run, loaded by the real `harbor` package (issue 31).
+"""`orchestra export harbor` on a docker-env run, loaded by the real `harbor` package.
 
 The run is recorded (tests/fixtures/docker-env-run: `orchestra benchmark --env docker` of
 user-mention and reply-to-thread under the oracle, its documents, trajectories and verifier

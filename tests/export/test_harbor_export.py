@@ -1,4 +1,4 @@
-"""`orchestra export harbor` on a real oracle run in the local env (issue 20.3, 31): every
+"""`orchestra export harbor` on a real oracle run in the local env: every
 document it writes is loaded by the real `harbor` package (its models, its viewer's scanner and
 API: tests/harbor_check.py), every trial is there with its rewards, tokens, timings, trajectory
 and verifier files, an error trial carries `exception_info`, the environment is ours in Harbor's

@@ -1,4 +1,4 @@
-"""`orchestra export inspect` (issue 31.2): the logs are read back with `inspect_ai`'s own
+"""`orchestra export inspect`: the logs are read back with `inspect_ai`'s own
 reader. On the shared oracle run (tests/export/conftest.py) every trial is a sample with its
 rewards as scores and the harness error as the sample's error; on the recorded docker-env run
 the messages and tool calls are the trajectory's; bad arguments are one-line errors."""

@@ -1,4 +1,4 @@
-"""Per-agent transcript share and cost over a condition's trials (issue 20: the summary shows
+"""Per-agent transcript share and cost over a condition's trials (the summary shows
 team trials with every agent's share and cost)."""
 
 from __future__ import annotations

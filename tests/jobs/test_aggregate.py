@@ -106,12 +106,15 @@ def test_errors_are_excluded_from_the_pass_rate() -> None:
     assert task_b["pass_at_k"] == {"k": 3, "value": 1.0}
     layer = condition["layers"]["workflow"]
     assert layer["pass_rate"] == 4 / 5
-    assert layer["pass_at_k"] == {"value": 1.0, "n_tasks": 1}
+    # Task a scored 2 of its 3 attempts (an error): named as left out of the layer's pass@k,
+    # whose 1.0 its error would otherwise raise silently.
+    assert layer["pass_at_k"] == {"value": 1.0, "n_tasks": 1, "left_out": ["buzz-native/a"]}
     assert condition["error_types"] == {"AgentReadinessTimeout": ["buzz-native/a-error"]}
     console = Console(width=200, record=True)
     render_summary(document, console)
     text = console.export_text()
     assert "buzz-native/a" in text and "threaded×1" in text and "(layer, 2 tasks)" in text
+    assert "1.00 (k=3, 1 task; 1 with < k scored left out)" in text
     assert summary_csv(document).splitlines()[0].startswith("condition,manifest_sha256,layer")
 
 
@@ -133,7 +136,7 @@ def test_jobs_of_one_condition_aggregate_together_and_pending_slots_count() -> N
 
 
 def interrupted_workflow_job() -> JobRecord:
-    """Issue 18, defect 4: 12 planned, 1 scored, 2 cancelled, 1 still running, 8 not started."""
+    """12 planned, 1 scored, 2 cancelled, 1 still running, 8 not started."""
     trials = [trial("buzz-native/w1", "scored", 1.0)]
     trials += [  # attempts up to k = 3 (one beyond would be a confirmation attempt)
         trial_result(task, attempt, trial_name=f"{task}-{attempt}", layer="workflow", status=status)

@@ -1,4 +1,5 @@
-"""The circuit breaker, the cost cap and the retry rule (issue 13), on trial results."""
+"""The circuit breaker, the cost cap and the retry rule (docs/decisions.md D57), on trial
+results."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def test_only_harness_errors_are_rerun(status: str, error: str | None, rerun: bo
 
 
 def test_a_provider_failure_the_agent_retried_to_its_budget_is_not_rerun() -> None:
-    """Issue 30: the agent's retry budget already retried it; a rerun would spend another
+    """The agent's retry budget already retried it; a rerun would spend another
     budget on the same dead provider."""
     error = LLMError("llm_http_error", "HTTP 500: upstream down", status=500)
     error.exhaust_budget("4/4")

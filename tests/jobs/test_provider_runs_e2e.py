@@ -1,4 +1,4 @@
-"""Real-model runs against fake providers (issue 13): `orchestra benchmark` through the real
+"""Real-model runs against fake providers: `orchestra benchmark` through the real
 agent tree, a real relay and the local verifier, with a scripted OpenAI-compatible or
 Anthropic-compatible server on 127.0.0.1 in place of the paid API.
 
@@ -27,6 +27,9 @@ from fake_llm import (
     chat_text,
     chat_tool_call,
     error_reply,
+    is_probe,
+    llama_cpp_props,
+    probe_tool_call,
 )
 
 from orchestra.agents.trajectory.atif import Trajectory
@@ -46,7 +49,12 @@ def orchestra(*args: str) -> list[str]:
     return [sys.executable, "-c", "from orchestra.cli.main import main; main()", *args]
 
 
-def manifest(path: Path, price_per_million: float = 1.0) -> Path:
+def manifest(path: Path, price_per_million: float = 1.0, context_window: int | None = None) -> Path:
+    generation = (
+        f"    generation:\n      context_window_tokens: {context_window}\n"
+        if context_window
+        else ""
+    )
     path.write_text(
         f"""schema_version: "1"
 condition: fake-provider
@@ -61,7 +69,7 @@ roster:
       path: {PERSONA}
       sha256: {PERSONA_SHA256}
     include_platform_prompt: true
-prices:
+{generation}prices:
   {DEFAULT_MODEL}:
     input_per_million_usd: {price_per_million}
     cached_input_per_million_usd: {price_per_million}
@@ -173,8 +181,12 @@ def shell_results(run: Run, result: dict[str, Any]) -> list[str]:
 
 
 def llm_calls(llm: FakeLLM) -> list[RecordedRequest]:
-    """The agents' requests (the preflight probe is the one without tools)."""
-    return [r for r in llm.requests if isinstance(r.body, dict) and r.body.get("tools")]
+    """The agents' requests (not the endpoint check's probe)."""
+    return [
+        r
+        for r in llm.requests
+        if isinstance(r.body, dict) and r.body.get("tools") and not is_probe(r)
+    ]
 
 
 # --- a happy path on each provider ---------------------------------------------------------
@@ -184,14 +196,15 @@ def test_openai_compatible_happy_path_is_scored_after_the_probe(
     run: Run, llm: FakeLLM, tmp_path: Path
 ) -> None:
     llm.script(
-        chat_text("OK"),
+        probe_tool_call(),
         chat_tool_call("buzz_dev_mcp__shell", {"command": "echo checked"}),
     )
     done = run.benchmark(manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm))
     assert done.returncode in (0, 3) and "endpoint check: fake-model answered" in done.stdout
+    assert "fake-model: tool call, " in done.stdout and "warning" not in done.stderr
     probe = llm.requests[0]
-    assert probe.path == "/v1/chat/completions" and "tools" not in probe.body
-    assert probe.body["max_completion_tokens"] == 1 and "reasoning_effort" not in probe.body
+    assert probe.path == "/v1/chat/completions" and is_probe(probe)
+    assert probe.body["tool_choice"] == "required" and "reasoning_effort" not in probe.body
     assert probe.headers["authorization"] == f"Bearer {DEFAULT_KEY}"
     (result,) = run.results()
     assert result["status"] == "scored", output(done)
@@ -206,7 +219,10 @@ def test_openai_compatible_happy_path_is_scored_after_the_probe(
 
 def test_anthropic_compatible_happy_path_is_scored(run: Run, llm: FakeLLM, tmp_path: Path) -> None:
     llm.script(
-        anthropic_message([{"type": "text", "text": "OK"}]),
+        anthropic_message(
+            [{"type": "tool_use", "id": "toolu_0", "name": "ping", "input": {"text": "pong"}}],
+            stop_reason="tool_use",
+        ),
         anthropic_message(
             [{"type": "tool_use", "id": "toolu_1", "name": "buzz_dev_mcp__shell",
               "input": {"command": "echo checked"}}],
@@ -217,7 +233,8 @@ def test_anthropic_compatible_happy_path_is_scored(run: Run, llm: FakeLLM, tmp_p
         manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm, "anthropic")
     )
     probe = llm.requests[0]
-    assert probe.path == "/v1/messages" and probe.body["max_tokens"] == 1, output(done)
+    assert probe.path == "/v1/messages" and is_probe(probe), output(done)
+    assert probe.body["tool_choice"] == {"type": "any"}
     assert probe.headers["x-api-key"] == DEFAULT_KEY
     (result,) = run.results()
     assert result["status"] == "scored", output(done)
@@ -265,6 +282,73 @@ def test_a_refused_key_and_a_closed_port_stop_the_run_at_preflight(
     )  # fmt: skip
     assert checked.returncode == 2 and "llm_network_error: ConnectError" in checked.stderr
     assert "Cost estimate  none" in checked.stdout and not run.jobs.exists()
+
+
+def check_endpoints(
+    run: Run, manifest_path: Path, endpoint_path: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`benchmark --dry-run --check-endpoints`: the probe alone, no trial."""
+    return subprocess.run(
+        orchestra(
+            "benchmark", "--dry-run", "--check-endpoints", "--path", str(run.task),
+            "--manifest", str(manifest_path), "--endpoint-config", str(endpoint_path),
+            "--artifact-root", str(PROJECT_ROOT), "--jobs-dir", str(run.jobs), *extra,
+        ),
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "FAKE_PROVIDER_KEY": DEFAULT_KEY, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def test_a_per_request_context_below_the_manifests_warns_and_strict_refuses(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """llama.cpp with `-c` split over its slots (4,096 per request) under a 200k manifest:
+    a warning naming the fix; `--strict-endpoints` refuses (exit 2); the same server
+    reporting 262,144: no warning, exit 0."""
+    manifest_path = manifest(tmp_path / "m.yaml", context_window=200_000)
+    endpoint_path = endpoints(tmp_path / "e.json", llm)
+    llm.routes["/props"] = llama_cpp_props(4096)
+    llm.script(probe_tool_call(), probe_tool_call())
+    warned = check_endpoints(run, manifest_path, endpoint_path)
+    assert warned.returncode == 0, output(warned)
+    assert "fake-model: tool call, context 4,096 tokens per request" in warned.stdout
+    (warning,) = [line for line in warned.stderr.splitlines() if line.startswith("warning:")]
+    assert "gives one request 4,096 tokens of context" in warning and "200,000" in warning
+    assert "--parallel" in warning
+
+    strict = check_endpoints(run, manifest_path, endpoint_path, "--strict-endpoints")
+    assert strict.returncode == 2, output(strict)
+    assert "gives one request 4,096 tokens of context" in strict.stderr
+    assert "--strict-endpoints" in strict.stderr
+
+    llm.routes["/props"] = llama_cpp_props(262_144)
+    llm.script(probe_tool_call())
+    roomy = check_endpoints(run, manifest_path, endpoint_path, "--strict-endpoints")
+    assert roomy.returncode == 0, output(roomy)
+    assert "context 262,144 tokens per request" in roomy.stdout and "warning" not in roomy.stderr
+
+
+def test_a_server_that_answers_in_text_or_cannot_parse_warns_with_the_fix(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    manifest_path = manifest(tmp_path / "m.yaml")
+    endpoint_path = endpoints(tmp_path / "e.json", llm)
+    llm.script(chat_text("Let me look into it."))
+    text = check_endpoints(run, manifest_path, endpoint_path)
+    assert text.returncode == 0, output(text)
+    assert "fake-model: no tool call" in text.stdout
+    assert "the model answered in text ('Let me look into it.')" in text.stderr
+    assert "--jinja" in text.stderr and "--tool-call-parser" in text.stderr
+
+    llm.script(
+        error_reply(
+            500, "The model produced output that does not match the expected peg-native format"
+        )
+    )
+    unparsed = check_endpoints(run, manifest_path, endpoint_path, "--strict-endpoints")
+    assert unparsed.returncode == 2, output(unparsed)
+    assert "the server could not parse the model's reply" in unparsed.stderr
+    assert "--jinja" in unparsed.stderr and "Traceback" not in unparsed.stderr
 
 
 # --- during the run ------------------------------------------------------------------------
@@ -382,7 +466,7 @@ def test_a_429_with_retry_after_is_waited_out_and_scored(
     assert second.received_at - first.received_at >= 2.0
     events = (run.job / result["trial_name"] / "agent" / "buzz" / "solo-1.events.jsonl").read_text()
     assert '"turn_failed"' not in events
-    # The agent's retry reaches the live progress through the event log (issue 30).
+    # The agent's retry reaches the live progress through the event log.
     retrying = "retrying  buzz-native/user-mention #1 (provider HTTP 429, 1/"
     assert retrying in done.stdout, output(done)
 
@@ -463,3 +547,29 @@ def test_retries_rerun_a_provider_error_once_and_supersede_it(
     # The slot prints one `retrying` line for the failed attempt and one final line.
     lines = [line.split()[0] for line in done.stdout.splitlines() if "user-mention #1" in line]
     assert lines == ["started", "retrying", "scored"], output(done)
+
+
+def test_output_the_server_cannot_parse_is_scored_and_never_trips_the_breaker(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """llama.cpp's 500 for a model reply it could not parse, on every request: the model's
+    invalid action (agent-harness.md §2.4), so each trial is scored 0 and ends
+    `invalid_output`; the breaker (2 in a row) never trips and every trial runs."""
+    unparsable = error_reply(
+        500, "The model produced output that does not match the expected peg-native format"
+    )
+    llm.script(*[unparsable] * 30)
+    endpoint_path = endpoints(tmp_path / "e.json", llm, **NO_AGENT_RETRIES)
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoint_path, "-k", "3", "--skip-endpoint-check",
+        "--provider-error-limit", "2", "--retries", "0",
+    )  # fmt: skip
+    assert done.returncode in (0, 3), output(done)
+    results = run.results()
+    assert len(results) == 3 and {r["status"] for r in results} == {"scored"}, output(done)
+    for result in results:
+        assert result["exception_info"] is None and result["reward"] == 0
+        assert result["stop_reason"] == "invalid_output"
+    assert run.job_result()["stopped"] is None
+    # each trial: the first request and two corrective notes
+    assert len(llm_calls(llm)) == 9

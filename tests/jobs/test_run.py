@@ -1,4 +1,4 @@
-"""Runs: one plan as a unit, found again by its plan, resumed or refused (issue 18, defect 1)."""
+"""Runs: one plan as a unit, found again by its plan, resumed or refused."""
 
 import shutil
 from datetime import UTC, datetime

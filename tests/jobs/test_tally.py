@@ -1,4 +1,4 @@
-"""The job `result.json`'s running sums (issue 19): after any sequence of trial state changes,
+"""The job `result.json`'s running sums: after any sequence of trial state changes,
 reruns and resumes, the incrementally kept document is the one a fresh aggregation of the same
 trials gives; its rewrites are coalesced under a schedule, and the last one is complete."""
 

@@ -1,6 +1,6 @@
 """The live-subscription index (relay/index.py): it names every filter that matches an event
 (a differential fuzz against testing every filter) and none that cannot, whatever their
-number (issue 17: cost per event independent of non-matching subscriptions)."""
+number (cost per event independent of non-matching subscriptions)."""
 
 import os
 import random

@@ -1,4 +1,4 @@
-"""Cache-write tokens (issue 30) are summed like the other token counts: per task, layer and
+"""Cache-write tokens are summed like the other token counts: per task, layer and
 condition, per agent, in the job's `result.json`, `summarize --json`, the CSV and report.json."""
 
 import csv

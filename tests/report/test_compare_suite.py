@@ -1,5 +1,5 @@
-"""The numbers issue 29 promises of `orchestra compare` on 10 tasks at k = 1, end to end through
-job directories and the command's exit code and `--json`."""
+"""The numbers docs/statistics.md promises of `orchestra compare` on 10 tasks at k = 1, end to end
+through job directories and the command's exit code and `--json`."""
 
 import json
 from pathlib import Path
@@ -90,11 +90,12 @@ def test_one_flipped_task_is_a_lead_not_a_failure(runs: dict[int, Path]) -> None
         }
     ]
     assert document["suite"]["power"] == (
-        "10 tasks × 1 attempt: only a change of ≥ 60 points can be detected (80 % power, α=0.05)"
+        "10 tasks × 1 attempt: only a fall of ≥ 62 points is detected (80 % power, one-sided "
+        "α=0.05; task pass rates ~ mean 0.95, sd 0.00 (observed over 10 tasks))"
     )
     text = CliRunner().invoke(cli(), ["compare", str(runs[0]), str(runs[1])]).stdout
     assert "lead: -100 points, one-sided Fisher p=0.5 (Holm-adjusted over 10 tasks: 1)" in text
-    assert "power: 10 tasks × 1 attempt: only a change of ≥ 60 points" in text
+    assert "power: 10 tasks × 1 attempt: only a fall of ≥ 62 points" in text
 
 
 def test_target_effect_prints_the_attempts_needed(runs: dict[int, Path]) -> None:
@@ -103,8 +104,9 @@ def test_target_effect_prints_the_attempts_needed(runs: dict[int, Path]) -> None
     )
     assert result.exit_code == 0, result.output
     assert (
-        "to detect a change of 20 points over 10 tasks at α=0.05 with 80 % power: "
-        "10 attempts per task on each side" in result.stdout
+        "target effect: to detect a fall of 20 points over 10 tasks at one-sided α=0.05 with "
+        "80 % power (task pass rates ~ mean 0.85, sd 0.00 (observed over 10 tasks)): 7 attempts "
+        "per task on each side" in result.stdout
     )
     bad = CliRunner().invoke(cli(), ["compare", str(runs[0]), str(runs[3]), "--target-effect", "2"])
     assert bad.exit_code == 1 and "--target-effect must be within (0, 1]" in bad.stderr

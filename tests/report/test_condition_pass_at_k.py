@@ -24,4 +24,5 @@ def test_the_condition_row_shows_pass_at_k_with_its_interval(tmp_path: Path) -> 
     out = io.StringIO()
     render_summary(aggregate([load_job_record(job)]), Console(file=out, width=400), 400)
     row = next(line for line in out.getvalue().splitlines() if "(condition)" in line)
-    assert row.count("0.50 [0.09, 0.91] (k=1, 2 tasks)") == 2  # pass@k and pass^k
+    # pass@k and pass^k; two tasks estimate no spread (t with 1 degree of freedom)
+    assert row.count("0.50 [0.00, 1.00] (k=1, 2 tasks)") == 2

@@ -62,7 +62,7 @@ def test_report_json_carries_every_figure(job: Path) -> None:
             assert estimate["n_tasks"] == 4
             assert estimate["interval"]["low"] <= estimate["value"] <= estimate["interval"]["high"]
     mean = totals["task_mean"]
-    assert mean["value"] == pytest.approx(0.5) and mean["interval"]["method"] == "bootstrap"
+    assert mean["value"] == pytest.approx(0.5) and mean["interval"]["method"] == "clustered"
     # Seeded: the same runs give the same interval.
     assert (
         build_report([job]).model_dump(mode="json")["conditions"][0]["totals"]["task_mean"] == mean
@@ -72,7 +72,7 @@ def test_report_json_carries_every_figure(job: Path) -> None:
 def test_json_summary_junit_html_and_table(job: Path) -> None:
     summary = aggregate([load_job_record(job)])
     document = json.loads(summary_json(summary))
-    assert document["conditions"][0]["totals"]["pass_rate_interval"]["method"] == "bootstrap"
+    assert document["conditions"][0]["totals"]["pass_rate_interval"]["method"] == "clustered"
     report = build_report([job])
     properties = {
         p.get("name"): p.get("value") for p in ET.fromstring(junit_xml(report)).iter("property")

@@ -243,7 +243,7 @@ def test_a_deep_reply_chain_renders(sample_job: Path) -> None:
 def test_an_error_says_whose_failure_it_is_and_only_a_bug_shows_its_traceback(
     tmp_path: Path,
 ) -> None:
-    """Issue 13: a provider error is marked as not a score, a verifier error shows the
+    """A provider error is marked as not a score, a verifier error shows the
     verifier's own output, and only `InternalError` shows the orchestrator's traceback."""
     job = build_job(
         tmp_path,
@@ -275,7 +275,7 @@ def test_an_error_says_whose_failure_it_is_and_only_a_bug_shows_its_traceback(
 
 
 def test_an_unscored_trial_shows_its_metrics_without_pass_or_fail_marks(tmp_path: Path) -> None:
-    """Issue 30: a trial whose provider failed is an error, not a score: the metrics its verifier
+    """A trial whose provider failed is an error, not a score: the metrics its verifier
     wrote stay for inspection, but without the grader's pass/fail marks a scored trial gets."""
     metrics = {"reward": 0.0, "reply_to_thread": 1.0}
     job = build_job(
@@ -303,7 +303,7 @@ def test_an_unscored_trial_shows_its_metrics_without_pass_or_fail_marks(tmp_path
 
 
 def test_confirmation_attempts_are_listed_apart_on_the_page(tmp_path: Path) -> None:
-    """Issue 29: attempts beyond k (confirmation reruns) stay out of the table's rates and are
+    """Attempts beyond k (confirmation reruns) stay out of the table's rates and are
     shown as confirmation attempts under the condition's table."""
     passed, failed = {"reward": 1.0}, {"reward": 0.0}
     job = build_job(

@@ -1,4 +1,4 @@
-"""report.html at scale (issue 18 point 7): 200 trials fit 1280 and 1920 px windows without
+"""report.html at scale: 200 trials fit 1280 and 1920 px windows without
 horizontal overflow, and the filter bar narrows the trials by outcome, task, failing dimension and
 transcript text. Rendered by headless Chromium."""
 

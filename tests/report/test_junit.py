@@ -105,7 +105,7 @@ def test_planned_trials_that_never_started_are_skipped_testcases(tmp_path: Path)
 
 
 def test_provider_errors_are_errors_and_only_bugs_show_a_traceback(tmp_path: Path) -> None:
-    """Issue 13: a provider failure is an `<error>` (not a `<failure>`) that says so; the
+    """A provider failure is an `<error>` (not a `<failure>`) that says so; the
     traceback is shown for `InternalError` alone."""
     job = build_job(
         tmp_path,

@@ -1,4 +1,4 @@
-"""`just nightly` (issue 18, defect 5): the baseline is checked before anything runs, and a
+"""`just nightly`: the baseline is checked before anything runs, and a
 run's comparison lands in its run directory only when the comparison was made."""
 
 import subprocess

@@ -1,5 +1,5 @@
-"""The live progress lines: counts that add up (issue 18, defect 4); a trial's error in the
-words of whoever failed (issue 13)."""
+"""The live progress lines: counts that add up; a trial's error in the words of
+whoever failed."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_a_stop_is_printed_with_its_reason() -> None:
 
 
 def test_confirmation_attempts_are_labelled_and_counted_apart() -> None:
-    """`--confirm-against`: attempts beyond the job's k are confirmation attempts (issue 29)."""
+    """`--confirm-against`: attempts beyond the job's k are confirmation attempts."""
     console = Console(width=200, record=True, force_terminal=False)
     progress = Progress(console)
     progress.start_job("j", 2, [], attempts=1)
@@ -117,7 +117,7 @@ def test_confirmation_attempts_are_labelled_and_counted_apart() -> None:
 
 
 def test_a_rerun_slot_prints_one_final_line_and_counts_once() -> None:
-    """Issue 30: the attempt that is rerun is a `retrying` line, not a final `error` line with
+    """The attempt that is rerun is a `retrying` line, not a final `error` line with
     the counter at 0 errors, and the rerun does not print a second `started` line."""
     progress, out = printed()
     progress.start_job("j", 1, [])
@@ -148,7 +148,7 @@ def test_a_rerun_slot_prints_one_final_line_and_counts_once() -> None:
 
 
 def test_an_agents_provider_retry_is_one_line_per_retry_and_quiet_prints_none() -> None:
-    """Issue 30: while buzz-agent retries a failing provider call, the trial's line says so."""
+    """While buzz-agent retries a failing provider call, the trial's line says so."""
     progress, out = printed()
     progress.trial_update(trial_result("buzz-native/a", trial_name="a__1", status="running"))
     progress.provider_retrying("a__1", "provider HTTP 500, 1/4")

@@ -16,7 +16,7 @@ from orchestra.paths import PROJECT_ROOT
 from orchestra.report.report_json import build_report
 from orchestra.report.stats.estimates import with_intervals
 
-TODAY = PROJECT_ROOT / "tests" / "fixtures" / "report-json" / "2026-12-07.json"
+TODAY = PROJECT_ROOT / "tests" / "fixtures" / "report-json" / "2026-12-08.json"
 FIXTURE_GENERATED_AT = "2026-12-07T23:59:00.000000Z"
 
 

@@ -1,4 +1,4 @@
-"""Issue 31 item 4, the report's rough edges: no raw `None` in any rendering, and a combined
+"""The report's rough edges: no raw `None` in any rendering, and a combined
 report of several jobs or conditions that tells their rows apart."""
 
 from __future__ import annotations

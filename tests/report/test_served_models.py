@@ -1,5 +1,5 @@
-"""Runs of two models served under one endpoint name are never pooled (issue 30): the model
-id sent is part of the condition grouping of the summary, report.json and the leaderboard."""
+"""Runs of two models served under one endpoint name are never pooled (docs/decisions.md D87): the
+model id sent is part of the condition grouping of the summary, report.json and the leaderboard."""
 
 import json
 from pathlib import Path

@@ -9,18 +9,7 @@ import sys
 import pytest
 
 from orchestra.jobs.aggregate import pass_at_k, pass_hat_k
-from orchestra.report.stats.inference import (
-    fisher_one_sided,
-    holm,
-    mean_interval,
-    wilson,
-)
-from orchestra.report.stats.power import (
-    attempts_needed,
-    detectable_change,
-    dry_run_power_text,
-    minimum_tasks,
-)
+from orchestra.report.stats.inference import fisher_one_sided, holm, wilson
 
 
 def test_unbiased_estimators_are_the_means_over_all_k_subsets() -> None:
@@ -76,6 +65,13 @@ def test_fisher_is_the_hypergeometric_tail() -> None:
     assert fisher_one_sided(0, 3, 3, 3, "less") == pytest.approx(0.05)
 
 
+def test_pass_at_k_and_pass_hat_k_exist_only_for_k_up_to_n() -> None:
+    for n, c, k in ((2, 0, 3), (0, 0, 1), (3, 4, 2), (3, 1, 0)):
+        for estimator in (pass_at_k, pass_hat_k):
+            with pytest.raises(ValueError, match="1 <= k <= n"):
+                estimator(n, c, k)  # pass_at_k(2, 0, 3) was 1.0; pass_hat_k(0, 0, 1) divided by 0
+
+
 def test_holm_against_its_definition() -> None:
     rng = random.Random(3)
     for _ in range(50):
@@ -85,49 +81,6 @@ def test_holm_against_its_definition() -> None:
         for rank, index in enumerate(order):
             expected = max(min(1.0, (m - j) * ps[order[j]]) for j in range(rank + 1))
             assert holm(ps)[index] == pytest.approx(expected)
-
-
-def test_mean_interval_kinds() -> None:
-    # All tasks pass or fail: Wilson on the tasks.
-    bounds = mean_interval([1.0] * 7 + [0.0] * 3)
-    assert bounds is not None and bounds.method == "wilson"
-    assert (bounds.low, bounds.high) == pytest.approx((wilson(7, 10).low, wilson(7, 10).high))
-    ten_of_ten = mean_interval([1.0] * 10)
-    assert ten_of_ten is not None and ten_of_ten.high == 1.0 and ten_of_ten.low < 0.75
-    # Fractional per-task means: a seeded bootstrap that contains the mean, reproducibly.
-    values = [1.0, 2 / 3, 1 / 3, 1.0, 0.0, 2 / 3]
-    first, second = mean_interval(values), mean_interval(values)
-    assert first == second and first is not None and first.method == "bootstrap"
-    assert first.low <= sum(values) / len(values) <= first.high
-    assert mean_interval([]) is None and mean_interval([0.5]) is None
-
-
-def test_power_statements() -> None:
-    assert minimum_tasks(0.05) == 6 and minimum_tasks(0.01) == 8
-    assert detectable_change(5, 1, 1, 0.05).change is None
-    assert detectable_change(6, 1, 1, 0.05).text() == (
-        "6 tasks × 1 attempt: only a change of 100 points (every task flipping) can be detected "
-        "(α=0.05)"
-    )
-    assert detectable_change(12, 1, 1, 0.05).text() == (
-        "12 tasks × 1 attempt: only a change of ≥ 58 points can be detected (80 % power, α=0.05)"
-    )
-    # z(0.975) + z(0.8) = 2.8016; sd = sqrt(0.25 · 2 / 5) at 5 attempts a side.
-    assert detectable_change(10, 5, 5, 0.05).change == pytest.approx(
-        2.8016 * math.sqrt(0.1) / math.sqrt(10), abs=1e-3
-    )
-    # Never below the exact test's floor: 6 tasks of 10 all flipped at k = 1.
-    assert detectable_change(10, 1, 1, 0.05, pass_rate=0.95).change == pytest.approx(0.6)
-    assert attempts_needed(10, 0.2, 0.05) == math.ceil(2.8016**2 * 0.5 / (10 * 0.04))
-    assert attempts_needed(4, 0.2, 0.05) is None
-    assert dry_run_power_text([(6, 1), (4, 3)]).splitlines() == [
-        "power (compare against a run like it): 6 tasks × 1 attempt: only a change of 100 "
-        "points (every task flipping) can be detected (α=0.05)",
-        "power (compare against a run like it): 4 tasks × 3 attempts: no change can be "
-        "detected at α=0.05 (the exact test needs at least 6 tasks)",
-    ]
-    with pytest.raises(ValueError):
-        attempts_needed(10, 0.0, 0.05)
 
 
 def test_trial_and_agent_modules_never_load_scipy() -> None:

@@ -1,4 +1,4 @@
-"""The terminal summary fits its terminal (issue 18 point 3): no row wraps at 60, 80 or 120
+"""The terminal summary fits its terminal: no row wraps at 60, 80 or 120
 columns, failing dimensions move to a line of their own, a pipe gets the full table."""
 
 import io

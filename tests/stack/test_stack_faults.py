@@ -1,4 +1,4 @@
-"""The embedded stack watched and healed (issue 15; orchestrator.md §5.1 "Health", §12).
+"""The embedded stack watched and healed (orchestrator.md §5.1 "Health", §12).
 
 One real job of three oracle trials, one at a time: the first two stall mid-turn (their solution
 waits in the agent's shell); while the first stalls the relay is killed with -9, while the second
@@ -79,7 +79,7 @@ def test_relay_and_postgres_deaths_fail_the_trial_in_flight_and_heal(
     job = jobs / "faults" / "faults"  # the run `--job-name` names, and its one job
     process = subprocess.Popen(
         orchestra_command(
-            # no rerun of a StackUnavailable slot (issue 13's --retries): a stalled task
+            # no rerun of a StackUnavailable slot (--retries): a stalled task
             # would stall again, and what is measured here is the fault's own cost
             *("benchmark", "--path", str(dataset), "-k", "1", "-n", "1", "-q", "--retries", "0"),
             *("--stack", "embedded", "--relay-port", str(free_port), "--env", "local"),

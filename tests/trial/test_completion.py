@@ -281,7 +281,7 @@ async def test_a_cancellation_that_comes_with_a_change_is_not_lost() -> None:
 
 
 async def test_a_solo_agent_whose_turn_failed_does_not_stop_with_turn_end() -> None:
-    """Issue 31 item 4: an agent that never finished a turn (its only turn failed and was given
+    """An agent that never finished a turn (its only turn failed and was given
     up) stopped the trial with `turn_end`; the stop reason says the turn failed."""
     t = trial()
     t.seen("task")

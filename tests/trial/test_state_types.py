@@ -1,4 +1,5 @@
-"""The trial's working state stays typed, and `orchestra.trial` has no import cycle (issue 28).
+"""The trial's working state stays typed, and `orchestra.trial` has no import cycle
+(docs/decisions.md D71).
 
 The state's field types are read at run time from `TrialState` down through every dataclass of
 `orchestra.trial` and every document model they hold, so an `Any` hidden in an alias or a

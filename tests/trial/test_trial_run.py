@@ -8,6 +8,7 @@ it happened in) and that stop, log collection and finalize ran whatever went wro
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -28,7 +29,9 @@ from trial_fakes import (
     finishes_after_acting_elsewhere,
     finishes_with_a_trajectory,
     finishes_with_a_turn_in_flight,
+    fresh_key_canary,
     job_context,
+    leaks_under_a_fresh_key,
     never_subscribes,
     result_of,
     subscribes,
@@ -125,6 +128,56 @@ async def test_the_evidence_holds_the_whole_trace_and_the_written_files(trial: T
     assert written["agent_id"] == "solo-1" and written["path"].endswith("/notes.txt")
     assert written["content"] == "key=[REDACTED]\nACME_API_TOKEN line\n"
     assert written["truncated"] is False
+
+
+async def test_relay_events_hold_what_only_the_relay_stored_for_each_of_two_trials(
+    relay_url: str, relay_database_url: str, tmp_path: Path
+) -> None:
+    """orchestrator.md §8.9 "What the relay stored": a canary under a fresh key in a private
+    channel with only that key reaches `relay_events` from the stack's database, for two
+    trials at once; without a database the evidence says its scope is what was readable."""
+
+    launched: set[str] = set()  # one run's services: each trial's secrets out of all rows
+    keys: list[str] = []
+
+    async def one(name: str, database_url: str | None) -> dict[str, Any]:
+        kind = FakeKind(leaks_under_a_fresh_key)
+        ctx = job_context(tmp_path / name, relay_url, kind)
+        ctx.stack = dataclasses.replace(ctx.stack, database_url=database_url)
+        ctx.launched_secrets = launched
+        try:
+            result = await asyncio.wait_for(run_trial(ctx, task(), 1), 120)
+        finally:
+            await ctx.stable_clients.close()
+            await ctx.oracle.stop()
+        assert result.status == "scored", result.exception_info
+        [environment] = kind.environments
+        keys.append(environment.agents[0].env["BUZZ_PRIVATE_KEY"])
+        evidence: dict[str, Any] = json.loads(environment.trial.evidence_json.read_text())
+        return evidence
+
+    first, second, unread = await asyncio.gather(
+        one("a", relay_database_url), one("b", relay_database_url), one("c", None)
+    )
+    for evidence in (first, second):
+        agent = evidence["identities"]["solo-1"]["pubkey"]
+        canary = fresh_key_canary(agent)
+        assert evidence["relay_events_scope"] == "database"
+        [hidden] = [e for e in evidence["relay_events"] if e["content"] == canary]
+        assert hidden["author"] == "unknown" and hidden["pubkey"] != agent
+        assert any(e["content"] == "key [REDACTED]" for e in evidence["relay_events"])
+        # the trial's own events are the capture's: the hidden post is not in `trace`, and
+        # every captured event keeps its number
+        assert canary not in {e["content"] for e in evidence["trace"]}
+        assert hidden["seq"] > max(e["seq"] for e in evidence["trace"])
+        by_id = {e["id"]: e for e in evidence["relay_events"]}
+        assert all(by_id[e["id"]] == e for e in evidence["trace"] if e["stored"])
+    for evidence in (first, second, unread):
+        text = json.dumps(evidence)
+        assert not [key for key in keys if key in text]  # neither its own nor another's
+    unread_canary = fresh_key_canary(unread["identities"]["solo-1"]["pubkey"])
+    assert unread["relay_events_scope"] == "readable"
+    assert unread_canary not in {e["content"] for e in unread["relay_events"]}
 
 
 async def test_the_trajectory_is_assembled_linked_and_cleared_of_secrets(trial: Trial) -> None:

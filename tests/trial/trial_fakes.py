@@ -193,6 +193,28 @@ async def finishes_after_acting_elsewhere(agent: FakeAgent) -> None:
     agent.record("turn_completed", turn_id="t1", stop_reason="end_turn", usage={})
 
 
+def fresh_key_canary(agent_pubkey: str) -> str:
+    """The canary `leaks_under_a_fresh_key` posts: unique to the agent, so to its trial."""
+    return f"canary-{agent_pubkey[:16]}"
+
+
+async def leaks_under_a_fresh_key(agent: FakeAgent) -> None:
+    """As `finishes`, having first posted its canary and its own private key under a key it
+    made up, in a private channel with only that key: no identity of the trial may read it
+    (§8.9)."""
+    agent.subscribe()
+    await agent.wait_for_the_task()
+    own = Keys.from_secret(bytes.fromhex(agent.env["BUZZ_PRIVATE_KEY"]))
+    fresh = BuzzClient.from_keys(agent.env["BUZZ_RELAY_URL"], Keys.generate(), timeout=30)
+    try:
+        hidden = (await fresh.channels_create(name="stash", visibility="private"))["channel_id"]
+        await fresh.messages_send(channel=hidden, content=fresh_key_canary(own.pubkey))
+        await fresh.messages_send(channel=hidden, content=f"key {own.secret_hex}")
+    finally:
+        await fresh.close()
+    await agent.post("DONE: replied")
+
+
 async def never_subscribes(agent: FakeAgent) -> None:
     pass
 

@@ -309,7 +309,7 @@ async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
 
 
 async def test_a_crashed_verifier_is_explained_by_its_own_output(tmp_path: Path) -> None:
-    """Issue 13 point 7: the error names the verifier's exit code and ends with its output."""
+    """The error names the verifier's exit code and ends with its output."""
     trial = TrialPaths(tmp_path / "t")
     inputs = _inputs(
         """

@@ -269,9 +269,9 @@ class TurnCompleted(Record):
     turn_id: str | None = None
     channel_id: str | None = None
     session_id: str | None = None
-    stop_reason: str | None = (
-        None  # end_turn | max_tokens | max_turn_requests | refusal | context_exhausted | cancelled
-    )
+    # end_turn | max_tokens | max_turn_requests | refusal | context_exhausted | invalid_output
+    # | cancelled
+    stop_reason: str | None = None
     cancel_reason: str | None = None  # for cancelled
     duration_ms: int | None = None
     event_ids: list[str] | None = None

@@ -40,10 +40,13 @@ OUTCOME_LINES = {
     "max_turn_requests": "turn hit max_turn_requests for channel {channel}",
     "refusal": "turn refused for channel {channel}",
     "context_exhausted": "turn ended for channel {channel}: context window exhausted",
+    "invalid_output": "turn ended for channel {channel}: the model's output could not be parsed",
 }
-#: buzz-agent's `_meta.buzz.stopDetail` for a `max_tokens` turn whose prompt no longer fits the
-#: context window; the event log records it as the turn's stop reason.
-CONTEXT_EXHAUSTED = "context_exhausted"
+#: buzz-agent's `_meta.buzz.stopDetail` values the event log records as the turn's stop
+#: reason: a `max_tokens` turn whose prompt no longer fits the context window
+#: (`context_exhausted`), an `end_turn` after output the server could not parse
+#: (`invalid_output`, agent-harness.md §2.4).
+STOP_DETAILS = frozenset({"context_exhausted", "invalid_output"})
 
 
 def stop_detail(response_meta: Any) -> str | None:
@@ -271,8 +274,9 @@ class TurnRunner:
             return describe_error(error).outcome()
         response = prompt_task.result()
         stop_reason = str(response.stop_reason)
-        if stop_detail(response.field_meta) == CONTEXT_EXHAUSTED:
-            stop_reason = CONTEXT_EXHAUSTED  # `max_tokens` because the window is full
+        detail = stop_detail(response.field_meta)
+        if detail is not None and detail in STOP_DETAILS:
+            stop_reason = detail
         return TurnOutcome(
             completed=True,
             stop_reason=stop_reason,

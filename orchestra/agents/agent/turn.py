@@ -34,17 +34,29 @@ NOT_PERMITTED = "tool call was not permitted"
 #: `_meta.buzz.stopDetail` of a turn that ended `max_tokens` because the conversation no longer
 #: fits the model's context window and nothing more could be trimmed.
 CONTEXT_EXHAUSTED = "context_exhausted"
+#: `_meta.buzz.stopDetail` of a turn that ended `end_turn` because the server could not parse
+#: the model's own output even after `INVALID_OUTPUT_RETRIES` corrective notes.
+INVALID_OUTPUT = "invalid_output"
+INVALID_OUTPUT_RETRIES = 2
+INVALID_OUTPUT_NOTE = (
+    "The server could not parse your previous reply: its tool call was malformed. Answer "
+    "again: call one of the given tools with valid JSON arguments, or reply in plain text."
+)
 
 
 @dataclass
 class TurnResult:
     stop_reason: StopReason
     usage: Usage
-    detail: str | None = None  # CONTEXT_EXHAUSTED, or None
+    detail: str | None = None  # CONTEXT_EXHAUSTED, INVALID_OUTPUT, or None
 
 
 class ContextExhausted(Exception):
     """The provider rejected the prompt as too long and trimming cannot shorten it."""
+
+
+class InvalidOutput(Exception):
+    """The server could not parse what the model produced (failures.py: `INVALID_OUTPUT`)."""
 
 
 class Turn:
@@ -69,6 +81,7 @@ class Turn:
         self._add_user_message(UserMessage(prompt_text))
         rounds = 0
         recoveries = 0
+        invalid_in_a_row = 0
         while True:
             self.session.round_start = len(history)
             if self.config.max_rounds and rounds == self.config.max_rounds:
@@ -78,6 +91,15 @@ class Turn:
                 response = await self._call_llm(rounds + 1)
             except ContextExhausted:
                 return self._stop("max_tokens", CONTEXT_EXHAUSTED)
+            except InvalidOutput:
+                # The model's invalid action, not an outage: ask again, outside the provider
+                # retry budget, then end the turn as the model's (agent-harness.md §2.4).
+                if invalid_in_a_row == INVALID_OUTPUT_RETRIES:
+                    return self._stop("end_turn", INVALID_OUTPUT)
+                invalid_in_a_row += 1
+                self._add_user_message(UserMessage(INVALID_OUTPUT_NOTE, starts_turn=False))
+                continue
+            invalid_in_a_row = 0
             if response is None:  # context overflow absorbed by trimming; same round again
                 continue
             rounds += 1
@@ -140,6 +162,9 @@ class Turn:
         try:
             response = await self.llm.complete(conversation, round_number, self.client.retrying)
         except LLMError as err:
+            if err.is_invalid_output:
+                log.warning("invalid model output: %s", err.detail)
+                raise InvalidOutput from None
             if not err.is_context_overflow:
                 raise
             if self._take_overflow_retry():

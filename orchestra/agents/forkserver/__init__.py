@@ -1,4 +1,4 @@
-"""A pre-imported fork server for the programs of a local-env agent tree (issue 16).
+"""A pre-imported fork server for the programs of a local-env agent tree (docs/decisions.md D28).
 
 Each program of a tree (buzz-acp, buzz-agent, buzz-dev-mcp and every `buzz` call) would otherwise
 start an interpreter and import the ACP and MCP SDKs again, most of a trial's CPU. In a bubblewrap

@@ -1,4 +1,4 @@
-"""A program the fork server serves, started straight from its parent's process (issue 16, h-pss).
+"""A program the fork server serves, started from its parent's process (docs/decisions.md D29).
 
 Inside a sandbox whose tree has a fork server, the console scripts of buzz-agent, buzz-dev-mcp and
 `buzz` are the server's client (`stub.py`, bound over them and at `FORK_CLIENT`). A client is a

@@ -96,6 +96,8 @@ def build_body(conv: Conversation, thinking: AnthropicThinking, caching: bool) -
     }
     if tools:
         body["tools"] = tools
+        if conv.require_tool_call:
+            body["tool_choice"] = {"type": "any"}
     body.update(anthropic_fields(conv.effort, thinking, conv.max_output_tokens))
     return body
 

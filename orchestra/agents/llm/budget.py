@@ -1,4 +1,4 @@
-"""One retry budget for everything a buzz-agent process retries (issue 30).
+"""One retry budget for everything a buzz-agent process retries (docs/decisions.md D79).
 
 buzz-agent serves one agent of one trial, so its process is the trial's agent: every retried
 LLM request of every call and every turn draws on one budget, a count of retries and a

@@ -54,6 +54,10 @@ class LLMError(Exception):
     def is_context_overflow(self) -> bool:
         return self.failure_class is FailureClass.CONTEXT_OVERFLOW
 
+    @property
+    def is_invalid_output(self) -> bool:
+        return self.failure_class is FailureClass.INVALID_OUTPUT
+
     def mentions(self, *needles: str) -> bool:
         lowered = self.detail.lower()
         return any(needle in lowered for needle in needles)

@@ -34,6 +34,7 @@ class FailureClass(StrEnum):
     BAD_REQUEST = "bad_request"  # the harness built a request the provider rejects
     CONTEXT_OVERFLOW = "context_overflow"  # the conversation the model built is too long
     CONTENT_REFUSAL = "content_refusal"  # the provider refused the content (policy filter)
+    INVALID_OUTPUT = "invalid_output"  # the server could not parse the model's own output
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ POLICIES: dict[FailureClass, FailurePolicy] = {
     FailureClass.BAD_REQUEST: FailurePolicy(scored=False, retryable=False, stops_run=False),
     FailureClass.CONTEXT_OVERFLOW: FailurePolicy(scored=True, retryable=False, stops_run=False),
     FailureClass.CONTENT_REFUSAL: FailurePolicy(scored=True, retryable=False, stops_run=False),
+    # Not the provider's retry: buzz-agent asks the model again with a corrective note
+    # (agent-harness.md §2.4), outside the retry budget.
+    FailureClass.INVALID_OUTPUT: FailurePolicy(scored=True, retryable=False, stops_run=False),
 }
 
 _BILLING_WORDS = (
@@ -72,6 +76,13 @@ _CONTEXT_WORDS = (
     "prompt is too long",
     "too many tokens",
     "input is too long",
+)
+#: How llama.cpp, Ollama and vLLM say that the model's own output could not be parsed.
+INVALID_OUTPUT_WORDS = (
+    "the model produced output that does not match the expected",  # llama.cpp
+    "error parsing tool call",  # Ollama
+    "malformedtoolcallerror",  # vLLM
+    "malformed tool call",  # vLLM
 )
 _REFUSAL_CODES = frozenset({"content_policy_violation", "content_filter", "invalid_prompt"})
 _ANTHROPIC_TYPES = {
@@ -109,6 +120,8 @@ def classify(
         status in (400, 413) and any(word in text for word in _CONTEXT_WORDS)
     ):
         return FailureClass.CONTEXT_OVERFLOW
+    if status >= 500 and any(word in text for word in INVALID_OUTPUT_WORDS):
+        return FailureClass.INVALID_OUTPUT
     if labels & _REFUSAL_CODES:
         return FailureClass.CONTENT_REFUSAL
     for label in labels:

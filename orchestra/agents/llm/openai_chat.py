@@ -69,7 +69,7 @@ def build_body(conv: Conversation, max_tokens_field: str) -> dict[str, Any]:
             }
             for t in conv.tools
         ]
-        body["tool_choice"] = "auto"
+        body["tool_choice"] = "required" if conv.require_tool_call else "auto"
     body[max_tokens_field] = conv.max_output_tokens
     body.update(chat_fields(conv.effort))
     body["stream"] = False

@@ -75,6 +75,8 @@ def build_body(conv: Conversation) -> dict[str, Any]:
             }
             for t in conv.tools
         ]
+        if conv.require_tool_call:
+            body["tool_choice"] = "required"
     body.update(responses_fields(conv.effort))
     body["max_output_tokens"] = conv.max_output_tokens
     body["store"] = False

@@ -130,6 +130,8 @@ class Conversation:
     tools: list[ToolSpec]
     max_output_tokens: int
     effort: str | None
+    # The model must call a tool (the endpoint check's capability probe); else it may.
+    require_tool_call: bool = False
 
 
 def as_int(value: Any) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orchestra.documents.report import PlannedTaskRecord, ReportDocument
 from orchestra.documents.summary import Interval, TaskSummary
@@ -38,6 +39,7 @@ from orchestra.report.compare.document import (
     ExcludedTask,
     Lead,
     MetricChange,
+    PowerModel,
     SideRecord,
     SuiteRecord,
     TaskComparison,
@@ -53,6 +55,7 @@ from orchestra.report.stats.confirm import (
 )
 from orchestra.report.stats.inference import Bounds, significant, wilson
 from orchestra.report.stats.paired import NO_CHANGE, SuiteComparison, TaskPair, compare_suite
+from orchestra.report.stats.power import Detectable
 
 ALPHA = 0.05
 
@@ -270,10 +273,21 @@ def suite_record(suite: SuiteComparison) -> SuiteRecord:
         discordant=None
         if suite.discordant is None
         else Discordant(baseline_only=suite.discordant[0], candidate_only=suite.discordant[1]),
-        detectable_change=suite.detectable.change,
-        assumed_sd=suite.detectable.sd,
-        power=suite.detectable.text(),
+        **_power_fields(suite.detectable),
     )
+
+
+def _power_fields(detectable: Detectable | None) -> dict[str, Any]:
+    if detectable is None:
+        return {"detectable_change": None, "power_model": None, "power": None}
+    difficulty = detectable.difficulty
+    return {
+        "detectable_change": detectable.change,
+        "power_model": PowerModel(
+            mean=difficulty.mean, sd=difficulty.spread, source=difficulty.source
+        ),
+        "power": detectable.text(),
+    }
 
 
 def _evidence(name: str, baseline: Side, candidate: Side, target: float) -> TaskEvidence:
@@ -310,15 +324,18 @@ def compare_sides(
     *,
     target: float = DEFAULT_RELIABILITY_TARGET,
     fail_below_target: bool = False,
+    with_power: bool = True,
 ) -> Comparison:
     """The comparison document; its `decision` is the one family (orchestra.report.confirm)
-    of the suite test and the tasks confirmed by their fresh attempts."""
+    of the suite test and the tasks confirmed by their fresh attempts; `with_power`: with the
+    simulated power line (orchestra.report.stats.power; the leaderboard's pairs leave it out)."""
     names = sorted(set(baseline.tasks) | set(candidate.tasks))
     tasks = [compare_task(n, baseline.tasks.get(n), candidate.tasks.get(n)) for n in names]
     paired = [t for t in tasks if t.difference is not None]
     suite = compare_suite(
         [task_pair(t.task, baseline.tasks[t.task], candidate.tasks[t.task]) for t in paired],
         alpha,
+        with_power=with_power,
     )
     for task, raw, adjusted in zip(paired, suite.lead_p_values, suite.lead_adjusted, strict=True):
         task.p_value, task.adjusted_p_value = raw, adjusted

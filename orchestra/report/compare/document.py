@@ -81,19 +81,27 @@ class Discordant(Part):
     candidate_only: int
 
 
+class PowerModel(Part):
+    """The task difficulty the power simulation drew from (orchestra.report.stats.power)."""
+
+    mean: float
+    sd: float
+    source: str
+
+
 class SuiteRecord(Part):
     n_tasks: int
     mean_difference: float
-    interval: Interval | None  # 95 % paired interval over tasks
+    interval: Interval | None  # 95 % clustered interval over tasks
     test: SuiteTest
     p_value: float  # the smaller one-sided p
     p_regression: float
     p_improvement: float
     verdict: str
     discordant: Discordant | None  # one binary attempt a side
-    detectable_change: float | None
-    assumed_sd: float
-    power: str
+    detectable_change: float | None  # None: no fall is caught, or not simulated
+    power_model: PowerModel | None  # None: not simulated (the leaderboard's pairs)
+    power: str | None
 
 
 class EvidenceRecord(Part):

@@ -15,10 +15,11 @@ from orchestra.report.compare.document import (
     Comparison,
     DecisionRecord,
     MetricChange,
+    SuiteRecord,
     TargetEffect,
     TaskComparison,
 )
-from orchestra.report.stats.power import attempts_needed, minimum_tasks
+from orchestra.report.stats.power import ASSUMED, MAX_ATTEMPTS, Difficulty, attempts_needed
 
 TEST_NAMES = {
     "permutation-exact": "exact one-sided permutation test of attempts within tasks",
@@ -58,7 +59,7 @@ def headline(comparison: Comparison) -> str:
 
 
 def suite_text(comparison: Comparison) -> str:
-    """`10 tasks paired: mean change −100 points [−100, −72] (95% paired interval over tasks);
+    """`10 tasks paired: mean change −100 points [−100, −32] (95% clustered interval over tasks);
     exact one-sided permutation test of attempts within tasks (the one-sided exact McNemar
     test: 10 passed on the baseline only, 0 on the candidate only) p(regression)=0.000977
     p(improvement)=1`"""
@@ -68,9 +69,9 @@ def suite_text(comparison: Comparison) -> str:
         text += f": mean change {_points(suite.mean_difference)} points"
         if suite.interval is not None:
             low, high = suite.interval.low, suite.interval.high
-            text += f" [{_points(low)}, {_points(high)}] (95% paired bootstrap over tasks)"
+            text += f" [{_points(low)}, {_points(high)}] (95% clustered interval over tasks)"
     text += f"; {TEST_NAMES[suite.test]}"
-    if suite.discordant is not None:
+    if suite.discordant is not None and suite.test != "none":
         d = suite.discordant
         text += (
             f" (the one-sided exact McNemar test: {d.baseline_only} passed on the baseline "
@@ -184,13 +185,18 @@ def warning_lines(comparison: Comparison) -> list[str]:
     ]
 
 
-def effect_plan(n_tasks: int, effect: float, alpha: float) -> TargetEffect:
-    """`--target-effect`: the attempts per task (each side) the power model asks for."""
-    needed = attempts_needed(n_tasks, effect, alpha)
-    plan = f"to detect a change of {effect * 100:g} points over {plural(n_tasks, 'task')} at α={alpha:g} with 80 % power"
+def effect_plan(suite: SuiteRecord, effect: float, alpha: float) -> TargetEffect:
+    """`--target-effect`: the attempts per task (each side) the power simulation asks for,
+    with the comparison's task difficulty (orchestra.report.stats.power)."""
+    model = suite.power_model
+    difficulty = ASSUMED if model is None else Difficulty(model.mean, model.sd, model.source)
+    needed = attempts_needed(suite.n_tasks, effect, alpha, difficulty)
+    plan = (
+        f"to detect a fall of {effect * 100:g} points over {plural(suite.n_tasks, 'task')} at "
+        f"one-sided α={alpha:g} with 80 % power ({difficulty.text()})"
+    )
     text = (
-        f"{plan}: no number of attempts is enough (the exact test needs at least "
-        f"{minimum_tasks(alpha)} tasks): add tasks"
+        f"{plan}: not even {MAX_ATTEMPTS} attempts per task are enough: add tasks"
         if needed is None
         else f"{plan}: {plural(needed, 'attempt')} per task on each side"
     )
@@ -201,7 +207,7 @@ def conclusion_lines(comparison: Comparison) -> list[str]:
     target = comparison.target_effect
     return [
         f"suite: {suite_text(comparison)}",
-        f"power: {comparison.suite.power}",
+        *([f"power: {comparison.suite.power}"] if comparison.suite.power else []),
         *([f"target effect: {target.text}"] if target else []),
         f"result: {headline(comparison)}",
         *decision_lines(comparison),

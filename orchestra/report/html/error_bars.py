@@ -1,4 +1,4 @@
-"""The error bars of report.html and the leaderboard page (issue 29): inline SVG, no script.
+"""The error bars of report.html and the leaderboard page (docs/statistics.md): inline SVG, no script.
 
 A bar is the 0-1 scale as a grey track, the 95 % interval as a blue band and the estimate as a
 dark tick, with the numbers beside it, so a reader sees at a glance how little ten tasks say.

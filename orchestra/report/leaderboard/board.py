@@ -33,11 +33,13 @@ class Entry(Part):
 
 
 class PairVerdict(Part):
-    """The row's condition against the column's, as `orchestra compare` judges it."""
+    """The row's condition against the column's, as `orchestra compare` judges it, the verdict
+    Holm-adjusted over the pairs (orchestra.report.leaderboard.pairwise)."""
 
     verdict: str
     mean_difference: float
-    p_value: float
+    p_value: float  # two-sided: twice the smaller one-sided p of compare's suite test
+    adjusted_p_value: float  # Holm over the leaderboard's pairs
     n_tasks: int
 
 

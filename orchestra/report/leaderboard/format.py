@@ -46,7 +46,9 @@ def _cell(board: Leaderboard, row: str, column: str) -> str:
     if row == column:
         return "—"
     verdict = board.matrix[row][column]
-    return f"{SYMBOLS[verdict.verdict]} (p={verdict.p_value:.3g})"
+    return (
+        f"{SYMBOLS[verdict.verdict]} (p={verdict.p_value:.3g}, Holm {verdict.adjusted_p_value:.3g})"
+    )
 
 
 def _notes(board: Leaderboard) -> list[str]:
@@ -56,8 +58,8 @@ def _notes(board: Leaderboard) -> list[str]:
         for name in board.shown_apart
     ]
     matrix = (
-        "matrix: the row's condition against the column's, paired by task, exact test at "
-        f"α={board.alpha:g}"
+        "matrix: the row's condition against the column's, paired by task, compare's exact "
+        f"test two-sided, Holm-adjusted over the pairs at α={board.alpha:g}"
     )
     return [*notes, matrix]
 

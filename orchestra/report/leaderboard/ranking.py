@@ -5,7 +5,7 @@ Jobs are pooled by condition hash: the condition name, its manifest, the endpoin
 those are never pooled silently: they are shown apart, each labelled with what differs. Each
 entry shows the mean pass rate over tasks with its 95 % interval, the §11.1 pass rate, pass^k,
 cost, tokens and mean time per trial; below, every pair compared as `orchestra compare` would
-(paired by task, the suite's exact test).
+(paired by task, the suite's exact test), Holm-adjusted over the pairs.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from orchestra.jobs.aggregate import JobRecord
 from orchestra.jobs.layout import load_job_config
 from orchestra.jobs.run import job_records
 from orchestra.paths import JobPaths
-from orchestra.report.compare.comparison import compare_sides, side_of_report
-from orchestra.report.leaderboard.board import Entry, Leaderboard, PairVerdict, PassHatK
+from orchestra.report.compare.comparison import side_of_report
+from orchestra.report.leaderboard.board import Entry, Leaderboard, PassHatK
+from orchestra.report.leaderboard.pairwise import pairwise
 from orchestra.report.report_json import report_of_records
 from orchestra.report.text.summary import largest_k
 
@@ -109,19 +110,7 @@ def build_leaderboard(paths: Sequence[Path], alpha: float) -> Leaderboard:
         labels[key]: side_of_report(report, labels[key], labels[key])
         for key, report in reports.items()
     }
-    matrix: dict[str, dict[str, PairVerdict]] = {}
-    for row in entries:
-        matrix[row.label] = {}
-        for column in entries:
-            if row is column:
-                continue
-            comparison = compare_sides(sides[column.label], sides[row.label], alpha)
-            matrix[row.label][column.label] = PairVerdict(
-                verdict=comparison.verdict,
-                mean_difference=comparison.suite.mean_difference,
-                p_value=comparison.suite.p_value,
-                n_tasks=comparison.suite.n_tasks,
-            )
+    matrix = pairwise(sides, [entry.label for entry in entries], alpha)
     names = [key.condition for key in groups]
     split = sorted({name for name in names if names.count(name) > 1})
     return Leaderboard(alpha=alpha, entries=entries, matrix=matrix, shown_apart=split)

@@ -1,8 +1,8 @@
-"""The suite-level paired comparison of `orchestra compare` and the leaderboard (issue 29, 3).
+"""The suite-level paired comparison of `orchestra compare` and the leaderboard (docs/statistics.md).
 
 Tasks scored on both sides are the pairs; each task's difference is candidate mean reward −
 baseline mean reward. The suite's change is the mean difference over tasks, with a paired
-bootstrap interval over tasks, tested by the exact one-sided permutation of attempts within
+interval over tasks (orchestra.report.stats.clustered), tested by the exact one-sided permutation of attempts within
 each task (orchestra.report.stats.stratified), valid whatever attempts each side ran: a regression
 when the candidate passes significantly less often, an improvement (reported, never a
 failure) when significantly more. With one binary attempt per task on each side the test is
@@ -17,14 +17,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from orchestra.report.stats.clustered import difference_bounds
 from orchestra.report.stats.inference import (
     Bounds,
-    difference_interval,
     fisher_one_sided,
     holm,
     significant,
 )
-from orchestra.report.stats.power import Detectable, detectable_change
+from orchestra.report.stats.power import (
+    ASSUMED,
+    Detectable,
+    Difficulty,
+    detectable_change,
+    observed_difficulty,
+)
 from orchestra.report.stats.stratified import PermutationMethod, TaskCounts, suite_regression_test
 
 REGRESSION = "regression"
@@ -93,7 +99,7 @@ class SuiteComparison:
     #: one binary attempt per task on each side: tasks that passed on the baseline only, on
     #: the candidate only (the test is then the one-sided exact McNemar test)
     discordant: tuple[int, int] | None
-    detectable: Detectable
+    detectable: Detectable | None  # None: not asked for
     #: per task, in the order given: the raw and Holm-adjusted lead p-values
     lead_p_values: list[float]
     lead_adjusted: list[float]
@@ -106,7 +112,21 @@ def _discordant(pairs: Sequence[TaskPair]) -> tuple[int, int] | None:
     return baseline_only, sum(p.candidate_mean > p.baseline_mean for p in pairs)
 
 
-def compare_suite(pairs: Sequence[TaskPair], alpha: float) -> SuiteComparison:
+def difficulty_of(pairs: Sequence[TaskPair]) -> Difficulty:
+    """The power model's task difficulty: both sides' attempts pooled per task."""
+    if not pairs:
+        return ASSUMED
+    return observed_difficulty(
+        [pair.baseline_passes + pair.candidate_passes for pair in pairs],
+        [pair.baseline_n + pair.candidate_n for pair in pairs],
+    )
+
+
+def compare_suite(
+    pairs: Sequence[TaskPair], alpha: float, *, with_power: bool = True
+) -> SuiteComparison:
+    """The suite's verdict over `pairs`; `with_power`: also the smallest fall it detects
+    (a simulation: the leaderboard's many pairs leave it out)."""
     differences = [pair.difference for pair in pairs]
     mean_difference = statistics.fmean(differences) if differences else 0.0
     result = suite_regression_test([pair.counts for pair in pairs])
@@ -116,23 +136,23 @@ def compare_suite(pairs: Sequence[TaskPair], alpha: float) -> SuiteComparison:
         verdict = REGRESSION
     elif significant(result.p_improvement, alpha) and mean_difference > 0:
         verdict = IMPROVEMENT
-    means = [m for pair in pairs for m in (pair.baseline_mean, pair.candidate_mean)]
-    pooled = statistics.fmean(means) if means else 0.5
-    detectable = detectable_change(
-        len(pairs),
-        min((pair.baseline_n for pair in pairs), default=1),
-        min((pair.candidate_n for pair in pairs), default=1),
-        alpha,
-        # Nothing observed varies (every task passed, or failed, on both sides): assume the
-        # worst case rather than claim any change would show.
-        pass_rate=pooled if 0 < pooled < 1 else 0.5,
-        observed_sd=statistics.stdev(differences) if len(differences) > 1 else None,
+    detectable = None
+    if with_power:
+        detectable = detectable_change(
+            [pair.baseline_n for pair in pairs],
+            [pair.candidate_n for pair in pairs],
+            alpha,
+            difficulty_of(pairs),
+        )
+    interval = difference_bounds(
+        [(pair.baseline_mean, pair.baseline_n) for pair in pairs],
+        [(pair.candidate_mean, pair.candidate_n) for pair in pairs],
     )
     leads = [pair.lead_p_value() for pair in pairs]
     return SuiteComparison(
         n_tasks=len(pairs),
         mean_difference=mean_difference,
-        interval=difference_interval(differences),
+        interval=None if interval is None else Bounds(*interval, "clustered"),
         test=test,
         p_value=min(result.p_regression, result.p_improvement),
         p_regression=result.p_regression,

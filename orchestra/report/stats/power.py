@@ -1,20 +1,17 @@
-"""How small a change a plan of tasks × attempts can detect, said out loud (issue 29, item 4).
+"""How small a change a plan of tasks × attempts detects, by simulating the test compare runs.
 
-The model (docs/statistics.md, "Power"): a paired comparison over n tasks of the per-task
-mean differences d. With k_b and k_c attempts per task and a per-task pass probability p,
-each task mean has binomial noise p(1 − p)/k, so sd(d)² = p(1 − p)(1/k_b + 1/k_c) plus
-whatever the tasks really differ by (observed when both sides have run, else assumed 0). The
-smallest change detectable with 80 % power by a two-sided test at α is the normal
-approximation
+The model (docs/statistics.md, "Power"): the tasks' pass rates p_i are drawn from a Beta law
+with the suite's mean pass rate m and between-task spread s (estimated from the tasks compared:
+pooled per-task rates, their variance less the attempt noise; before anything ran, every rate
+equally likely: m = 0.5, s = 0.29). The baseline passes Binomial(k_b, p_i) per task, and a
+candidate worse by δ passes Binomial(k_c, p_i · (1 − δ/m)): every task loses the same share of
+its passes, so the suite's mean falls by exactly δ. Each simulated night is judged by the very
+test `orchestra compare` runs (orchestra.report.stats.stratified, one-sided at α), on the same
+attempts per task; the smallest δ, in whole points, whose regression is called on at least
+80 % of the simulated nights is the detectable change. The nights share their random numbers
+across δ (common random numbers), so power grows with δ and the search is a bisection.
 
-    δ = (z(1 − α/2) + z(0.80)) · sd(d) / √n
-
-but never below the exact test's floor m / (n · k), m = log2(2/α) rounded up (below), with
-p = 0.5 (the worst case) before anything ran. The exact tests of the comparison also
-have a floor: with m tasks the smallest p-value they can give is 2 / 2^m, so below
-m = log2(2/α) tasks (6 at α = 0.05) no change at all can be declared, however large.
-
-Pure standard library: the dry run and the run driver call it without loading scipy.
+numpy and scipy are imported inside the functions: the dry run prints this, no trial runs it.
 """
 
 from __future__ import annotations
@@ -22,26 +19,96 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+from orchestra.plural import plural
+from orchestra.report.stats.inference import P_VALUE_TOLERANCE
+from orchestra.report.stats.stratified import regression_p_values
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 POWER = 0.80
-WORST_CASE_PASS_RATE = 0.5
+SIMULATED_NIGHTS = 400
+SEED = 37
+#: The most attempts per task `--target-effect` considers before saying "add tasks".
+MAX_ATTEMPTS = 20
+#: Rates are kept inside (0, 1) so that the Beta law exists; spread within what a mean allows.
+RATE_BOUNDS = (0.02, 0.98)
+MIN_SPREAD = 0.01
 
 
-def _z_sum(alpha: float) -> float:
-    normal = NormalDist()
-    return normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(POWER)
+@dataclass(frozen=True)
+class Difficulty:
+    """The tasks' pass rates the simulation draws: a Beta law of this mean and sd."""
+
+    mean: float
+    spread: float
+    source: str  # how it was found, for the printed line
+
+    def beta(self) -> tuple[float, float]:
+        mean = min(max(self.mean, RATE_BOUNDS[0]), RATE_BOUNDS[1])
+        variance = min(max(self.spread, MIN_SPREAD) ** 2, 0.9 * mean * (1 - mean))
+        concentration = mean * (1 - mean) / variance - 1
+        return mean * concentration, (1 - mean) * concentration
+
+    def text(self) -> str:
+        return f"task pass rates ~ mean {self.mean:.2f}, sd {self.spread:.2f} ({self.source})"
 
 
-def minimum_tasks(alpha: float) -> int:
-    """The fewest tasks whose exact paired test can reach p ≤ α (2 / 2^m ≤ α)."""
-    return max(1, math.ceil(math.log2(2 / alpha) - 1e-12))
+#: Before anything ran: every pass rate equally likely (Beta(1, 1)).
+ASSUMED = Difficulty(0.5, math.sqrt(1 / 12), "assumed: nothing ran yet")
 
 
-def binomial_sd(pass_rate: float, attempts_baseline: int, attempts_candidate: int) -> float:
-    """sd of one task's mean difference from attempt noise alone."""
-    variance = pass_rate * (1 - pass_rate) * (1 / attempts_baseline + 1 / attempts_candidate)
-    return math.sqrt(variance)
+def observed_difficulty(passes: Sequence[int], attempts: Sequence[int]) -> Difficulty:
+    """The mean and between-task sd of per-task pass rates (passes of attempts, both sides
+    pooled), the attempt noise p(1 − p)/(k − 1) taken out of their variance."""
+    rates = [c / n for c, n in zip(passes, attempts, strict=True)]
+    if len(rates) < 2:
+        return ASSUMED
+    mean = sum(rates) / len(rates)
+    variance = sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)
+    noise = [r * (1 - r) / (n - 1) for r, n in zip(rates, attempts, strict=True) if n > 1]
+    between = max(0.0, variance - (sum(noise) / len(rates) if noise else 0.0))
+    return Difficulty(mean, math.sqrt(between), f"observed over {plural(len(rates), 'task')}")
+
+
+class _Nights:
+    """Simulated nights of one design, their random numbers fixed across δ."""
+
+    def __init__(
+        self, baseline_n: Sequence[int], candidate_n: Sequence[int], difficulty: Difficulty
+    ) -> None:
+        import numpy as np
+
+        rng = np.random.default_rng(SEED)
+        self.baseline_n, self.candidate_n = list(baseline_n), list(candidate_n)
+        tasks = len(baseline_n)
+        a, b = difficulty.beta()
+        self.mean = a / (a + b)
+        self.rates = rng.beta(a, b, size=(SIMULATED_NIGHTS, tasks))
+        self.baseline = self._passes(rng.random((SIMULATED_NIGHTS, tasks, max(baseline_n))),
+                                     self.rates, self.baseline_n)  # fmt: skip
+        self.uniforms = rng.random((SIMULATED_NIGHTS, tasks, max(candidate_n)))
+
+    @staticmethod
+    def _passes(
+        uniforms: npt.NDArray[np.float64], rates: npt.NDArray[np.float64], attempts: list[int]
+    ) -> npt.NDArray[np.int64]:
+        import numpy as np
+
+        used = np.arange(uniforms.shape[2])[None, None, :] < np.array(attempts)[None, :, None]
+        passes: npt.NDArray[np.int64] = ((uniforms < rates[:, :, None]) & used).sum(axis=2)
+        return passes
+
+    def power(self, change: float, alpha: float) -> float:
+        rates = self.rates * (1 - change / self.mean)
+        candidate = self._passes(self.uniforms, rates, self.candidate_n)
+        p_regression, _, _ = regression_p_values(
+            self.baseline_n, self.candidate_n, self.baseline, candidate
+        )
+        return float((p_regression <= alpha + P_VALUE_TOLERANCE).mean())
 
 
 @dataclass(frozen=True)
@@ -50,8 +117,8 @@ class Detectable:
     attempts_baseline: int
     attempts_candidate: int
     alpha: float
-    sd: float  # the per-task sd of the difference the figure assumes
-    change: float | None  # smallest detectable |mean difference| (0..1); None: none at all
+    difficulty: Difficulty
+    change: float | None  # smallest mean fall (0..1) called with 80 % power; None: none is
 
     def text(self) -> str:
         attempts = (
@@ -59,66 +126,78 @@ class Detectable:
             if self.attempts_baseline == self.attempts_candidate
             else f"{self.attempts_baseline}/{self.attempts_candidate}"
         )
-        plan = f"{self.n_tasks} tasks × {attempts} attempt{'s' if attempts != '1' else ''}"
-        if self.change is None:
-            return (
-                f"{plan}: no change can be detected at α={self.alpha:g} (the exact test needs "
-                f"at least {minimum_tasks(self.alpha)} tasks)"
-            )
-        if self.change >= 1.0:
-            return (
-                f"{plan}: only a change of 100 points (every task flipping) can be detected "
-                f"(α={self.alpha:g})"
-            )
-        return (
-            f"{plan}: only a change of ≥ {math.ceil(self.change * 100)} points can be detected "
-            f"(80 % power, α={self.alpha:g})"
+        plan = (
+            f"{plural(self.n_tasks, 'task')} × {attempts} attempt{'s' if attempts != '1' else ''}"
         )
+        model = f"(80 % power, one-sided α={self.alpha:g}; {self.difficulty.text()})"
+        if self.change is None:
+            return f"{plan}: no fall of the pass rate, however large, is detected {model}"
+        return f"{plan}: only a fall of ≥ {round(self.change * 100)} points is detected {model}"
+
+
+def smallest_detectable(nights: _Nights, alpha: float) -> float | None:
+    """The smallest whole-point fall with power ≥ 80 % (None: not even the largest)."""
+    largest = math.floor(nights.mean * 100)
+    if largest < 1 or nights.power(largest / 100, alpha) < POWER:
+        return None
+    low, high = 0, largest  # power(low) < 80 % ≤ power(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if nights.power(middle / 100, alpha) >= POWER:
+            high = middle
+        else:
+            low = middle
+    return high / 100
 
 
 def detectable_change(
-    n_tasks: int,
-    attempts_baseline: int,
-    attempts_candidate: int,
+    baseline_n: Sequence[int],
+    candidate_n: Sequence[int],
     alpha: float,
-    pass_rate: float = WORST_CASE_PASS_RATE,
-    observed_sd: float | None = None,
+    difficulty: Difficulty = ASSUMED,
 ) -> Detectable:
-    """The smallest mean difference detectable with 80 % power (see the module docstring):
-    `observed_sd`, the sd of the observed per-task differences, counts when it is larger than
-    attempt noise alone (the tasks really differ)."""
-    sd = binomial_sd(pass_rate, attempts_baseline, attempts_candidate)
-    if observed_sd is not None:
-        sd = max(sd, observed_sd)
+    """What a comparison of tasks with these attempts per side detects (module docstring)."""
     change = None
-    if n_tasks >= minimum_tasks(alpha):
-        # The exact test's floor: it needs that many tasks all moved the same way, each by at
-        # least one attempt's worth; the normal approximation can promise less at k = 1.
-        floor = minimum_tasks(alpha) / (n_tasks * max(attempts_baseline, attempts_candidate))
-        change = min(1.0, max(floor, _z_sum(alpha) * sd / math.sqrt(n_tasks)))
-    return Detectable(n_tasks, attempts_baseline, attempts_candidate, alpha, sd, change)
+    if baseline_n:
+        change = smallest_detectable(_Nights(baseline_n, candidate_n, difficulty), alpha)
+    return Detectable(
+        len(baseline_n),
+        min(baseline_n, default=1),
+        min(candidate_n, default=1),
+        alpha,
+        difficulty,
+        change,
+    )
 
 
 def attempts_needed(
-    n_tasks: int, target_effect: float, alpha: float, pass_rate: float = WORST_CASE_PASS_RATE
+    n_tasks: int, target_effect: float, alpha: float, difficulty: Difficulty = ASSUMED
 ) -> int | None:
-    """Attempts per task (each side) for 80 % power to detect `target_effect` (0..1) over
-    `n_tasks` tasks; None when no number of attempts is enough (too few tasks for the exact
-    test). Attempts only shrink the attempt noise: when the tasks themselves differ, adding
-    tasks is what helps (docs/statistics.md)."""
+    """Attempts per task (each side) for 80 % power to detect a fall of `target_effect` over
+    `n_tasks` tasks; None when even MAX_ATTEMPTS are not enough (add tasks instead)."""
     if not 0 < target_effect <= 1:
         raise ValueError(f"the target effect must be within (0, 1] (got {target_effect:g})")
-    if n_tasks < minimum_tasks(alpha):
+    if n_tasks < 1:
         return None
-    variance = 2 * pass_rate * (1 - pass_rate)
-    return max(1, math.ceil(_z_sum(alpha) ** 2 * variance / (n_tasks * target_effect**2)))
+    low, high = 0, MAX_ATTEMPTS  # power at k = low < 80 %; at high: checked first
+
+    def enough(attempts: int) -> bool:
+        nights = _Nights([attempts] * n_tasks, [attempts] * n_tasks, difficulty)
+        return target_effect <= nights.mean and nights.power(target_effect, alpha) >= POWER
+
+    if not enough(high):
+        return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
 
 
 def dry_run_power_text(jobs: Sequence[tuple[int, int]], alpha: float = 0.05) -> str:
-    """The dry run's statement, one line per job of (tasks, attempts): the smallest change a
-    comparison of this plan against a run like it can detect (p = 0.5, the worst case)."""
+    """The dry run's statement, one line per job of (tasks, attempts): the smallest fall a
+    comparison of this plan against a run like it detects (rates assumed, nothing ran)."""
     return "".join(
         "power (compare against a run like it): "
-        f"{detectable_change(n_tasks, attempts, attempts, alpha).text()}\n"
+        f"{detectable_change([attempts] * n_tasks, [attempts] * n_tasks, alpha).text()}\n"
         for n_tasks, attempts in jobs
     )

@@ -25,7 +25,11 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: The exact convolution runs while the lattice of the statistic has at most this many points.
 EXACT_LATTICE_LIMIT = 200_000
@@ -63,71 +67,91 @@ class SuiteTestResult:
     informative_tasks: int  # tasks with both passes and failures among their attempts
 
 
-def _lattice_weights(tasks: Sequence[TaskCounts]) -> list[int]:
+def _lattice_weights(baseline_n: Sequence[int], candidate_n: Sequence[int]) -> list[int]:
     """a_i = L/k_c + L/k_b, L the lcm of every k, divided by their common divisor."""
-    common = math.lcm(*(k for t in tasks for k in (t.baseline_n, t.candidate_n)))
-    weights = [common // t.candidate_n + common // t.baseline_n for t in tasks]
+    common = math.lcm(*baseline_n, *candidate_n)
+    weights = [common // kc + common // kb for kb, kc in zip(baseline_n, candidate_n, strict=True)]
     divisor = math.gcd(*weights)
     return [w // divisor for w in weights]
 
 
 @functools.cache
-def _hypergeometric_pmf(attempts: int, passes: int, drawn: int) -> tuple[float, ...]:
-    """P(X = x) for x = 0..drawn: the passes among `drawn` of `attempts` attempts, `passes` of
-    which passed (cached: the power simulation asks for the same few laws thousands of times)."""
+def _hypergeometric_table(baseline_n: int, candidate_n: int) -> npt.NDArray[np.float64]:
+    """Row s: P(X = x), x = 0..k_c, the candidate's passes when s passes of the task's
+    k_b + k_c attempts are dealt out (cached: the power simulation asks for few designs)."""
     import numpy as np
     from scipy.stats import hypergeom
 
-    pmf = np.atleast_1d(hypergeom.pmf(np.arange(drawn + 1), attempts, passes, drawn))
-    return tuple(float(p) for p in pmf)
+    attempts = baseline_n + candidate_n
+    passes = np.arange(attempts + 1)[:, None]
+    drawn = np.arange(candidate_n + 1)[None, :]
+    table = np.asarray(hypergeom.pmf(drawn, attempts, passes, candidate_n), dtype=np.float64)
+    table.setflags(write=False)
+    return table
 
 
-def _task_pmf(task: TaskCounts) -> tuple[float, ...]:
-    passes = task.baseline_passes + task.candidate_passes
-    return _hypergeometric_pmf(task.baseline_n + task.candidate_n, passes, task.candidate_n)
-
-
-def _exact(
-    tasks: Sequence[TaskCounts], weights: Sequence[int], observed: int
-) -> tuple[float, float]:
+def regression_p_values(
+    baseline_n: Sequence[int],
+    candidate_n: Sequence[int],
+    baseline_passes: npt.NDArray[np.int64],
+    candidate_passes: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], PermutationMethod]:
+    """The one-sided p-values (regression, improvement) of many suites of one design at once:
+    row r of the pass arrays (suites × tasks) is one suite whose task i ran `baseline_n[i]`
+    and `candidate_n[i]` attempts. The power simulation and the calibration study run the
+    suites of a design through this; `suite_regression_test` runs one."""
     import numpy as np
 
-    span = sum(w * t.candidate_n for w, t in zip(weights, tasks, strict=True))
-    law = np.zeros(span + 1, dtype=np.float64)
-    law[0] = 1.0
+    weights = _lattice_weights(baseline_n, candidate_n)
+    observed = candidate_passes @ np.array(weights, dtype=np.int64)
+    totals = baseline_passes + candidate_passes
+    span = sum(w * kc for w, kc in zip(weights, candidate_n, strict=True))
+    if span > EXACT_LATTICE_LIMIT:
+        return (*_monte_carlo(baseline_n, candidate_n, weights, totals, observed), "monte-carlo")
+    suites = len(observed)
+    law = np.zeros((suites, span + 1), dtype=np.float64)
+    law[:, 0] = 1.0
     reach = 0
-    for weight, task in zip(weights, tasks, strict=True):
-        pmf = _task_pmf(task)
+    for task, (weight, kb, kc) in enumerate(zip(weights, baseline_n, candidate_n, strict=True)):
+        pmf = _hypergeometric_table(kb, kc)[totals[:, task]]
         step = np.zeros_like(law)
-        for x, probability in enumerate(pmf):
-            if probability > 0:
-                step[x * weight : x * weight + reach + 1] += probability * law[: reach + 1]
+        for x in range(kc + 1):
+            step[:, x * weight : x * weight + reach + 1] += pmf[:, x, None] * law[:, : reach + 1]
         law = step
-        reach += weight * task.candidate_n
-    lower = float(law[: observed + 1].sum())
-    upper = float(law[observed:].sum())
-    return min(1.0, lower), min(1.0, upper)
+        reach += weight * kc
+    below = np.cumsum(law, axis=1)
+    rows = np.arange(suites)
+    lower = below[rows, observed]
+    upper = 1.0 - np.where(observed > 0, below[rows, np.maximum(observed - 1, 0)], 0.0)
+    return np.minimum(lower, 1.0), np.clip(upper, 0.0, 1.0), "exact"
 
 
 def _monte_carlo(
-    tasks: Sequence[TaskCounts], weights: Sequence[int], observed: int
-) -> tuple[float, float]:
+    baseline_n: Sequence[int],
+    candidate_n: Sequence[int],
+    weights: Sequence[int],
+    totals: npt.NDArray[np.int64],
+    observed: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     import numpy as np
 
     rng = np.random.default_rng(SEED)
-    statistic = np.zeros(MONTE_CARLO_DRAWS, dtype=np.int64)
-    for weight, task in zip(weights, tasks, strict=True):
-        passes = task.baseline_passes + task.candidate_passes
-        fails = task.baseline_n + task.candidate_n - passes
-        draws = rng.hypergeometric(passes, fails, task.candidate_n, size=MONTE_CARLO_DRAWS)
-        statistic += weight * draws
-    lower = (1 + int((statistic <= observed).sum())) / (1 + MONTE_CARLO_DRAWS)
-    upper = (1 + int((statistic >= observed).sum())) / (1 + MONTE_CARLO_DRAWS)
+    lower = np.empty(len(observed))
+    upper = np.empty(len(observed))
+    for row, (passes, seen) in enumerate(zip(totals, observed, strict=True)):
+        statistic = np.zeros(MONTE_CARLO_DRAWS, dtype=np.int64)
+        for weight, kb, kc, good in zip(weights, baseline_n, candidate_n, passes, strict=True):
+            draws = rng.hypergeometric(good, kb + kc - good, kc, size=MONTE_CARLO_DRAWS)
+            statistic += weight * draws
+        lower[row] = (1 + int((statistic <= seen).sum())) / (1 + MONTE_CARLO_DRAWS)
+        upper[row] = (1 + int((statistic >= seen).sum())) / (1 + MONTE_CARLO_DRAWS)
     return lower, upper
 
 
 def suite_regression_test(tasks: Sequence[TaskCounts]) -> SuiteTestResult:
     """The exact one-sided p-values of "the candidate passes less (more) often" over `tasks`."""
+    import numpy as np
+
     informative = [
         t
         for t in tasks
@@ -135,13 +159,10 @@ def suite_regression_test(tasks: Sequence[TaskCounts]) -> SuiteTestResult:
     ]
     if not informative:
         return SuiteTestResult(1.0, 1.0, "none", 0)
-    weights = _lattice_weights(informative)
-    observed = sum(w * t.candidate_passes for w, t in zip(weights, informative, strict=True))
-    span = sum(w * t.candidate_n for w, t in zip(weights, informative, strict=True))
-    if span <= EXACT_LATTICE_LIMIT:
-        lower, upper = _exact(informative, weights, observed)
-        method: PermutationMethod = "exact"
-    else:
-        lower, upper = _monte_carlo(informative, weights, observed)
-        method = "monte-carlo"
-    return SuiteTestResult(lower, upper, method, len(informative))
+    lower, upper, method = regression_p_values(
+        [t.baseline_n for t in informative],
+        [t.candidate_n for t in informative],
+        np.array([[t.baseline_passes for t in informative]], dtype=np.int64),
+        np.array([[t.candidate_passes for t in informative]], dtype=np.int64),
+    )
+    return SuiteTestResult(float(lower[0]), float(upper[0]), method, len(informative))

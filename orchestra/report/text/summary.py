@@ -21,10 +21,12 @@ from orchestra.documents.summary import (
     Summary,
     TaskPassAtK,
     TaskSummary,
+    Uncertainty,
     UsageSummary,
 )
 from orchestra.documents.trial import TokenCounts
 from orchestra.plural import plural
+from orchestra.report.stats.clustered import CALIBRATED_ATTEMPTS, CALIBRATED_TASKS
 from orchestra.report.stats.estimates import with_intervals
 from orchestra.report.text.liveness import flags_text, liveness_lines, seat_activity_text
 from orchestra.report.text.table import Column, Row, fit_table
@@ -118,11 +120,15 @@ def failing_text(dimensions: dict[str, int]) -> str:
     return ", ".join(f"{name}×{count}" for name, count in dimensions.items()) or "-"
 
 
-def pass_at_k_text(value: float, ks: Iterable[int], n_tasks: int | None = None) -> str:
+def pass_at_k_text(
+    value: float, ks: Iterable[int], n_tasks: int | None = None, left_out: int = 0
+) -> str:
     """One notation for every row: `0.67 (k=3)` for a task, `0.92 (k=3, 4 tasks)` for a layer
-    (the mean over the `n_tasks` tasks that have one)."""
+    (the mean over the `n_tasks` tasks that have one; `left_out` tasks scored fewer than k)."""
     k = "k=" + "/".join(str(k) for k in sorted(set(ks)))
-    return f"{value:.2f} ({k}{'' if n_tasks is None else ', ' + plural(n_tasks, 'task')})"
+    tasks = "" if n_tasks is None else ", " + plural(n_tasks, "task")
+    missing = f"; {left_out} with < k scored left out" if left_out else ""
+    return f"{value:.2f} ({k}{tasks}{missing})"
 
 
 def task_pass_at_k_text(pass_at_k: TaskPassAtK | None) -> str:
@@ -134,7 +140,7 @@ def layer_pass_at_k_text(layer: LayerSummary) -> str:
     if value is None:
         return "—"
     ks = [task.pass_at_k.k for task in layer.tasks.values() if task.pass_at_k]
-    return pass_at_k_text(value.value, ks, value.n_tasks)
+    return pass_at_k_text(value.value, ks, value.n_tasks, len(value.left_out))
 
 
 def counts_text(planned: int, scored: int, errors: int, cancelled: int, running: int) -> str:
@@ -233,7 +239,7 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
 
 
 def served_models_text(models: dict[str, str]) -> str:
-    """The endpoints that send a model id other than their name (issue 30), or ""."""
+    """The endpoints that send a model id other than their name (orchestrator.md §11), or ""."""
     named = [f"{name}={model}" for name, model in models.items() if model != name]
     return f"  models: {', '.join(named)}" if named else ""
 
@@ -242,9 +248,9 @@ def render_summary(
     document: Summary, console: Console, width: int | None = None, *, every_column: str = "--json"
 ) -> None:
     """The §11.2 summary, fitted to `width` columns (None: the full table, for files and pipes),
-    with the intervals of issue 29; `every_column` is what shows the columns a narrow table
-    leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a whole
-    command after a run)."""
+    with its intervals (docs/statistics.md); `every_column` is what shows the columns a narrow
+    table leaves out, as the command that printed it can say it (`summarize`'s own `--json`; a
+    whole command after a run)."""
     for condition in with_intervals(document).conditions:
         jobs = ", ".join(job.name for job in condition.jobs)
         console.print(
@@ -291,6 +297,33 @@ def render_summary(
                 )
 
 
+def uncertainty_text(uncertainty: Uncertainty, n_tasks: int) -> str:
+    """`uncertainty ±19 points: 56% between tasks, 44% within tasks; design effect 1.9 ...`"""
+    share = uncertainty.between_share
+    if uncertainty.half_width == 0 or (share is None and uncertainty.design_effect == 1):
+        split = "no spread to split (every attempt alike, or one attempt per task)"
+    elif share is None:
+        split = "between and within tasks not separable (one attempt per task)"
+    else:
+        split = f"{share:.0%} between tasks, {1 - share:.0%} within tasks"
+    text = (
+        f"uncertainty ±{uncertainty.half_width * 100:.0f} points: {split}; design effect "
+        f"{uncertainty.design_effect:.1f} (effective n {uncertainty.effective_n:.1f} of "
+        f"{plural(uncertainty.attempts, 'attempt')}); with twice the attempts "
+        f"±{uncertainty.twice_attempts * 100:.0f}, twice the tasks "
+        f"±{uncertainty.twice_tasks * 100:.0f}"
+    )
+    if not uncertainty.calibrated:
+        per_task = uncertainty.attempts / n_tasks
+        text += (
+            f"\nwarning: {plural(n_tasks, 'task')} × {per_task:.3g} attempts is outside the "
+            f"calibrated designs ({CALIBRATED_TASKS[0]}–{CALIBRATED_TASKS[1]} tasks × "
+            f"{CALIBRATED_ATTEMPTS[0]}–{CALIBRATED_ATTEMPTS[1]} attempts, coverage ≥ 90 % "
+            'measured): the interval may cover less (docs/statistics.md, "Intervals")'
+        )
+    return text
+
+
 def estimate_lines(totals: GroupSummary) -> list[str]:
     """Below the table: the mean over tasks with its interval, and the flaky tasks."""
     lines = []
@@ -299,6 +332,8 @@ def estimate_lines(totals: GroupSummary) -> list[str]:
             f"mean over {plural(totals.task_mean.n_tasks, 'task')}: "
             f"{estimate_text(totals.task_mean)} (95% interval over tasks)"
         )
+        if totals.task_mean.uncertainty is not None:
+            lines.append(uncertainty_text(totals.task_mean.uncertainty, totals.task_mean.n_tasks))
     if totals.flaky_tasks:
         lines.append(f"flaky (passed some attempts, not all): {', '.join(totals.flaky_tasks)}")
     return lines

@@ -155,7 +155,7 @@ class DockerEnvironment:
         await self._start_container(*container_resources(self.task, self.overrides))
         if self.task.harbor is None:
             await self._container().prepare_layout()
-        else:  # the agents work in the task's own working directory (issue 20.2)
+        else:  # the agents work in the task's own working directory (docs/decisions.md D46)
             workdir = self.task.harbor.workdir or await self._container().working_dir()
             await self._container().prepare_layout(workdir, LOGS_AGENT)
             paths = dataclasses.replace(self._facts.paths, workspace=workdir)

@@ -135,7 +135,8 @@ class LocalEnvironment:
     def _prepare_harbor(self, workdir: PurePosixPath | None) -> None:
         """The Dockerfile's files under `<trial>/sandbox/<path>`, each top-level directory
         (e.g. `/app`) and `/logs` shown at its container path, the agents' working directory
-        the task's (issue 20.2). Needs the bubblewrap sandbox: only it can show them there."""
+        the task's (docs/decisions.md D46). Needs the bubblewrap sandbox: only it can show them
+        there."""
         if self.launcher.kind is not SandboxKind.BWRAP:
             raise TrialError(
                 ErrorType.ENVIRONMENT_START_ERROR,

@@ -1,5 +1,5 @@
 """A Harbor task's image without Docker: the local env's reading of `environment/Dockerfile`
-(issue 20.2).
+(docs/decisions.md D46).
 
 The local env has no image to build, so it honours the instructions that only place files:
 `FROM` (the host's system directories stand in for the base image), `WORKDIR`, and `COPY`/`ADD`

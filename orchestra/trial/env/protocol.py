@@ -111,7 +111,7 @@ class TrialEnvironment(Protocol):
 
     def state_verifier(self) -> Verifier:
         """The verifier of a Harbor task, whose grade is the state the agents left here: it
-        runs in this environment once every agent process is dead (issue 20.2)."""
+        runs in this environment once every agent process is dead (docs/decisions.md D46)."""
 
     async def exec(
         self,

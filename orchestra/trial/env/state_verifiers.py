@@ -1,4 +1,4 @@
-"""The verifier of a Harbor task (issue 20.2): the grade is the state the agents left, so
+"""The verifier of a Harbor task (docs/decisions.md D46): the grade is the state the agents left, so
 `tests/test.sh` runs where they worked, once every agent process is dead.
 
 What the harness still controls: no agent process is left (the trial stopped them, §7.2 step

@@ -1,4 +1,4 @@
-"""The local env's sandbox against an adversarial solution (issue 15; orchestrator.md §5.8).
+"""The local env's sandbox against an adversarial solution (orchestrator.md §5.8).
 
 Two concurrent oracle trials replay tests/fixtures/sandbox-escape.sh through the real agent tree:
 it reads foreign /proc/*/environ, state.json and the jobs dir, logs into PostgreSQL by socket and

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLM, chat_text, chat_tool_call
+from fake_llm import FakeLLM, chat_tool_call, probe_tool_call
 
 from orchestra.paths import PROJECT_ROOT
 
@@ -35,7 +35,7 @@ def test_the_worked_example_runs_scored_against_a_local_server(
         task = tmp_path / "tasks" / TASK.name
         shutil.copytree(TASK, task, ignore=shutil.ignore_patterns("__pycache__"))
         llm.script(
-            chat_text("OK"),  # the endpoint check
+            probe_tool_call(),  # the endpoint check
             chat_tool_call("buzz_dev_mcp__shell", {"command": "echo checked"}),
         )
         environ = {

@@ -110,7 +110,11 @@ def test_error_answers_are_classed_as_the_provider_means_them(status, body, expe
 def test_only_the_models_doing_is_scored_and_only_key_or_credit_stops_the_run() -> None:
     scored = {c for c, p in POLICIES.items() if p.scored}
     stopping = {c for c, p in POLICIES.items() if p.stops_run}
-    assert scored == {FailureClass.CONTEXT_OVERFLOW, FailureClass.CONTENT_REFUSAL}
+    assert scored == {
+        FailureClass.CONTEXT_OVERFLOW,
+        FailureClass.CONTENT_REFUSAL,
+        FailureClass.INVALID_OUTPUT,
+    }
     assert stopping == {FailureClass.AUTH, FailureClass.BILLING}
 
 
@@ -157,3 +161,63 @@ async def test_an_overflow_is_retried_once_only_after_trimming_changed_the_promp
     assert response.field_meta["buzz"]["stopDetail"] == "context_exhausted"
     retried, trimmed = fake_llm.requests[1].body, fake_llm.requests[2].body
     assert retried != trimmed and len(trimmed["messages"]) < len(retried["messages"])
+
+
+LLAMA_CPP_INVALID = Reply(
+    status=500,
+    body={
+        "error": {
+            "code": 500,
+            "message": "The model produced output that does not match the expected peg-native "
+            "format",
+            "type": "server_error",
+        }
+    },
+)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "The model produced output that does not match the expected peg-native format",
+        "error parsing tool call: raw='{\"command\":', err=unexpected end of JSON input",
+    ],
+)
+def test_a_server_that_cannot_parse_the_models_output_is_the_models_invalid_output(
+    message: str,
+) -> None:
+    response = httpx.Response(500, json={"error": {"message": message, "type": "server_error"}})
+    error = http_error(response)
+    assert error.failure_class is FailureClass.INVALID_OUTPUT
+    assert POLICIES[error.failure_class].scored and not error.retryable
+
+
+def test_a_500_without_that_cause_stays_a_server_error() -> None:
+    response = httpx.Response(500, json={"error": {"message": "Internal server error"}})
+    assert http_error(response).failure_class is FailureClass.SERVER_ERROR
+
+
+async def test_invalid_output_is_asked_again_twice_then_ends_the_turn_invalid_output(
+    fake_llm, start_agent
+) -> None:
+    fake_llm.script(LLAMA_CPP_INVALID, LLAMA_CPP_INVALID, LLAMA_CPP_INVALID, chat_text("never"))
+    env = fake_llm.openai_env() | {"BUZZ_AGENT_RETRY_BUDGET": "0"}
+    async with start_agent(env) as agent:
+        session = await agent.new_session(tools=False)
+        response = await agent.prompt(session, "do it")
+    assert response.stop_reason == "end_turn"
+    assert response.field_meta["buzz"]["stopDetail"] == "invalid_output"
+    # three calls although the provider retry budget is 0: the notes are not provider retries
+    assert len(fake_llm.requests) == 3
+    notes = [request.body["messages"][-1]["content"] for request in fake_llm.requests[1:]]
+    assert all("could not parse your previous reply" in note for note in notes)
+
+
+async def test_a_parsed_reply_after_a_corrective_note_carries_on(fake_llm, start_agent) -> None:
+    fake_llm.script(LLAMA_CPP_INVALID, chat_text("fixed"))
+    async with start_agent(fake_llm.openai_env()) as agent:
+        session = await agent.new_session(tools=False)
+        response = await agent.prompt(session, "do it")
+    assert response.stop_reason == "end_turn"
+    assert "stopDetail" not in response.field_meta["buzz"]
+    assert len(fake_llm.requests) == 2
