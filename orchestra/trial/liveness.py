@@ -15,9 +15,6 @@ from orchestra.trial.eventlog import AgentLogState
 LOOP_CALLS = 5
 #: The ACP stop reason of a turn ended by the harness's per-turn request cap.
 ROUND_CAP = "max_turn_requests"
-#: `_meta.buzz.stopDetail` of a turn ended on output the server could not parse, as the event
-#: log records it (agent-harness.md §2.4).
-INVALID_OUTPUT = "invalid_output"
 _EVERY_SEAT = (Flag.NO_TOOL_CALL, Flag.TEXT_ONLY)
 _ANY_SEAT = (Flag.ROUND_CAPPED, Flag.INVALID_OUTPUT, Flag.LOOPING)
 
@@ -35,7 +32,9 @@ def seat_flags(state: AgentLogState, messages: int | None) -> list[Flag]:
         flags.add(Flag.TEXT_ONLY)
     if state.last_acp_stop == ROUND_CAP:
         flags.add(Flag.ROUND_CAPPED)
-    if state.turn_stops.get(INVALID_OUTPUT):
+    # the event log records buzz-agent's `invalid_output` stopDetail as the turn's stop
+    # reason (agent-harness.md §2.4), as the trial's stop reason names it
+    if state.turn_stops.get(StopReason.INVALID_OUTPUT.value):
         flags.add(Flag.INVALID_OUTPUT)
     if state.longest_repeat >= LOOP_CALLS:
         flags.add(Flag.LOOPING)

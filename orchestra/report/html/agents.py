@@ -39,6 +39,6 @@ def agents_table(agents: dict[str, AgentSummary]) -> str:
         '<table class="agents"><tr><th>agent</th><th>role</th><th>endpoint</th>'
         '<th class="num">messages</th><th class="num">share</th>'
         '<th class="num">tokens in / cached / out</th><th class="num">cost</th>'
-        '<th>requests, time, flags</th></tr>'
+        "<th>requests, time, flags</th></tr>"
         f"{''.join(rows)}</table>"
     )
