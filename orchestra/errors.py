@@ -24,7 +24,7 @@ The tree (exit codes in brackets; `tests/test_errors.py` holds it to the code):
     ├── MachineFault (run/driver) [130, as an interrupted run]
     ├── StackError (stack/readiness) [2], StateError (stack/state) [2], ImageError
     │   (stack/images) [2], WheelhouseError (stack/wheelhouse) [2], LocalImageError
-    │   (trial/env/local_image) [2]
+    │   (trial/env/local_image) [2], StoreUnreadable (stack/stored_events) [2]
     ├── RayMissing [1], ClusterUnavailable [2] (executors/cluster)
     ├── EnvCommandError (trial/env/protocol) [2] ── DockerEnvError (trial/env/container)
     ├── DatabaseUnavailable (relay/server) [2], BuzzError (buzz/errors) [its category's code]
@@ -41,8 +41,8 @@ The tree (exit codes in brackets; `tests/test_errors.py` holds it to the code):
 Outside the tree, on purpose: signals caught where they are raised and never shown to a person
 as such: a refused relay frame (`Rejected`, `_Closed` in relay/), a tool result handed to the
 model (`FileToolError`), one failed LLM attempt (`LLMError`), a prompt no trimming can shorten
-(`ContextExhausted`), a trial on a node not yet hosted (`NoNodeHost`) or too large to send back
-(`PackTooLarge`); and the `ValueError`s of the wire formats (nostr, NIP-44, relay frames).
+(`ContextExhausted`), a model output the server could not parse (`InvalidOutput`), a trial on a
+node not yet hosted (`NoNodeHost`) or too large to send back (`PackTooLarge`); and the `ValueError`s of the wire formats (nostr, NIP-44, relay frames).
 """
 
 from __future__ import annotations

@@ -105,6 +105,7 @@ OUTSIDE_THE_TREE = {
     "FileToolError",
     "LLMError",
     "ContextExhausted",
+    "InvalidOutput",
     "NoNodeHost",
     "PackTooLarge",
 }

@@ -19,7 +19,8 @@ from orchestra.documents.enums import EnvKind, SandboxKind, StackMode, TrialStat
 from orchestra.documents.io import DocumentError
 from orchestra.errors import OrchestraError
 from orchestra.jobs.controls import RunState
-from orchestra.jobs.cost_estimate import estimate_cost
+from orchestra.jobs.cost_estimate import estimate_cost, estimate_wall_time
+from orchestra.jobs.endpoint_probe import ProbeResult
 from orchestra.jobs.executor import Executor
 from orchestra.jobs.layout import JobConfigMismatch
 from orchestra.jobs.leftovers import JobInUse, reap_jobs_dir
@@ -130,9 +131,17 @@ class Run:
             return RunOutcome(refusal_of(error), [str(error)])
         if self.effective.check_endpoints:
             try:
-                self._check_endpoints(api_keys)
+                probes = self._check_endpoints(api_keys)
             except Preflight as error:
                 return RunOutcome(RunEnd.PREFLIGHT, [str(error)])
+            wall_time = estimate_wall_time(
+                self.effective.jobs_dir,
+                plan.condition.manifest_sha256,
+                (scope.n_planned, self.effective.n_concurrent),
+                probes,
+            )
+            if wall_time is not None:
+                print(wall_time)
         return RunOutcome(RunEnd.DONE, scope=scope)
 
     # --- the real run ----------------------------------------------------------------------------
@@ -350,8 +359,8 @@ class Run:
             f"results to {self.scope.path} (Ctrl-C cancels it)"
         )
 
-    def _check_endpoints(self, api_keys: dict[str, str]) -> None:
-        check_endpoints(
+    def _check_endpoints(self, api_keys: dict[str, str]) -> list[ProbeResult]:
+        return check_endpoints(
             self.plan.condition,
             api_keys,
             self._say,

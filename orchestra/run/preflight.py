@@ -17,7 +17,7 @@ from orchestra.documents.io import DocumentError
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.documents.run_config import RunConfig
 from orchestra.errors import OrchestraError
-from orchestra.jobs.endpoint_probe import probe_endpoints
+from orchestra.jobs.endpoint_probe import ProbeResult, probe_endpoints
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import JobConfigMismatch, scan_trials
 from orchestra.jobs.leftovers import JobInUse, check_job_free
@@ -77,11 +77,11 @@ def check_endpoints(
     warn: Callable[[str], None],
     *,
     strict: bool = False,
-) -> None:
+) -> list[ProbeResult]:
     """The live check: one capability probe per endpoint, all at once; each warning is a
-    refusal when `strict` (`--strict-endpoints`)."""
+    refusal when `strict` (`--strict-endpoints`). What each probe measured."""
     if condition.is_oracle:
-        return
+        return []
     results = asyncio.run(probe_endpoints(condition, api_keys))
     failed = [result for result in results if result.problem is not None]
     if failed:
@@ -95,6 +95,7 @@ def check_endpoints(
         say(f"  {result.summary()}")
     for line in warnings:
         warn(line)
+    return results
 
 
 def _check_programs(buzz_bin_dir: Path | None) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import asyncpg
 
+from orchestra.errors import OrchestraError
+
 CONNECT_SECONDS = 10
 
 _CLOCK = "SELECT clock_timestamp(), to_regclass('events') IS NOT NULL"
@@ -24,8 +26,10 @@ ORDER BY received_at, id
 """
 
 
-class StoreUnreadable(Exception):
+class StoreUnreadable(OrchestraError):
     """The relay's database cannot be read: the message says why, without credentials."""
+
+    exit_code = 2
 
 
 async def _fetch(database_url: str, query: str, *args: object) -> list[asyncpg.Record]:

@@ -216,6 +216,16 @@ def test_openai_compatible_happy_path_is_scored_after_the_probe(
     assert "checked" in shell
     run.assert_no_key_on_disk()
 
+    # the dry run's wall-time estimate: this job's output tokens per trial at the probe's speed
+    llm.script(probe_tool_call())
+    dry = check_endpoints(run, tmp_path / "m.yaml", tmp_path / "e.json")
+    assert dry.returncode == 0, output(dry)
+    output_tokens = result["tokens"]["output"]
+    assert (
+        f"for 1 trial(s), 4 at a time: {output_tokens:,} output tokens per trial (job job) at "
+        in dry.stdout
+    ), output(dry)
+
 
 def test_anthropic_compatible_happy_path_is_scored(run: Run, llm: FakeLLM, tmp_path: Path) -> None:
     llm.script(
@@ -315,6 +325,10 @@ def test_a_per_request_context_below_the_manifests_warns_and_strict_refuses(
     (warning,) = [line for line in warned.stderr.splitlines() if line.startswith("warning:")]
     assert "gives one request 4,096 tokens of context" in warning and "200,000" in warning
     assert "--parallel" in warning
+    assert (
+        "Wall time estimate  none (no earlier job of this condition counted tokens); the endpoint check measured "
+        in warned.stdout
+    )
 
     strict = check_endpoints(run, manifest_path, endpoint_path, "--strict-endpoints")
     assert strict.returncode == 2, output(strict)
