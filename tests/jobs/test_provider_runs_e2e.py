@@ -584,6 +584,31 @@ def test_output_the_server_cannot_parse_is_scored_and_never_trips_the_breaker(
     for result in results:
         assert result["exception_info"] is None and result["reward"] == 0
         assert result["stop_reason"] == "invalid_output"
+        assert "invalid-output" in result["flags"]
     assert run.job_result()["stopped"] is None
     # each trial: the first request and two corrective notes
     assert len(llm_calls(llm)) == 9
+
+
+def test_a_server_that_only_answers_in_text_is_flagged_and_the_condition_warned(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The stock chat template: the model answers in text and never calls a tool. Every
+    trial is scored 0 with `no-tool-call` and `text-only` (orchestrator.md §10.3), the
+    summary counts them and warns that the serving, not the model, is the likely cause."""
+    llm.script(*[chat_text("Please provide the bash command you want to run.")] * 10)
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm), "-k", "2",
+        "--skip-endpoint-check",
+    )  # fmt: skip
+    assert done.returncode in (0, 3), output(done)
+    results = run.results()
+    assert [r["status"] for r in results] == ["scored", "scored"], output(done)
+    for result in results:
+        assert result["reward"] == 0 and result["flags"] == ["no-tool-call", "text-only"]
+        (seat,) = result["buzz"]["agents"]
+        assert seat["flags"] == ["no-tool-call", "text-only"] and seat["requests"] >= 1
+    (layer,) = run.job_result()["aggregates"].values()
+    assert layer["flags"] == {"no-tool-call": 2, "text-only": 2}
+    assert "flags: no-tool-call×2, text-only×2" in done.stdout, output(done)
+    assert "warning: no trial of this condition called a tool" in done.stdout, output(done)
