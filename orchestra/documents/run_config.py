@@ -282,6 +282,13 @@ class RunConfig(Part):
         "structured tool call back, a reply the server could not parse, a per-request context "
         "window below the manifest's context_window_tokens.",
     )  # fmt: skip
+    smoke: bool = option(
+        False, "--smoke", exclude=True,
+        description="Before the plan, run one trial of its first task with the whole roster "
+        "(in <run>/smoke/, never counted in the rates), print the plan's extrapolated cost "
+        "and wall time, and stop (exit 2, no planned trial started) unless every seat acted: "
+        "called a tool and posted.",
+    )  # fmt: skip
     #: the live endpoint check before the first trial (`--check-endpoints` on a dry run,
     #: `--skip-endpoint-check` on a real one: the commands' own flags)
     check_endpoints: bool = Field(default=True, exclude=True)

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -48,6 +49,7 @@ from orchestra.run.execution import (
 from orchestra.run.outcome import Refused, RunEnd, RunOutcome, refusal_of
 from orchestra.run.preflight import Preflight, check_endpoints, preflight
 from orchestra.run.prepare import RunPlan
+from orchestra.run.smoke import SmokeFailed, smoke_gate
 from orchestra.stack.embedded import EmbeddedStack
 from orchestra.stack.readiness import StackError
 from orchestra.stack.select import check_docker
@@ -254,6 +256,8 @@ class Run:
             return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope, resumable=True)
         except (JobConfigMismatch, DocumentError) as error:
             return RunOutcome(RunEnd.USAGE, [str(error)], scope)
+        except SmokeFailed as error:
+            return RunOutcome(RunEnd.PREFLIGHT, [str(error)], scope, resumable=True)
         return self._ended(outcomes, interrupt.requested.is_set(), confirmation)
 
     def _ended(
@@ -341,6 +345,11 @@ class Run:
             )
             progress = Progress(self.console, quiet=effective.quiet)
             try:
+                if effective.smoke:
+                    runner = partial(run_job, run=shared, progress=progress, interrupt=interrupt)
+                    self._say(
+                        await smoke_gate(scope, services, runner, executor, effective.n_concurrent)
+                    )
                 for job in scope.jobs:
                     outcome = await run_job(job, services, shared, progress, interrupt, executor)
                     outcomes.append(outcome)

@@ -612,3 +612,40 @@ def test_a_server_that_only_answers_in_text_is_flagged_and_the_condition_warned(
     assert layer["flags"] == {"no-tool-call": 2, "text-only": 2}
     assert "flags: no-tool-call×2, text-only×2" in done.stdout, output(done)
     assert "warning: no trial of this condition called a tool" in done.stdout, output(done)
+
+
+# --- the smoke gate --------------------------------------------------------------------------
+
+
+def test_the_smoke_gate_stops_a_dead_provider_before_the_plan(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """`--smoke` against a provider that is down: its one trial errors, the run exits 2 and
+    no planned trial starts; the smoke trial is kept in `<run>/smoke/`."""
+    closed = FakeLLM()
+    closed.close()
+    endpoint_path = endpoints(tmp_path / "c.json", closed, **NO_AGENT_RETRIES)
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoint_path, "-k", "2", "--smoke",
+        "--skip-endpoint-check", "--retries", "0",
+    )  # fmt: skip
+    assert done.returncode == 2, output(done)
+    assert "smoke trial" in done.stderr and "no planned trial was started" in done.stderr
+    assert "ProviderUnavailable" in done.stderr, output(done)
+    assert not list(run.job.glob("*/result.json"))  # no planned trial
+    (smoke,) = (run.run_dir / "smoke").glob("*/result.json")
+    assert json.loads(smoke.read_text(encoding="utf-8"))["status"] == "error"
+
+
+def test_the_smoke_gate_passes_the_oracle_and_the_plan_runs(run: Run, tmp_path: Path) -> None:
+    """With the oracle every seat acts: the gate prints the plan's extrapolated cost and
+    time, and the plan runs; the smoke trial is not counted in the job's trials."""
+    done = run.benchmark(
+        PROJECT_ROOT / "manifests" / "buzz-native-solo-oracle.yaml",
+        PROJECT_ROOT / "endpoints" / "oracle.json", "-k", "2", "--smoke",
+    )  # fmt: skip
+    assert done.returncode == 0, output(done)
+    assert "smoke passed (" in done.stdout and "the plan's 2 trials: about $0.0000" in done.stdout
+    assert [r["status"] for r in run.results()] == ["scored", "scored"]
+    assert len(list((run.run_dir / "smoke").glob("*/result.json"))) == 1
+    assert run.job_result()["n_planned"] == 2
