@@ -42,6 +42,8 @@ class Progress(Protocol):
 
     def provider_retrying(self, trial_name: str, detail: str) -> None: ...
 
+    def activity(self, trial_name: str, text: str) -> None: ...
+
     def stopped(self, reason: str, message: str) -> None: ...
 
     def end_job(self) -> None: ...
@@ -201,7 +203,9 @@ async def _run_claimed_job(
         if not interrupt.requested.is_set():
             interrupt.trigger()
 
-    hooks = JobHooks(log, on_update, on_live_cost, interrupt.hurry, progress.provider_retrying)
+    hooks = JobHooks(
+        log, on_update, on_live_cost, interrupt.hurry, progress.provider_retrying, progress.activity
+    )
     # The executor opens before the job's documents: the docker env builds the task images
     # there, and a failed build is a preflight error (exit 2) that leaves no job result behind.
     async with executor.open_job(services, planned, hooks) as trials:

@@ -64,6 +64,8 @@ class JobHooks:
     hurry: asyncio.Event  # a second SIGINT/SIGTERM: no more grace periods (§7.6)
     #: (trial name, `provider HTTP 500, 2/4`): an agent retries a provider call
     on_llm_retry: Callable[[str, str], None] = lambda _name, _detail: None
+    #: (trial name, `1 in flight, 3.2k tokens, last event 14 s ago`): the live progress
+    on_activity: Callable[[str, str], None] = lambda _name, _text: None
 
 
 async def environment_kind(services: JobServices, planned: PlannedJob) -> EnvironmentKind:
@@ -117,6 +119,7 @@ async def job_context(
             on_trial_update=hooks.on_update,
             on_live_cost=hooks.on_live_cost,
             on_llm_retry=hooks.on_llm_retry,
+            on_activity=hooks.on_activity,
             hurry=hooks.hurry,
             watch=watch,
             launched_secrets=services.launched_secrets,

@@ -21,6 +21,7 @@ from orchestra.trial.context import JobContext
 from orchestra.trial.errors import TrialError, classified
 from orchestra.trial.record import write_result
 from orchestra.trial.state import TrialState
+from orchestra.trial.watchdog import watch_liveness
 
 
 async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
@@ -52,8 +53,10 @@ async def run_agent_phase(state: TrialState, ctx: JobContext) -> None:
             posting = group.create_task(
                 post_scripted_messages(state, ctx, orchestrator_pubkey, scripted, accepted_at)
             )
+            watchdog = group.create_task(watch_liveness(state, ctx))
             phase.completion = completion = await watch.wait(remaining)
             posting.cancel()  # a timeout or a budget stop ends the trial before a late post
+            watchdog.cancel()
     except BaseExceptionGroup as failed:  # one task's own error, as if it ran alone
         # an agent that exited first is `AgentProcessExited`, the trial's failure as it is
         raise failed.exceptions[0] from None

@@ -63,6 +63,8 @@ class JobContext:
     on_live_cost: Callable[[str, float], None] = lambda _name, _cost: None
     #: an in-flight trial's agent retries a provider call (trial name, `provider HTTP 500, 2/4`)
     on_llm_retry: Callable[[str, str], None] = lambda _name, _detail: None
+    #: an in-flight trial's agents' activity (trial name, `1 in flight, 3.2k tokens, …`)
+    on_activity: Callable[[str, str], None] = lambda _name, _text: None
     #: set by a second SIGINT/SIGTERM: stop without grace periods (§7.6)
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
     #: the stack's health: a trial that needs it fails once it went down (§5.1)

@@ -6,6 +6,7 @@ lines are never parsed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -91,6 +92,7 @@ class AgentLogState:
     #: the longest run of consecutive tool calls with one title (tool name and arguments)
     longest_repeat: int = 0
     text_replies: int = 0  # non-empty text answers the agent ended turns with
+    last_event_at: float | None = None  # monotonic time the last record was read
     delivered: set[str] = field(default_factory=set)
     queued: list[str] = field(default_factory=list)
     discarded: set[str] = field(default_factory=set)
@@ -125,6 +127,7 @@ class AgentLogState:
 
     def apply(self, record: Record) -> None:
         was_active = self.in_flight > 0
+        self.last_event_at = time.monotonic()
         match record:
             case Subscribed(channel_id=str(channel_id)):
                 self.subscribed_channels.add(channel_id)

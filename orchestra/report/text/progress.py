@@ -54,6 +54,7 @@ class Running:
     label: str  # `<task> #<attempt>`
     phase: str
     since: float  # monotonic time the trial was first seen
+    activity: str = ""  # its agents' activity (`1 in flight, 3.2k tokens, …`), once known
 
 
 class Progress:
@@ -149,6 +150,12 @@ class Progress:
             Text.assemble((f"{'retrying':9}", "yellow"), f" {running.label} ({detail})")
         )
 
+    def activity(self, trial_name: str, text: str) -> None:
+        """A running trial's agents' activity, shown on its row of the live view."""
+        running = self._running.get(trial_name)
+        if running is not None:
+            running.activity = text
+
     def stopped(self, reason: str, message: str) -> None:
         """The run starts no more trials; the ones in flight finish (or are cancelled)."""
         self.console.print(
@@ -200,7 +207,8 @@ class Progress:
         running = sorted(list(self._running.values()), key=lambda r: r.since)  # another thread
         rows = [
             Text(
-                f"  {r.phase:<9} {clock(now - r.since):>7}  {r.label}",
+                f"  {r.phase:<9} {clock(now - r.since):>7}  {r.label}"
+                + (f"  ({r.activity})" if r.activity else ""),
                 no_wrap=True,
                 overflow="ellipsis",
             )
