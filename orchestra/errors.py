@@ -20,7 +20,7 @@ The tree (exit codes in brackets; `tests/test_errors.py` holds it to the code):
     │   Unplayable (taskkit/case_replay)
     ├── Refused (run/outcome) [1 usage, 2 preflight], Preflight (run/preflight) [2]
     │   └── MissingKeys
-    ├── RegradeError (run/regrade)
+    ├── RegradeError (run/regrade), SmokeFailed (run/smoke) [2]
     ├── MachineFault (run/driver) [130, as an interrupted run]
     ├── StackError (stack/readiness) [2], StateError (stack/state) [2], ImageError
     │   (stack/images) [2], WheelhouseError (stack/wheelhouse) [2], LocalImageError
