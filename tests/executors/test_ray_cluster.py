@@ -69,6 +69,7 @@ GONE_WITHIN_SECONDS = 15.0
 VOLATILE = frozenset({
     "id", "trial_id", "trial_name", "job_name", "created_at", "started_at", "finished_at",
     "updated_at", "occurred_at", "at", "seconds", "agent_active_seconds", "mean_trial_seconds",
+    "active_seconds",
     "pubkey", "channel_id", "channel_name", "task_event_id", "completion_message_id",
     "event_id", "sha256", "evidence_sha256", "input", "output", "cached_input", "jobs_dir",
     "relay_port", "relay_ws_url", "relay_http_url", "agent_relay_url", "path",
