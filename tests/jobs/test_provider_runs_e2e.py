@@ -649,3 +649,27 @@ def test_the_smoke_gate_passes_the_oracle_and_the_plan_runs(run: Run, tmp_path: 
     assert [r["status"] for r in run.results()] == ["scored", "scored"]
     assert len(list((run.run_dir / "smoke").glob("*/result.json"))) == 1
     assert run.job_result()["n_planned"] == 2
+
+
+# --- the do-nothing floor ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("task", "floor"), [("buzz-contracts/fyi-mention-silence", 1.0),
+                                             ("buzz-native/user-mention", 0.0)])  # fmt: skip
+def test_the_null_endpoint_scores_the_do_nothing_floor(
+    relay_url: str, tmp_path: Path, task: str, floor: float
+) -> None:
+    """The built-in `null` endpoint answers every request with an empty end of turn: a
+    silence contract passes doing nothing (its floor is 1.0), a task that needs an answer does
+    not; either way the trial is flagged `no-tool-call`."""
+    run = Run(tmp_path, relay_url)
+    run.task = tmp_path / "tasks" / task
+    shutil.copytree(PROJECT_ROOT / "tasks" / task, run.task, dirs_exist_ok=True)
+    done = run.benchmark(
+        PROJECT_ROOT / "manifests" / "buzz-native-solo-null.yaml",
+        PROJECT_ROOT / "endpoints" / "null.json",
+    )
+    assert done.returncode == 0, output(done)
+    (result,) = run.results()
+    assert (result["status"], result["reward"]) == ("scored", floor), output(done)
+    assert "no-tool-call" in result["flags"] and "text-only" not in result["flags"]

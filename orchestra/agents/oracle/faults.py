@@ -27,7 +27,7 @@ class FaultItem(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     kind: FaultKind
-    count: int
+    count: int | None  # None (`<kind>:*`): every request from here on
 
 
 class FaultPlan(BaseModel):
@@ -42,7 +42,7 @@ class FaultPlan(BaseModel):
         """The fault replacing request `request_number` (1-based), or None."""
         remaining = request_number
         for item in self.items:
-            if remaining <= item.count:
+            if item.count is None or remaining <= item.count:
                 return item.kind
             remaining -= item.count
         return None
@@ -53,7 +53,8 @@ def _is_fault_kind(word: str) -> TypeGuard[FaultKind]:
 
 
 def parse_faults(text: str) -> tuple[FaultItem, ...]:
-    """Parse `ORACLE_FAULTS`, e.g. `429:1,500:1,slow:2`."""
+    """Parse `ORACLE_FAULTS`, e.g. `429:1,500:1,slow:2`; `silent:*` (`*`: every request from
+    there on, the last item only) is the built-in `null` endpoint."""
     items: list[FaultItem] = []
     for raw in text.split(","):
         entry = raw.strip()
@@ -66,6 +67,11 @@ def parse_faults(text: str) -> tuple[FaultItem, ...]:
         if not _is_fault_kind(kind):
             raise InvalidValue(f'unknown fault kind "{kind}"')
         count_text = count_text.strip()
+        if items and items[-1].count is None:
+            raise InvalidValue(f'"{entry}" after an item with N "*" (every later request)')
+        if count_text == "*":
+            items.append(FaultItem(kind=kind, count=None))
+            continue
         if not count_text.isdigit() or int(count_text) < 1:
             raise InvalidValue(f'malformed item "{entry}" (N must be an integer >= 1)')
         items.append(FaultItem(kind=kind, count=int(count_text)))

@@ -19,6 +19,7 @@ from orchestra.agents.oracle.decision import (
     decide,
     fault_answer,
 )
+from orchestra.agents.oracle.faults import OracleConfigError
 
 SHELL = ShellTool("buzz_dev_mcp__shell", "command", "timeout_secs", 280)
 LEAD = OracleTeammate(agent_id="lead-1", kind="orchestrator", pubkey="aa" * 32)
@@ -174,3 +175,11 @@ def test_the_silent_fault_ends_the_turn_having_done_nothing(count: int) -> None:
     assert [plan.fault_for(n) for n in range(1, count + 2)] == ["silent"] * count + [None]
     answer = fault_answer("silent", SHELL, "worker-1", 1)
     assert (answer.finish_reason, answer.message) == ("stop", {"role": "assistant", "content": ""})
+
+
+def test_a_star_count_takes_every_later_request_and_must_come_last() -> None:
+    """`silent:*`, the built-in `null` endpoint: every request is an empty end of turn."""
+    plan = fault_plan_from_env({"ORACLE_FAULTS": "429:1,silent:*"})
+    assert [plan.fault_for(n) for n in (1, 2, 50, 10_000)] == ["429", "silent", "silent", "silent"]
+    with pytest.raises(OracleConfigError, match=r'"500:1" after an item with N "\*"'):
+        fault_plan_from_env({"ORACLE_FAULTS": "silent:*,500:1"})
