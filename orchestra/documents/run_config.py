@@ -111,6 +111,12 @@ class TrialSettings(Part):
         DEFAULT_SETTLE_MS, "--settle-ms", metavar="MS", ge=0, le=MAX_SETTLE_MS, resumable=True,
         description="Grace after a solo agent's last turn before the trial stops (§7.11).",
     )  # fmt: skip
+    max_repeated_calls: int = option(
+        0, "--max-repeated-calls", metavar="N", ge=0, default_note="no limit",
+        description="End an agent's turn (scored, as the model's) once it made the same tool "
+        "call with the same arguments N times in a row; 0: no limit. Five in a row flag the "
+        "trial `looping` either way.",
+    )  # fmt: skip
     buzz_bin_dir: Path | None = option(
         None, "--buzz-bin-dir", metavar="DIR", resumable=True,
         default_note="this package's scripts",

@@ -102,6 +102,7 @@ class AgentLaunchSpec:
     tmpdir: str | None  # None: unset (docker env, the container's /tmp)
     path: str | None  # None: the environment's own PATH
     agent_timeout_seconds: float
+    max_repeated_calls: int = 0  # `--max-repeated-calls` (0: no limit)
 
 
 def agent_environment(
@@ -133,6 +134,7 @@ def agent_environment(
             "BUZZ_AGENT_TRAJECTORY_LOG": spec.trajectory_log_file,
             "BUZZ_AGENT_THINKING_EFFORT": generation.thinking_effort or "medium",
             "BUZZ_AGENT_MAX_ROUNDS": str(entry.budget.max_calls or 0),
+            "BUZZ_AGENT_MAX_REPEATED_CALLS": str(spec.max_repeated_calls),
             "BUZZ_AGENT_NO_HINTS": "1",
             "HOME": spec.home,
         }
@@ -232,6 +234,7 @@ def agent_process_environment(
         tmpdir=None if paths.tmpdir is None else str(paths.tmpdir),
         path=facts.agent_path,
         agent_timeout_seconds=agent_seconds,
+        max_repeated_calls=ctx.options.max_repeated_calls,
     )
     env = agent_environment(slot.entry, endpoint_env, spec)
     env.update(facts.inherited)

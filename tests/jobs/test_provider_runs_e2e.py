@@ -673,3 +673,43 @@ def test_the_null_endpoint_scores_the_do_nothing_floor(
     (result,) = run.results()
     assert (result["status"], result["reward"]) == ("scored", floor), output(done)
     assert "no-tool-call" in result["flags"] and "text-only" not in result["flags"]
+
+
+# --- looping -------------------------------------------------------------------------------
+
+ECHO_30 = {"command": "echo 30"}
+
+
+def test_five_identical_calls_in_a_row_are_flagged_looping(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """The model calls the shell with `echo 30` five times in a row, then ends its turn: the
+    trial is scored and flagged `looping` (no limit was set, so every call ran)."""
+    calls = [chat_tool_call("buzz_dev_mcp__shell", ECHO_30, f"call_{n}") for n in range(5)]
+    llm.script(*calls, chat_text("done"))
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm),
+        "--skip-endpoint-check",
+    )  # fmt: skip
+    assert done.returncode in (0, 3), output(done)
+    (result,) = run.results()
+    assert result["status"] == "scored" and "looping" in result["flags"], output(done)
+    assert len(llm_calls(llm)) == 6
+
+
+def test_max_repeated_calls_ends_the_turn_at_the_limit(
+    run: Run, llm: FakeLLM, tmp_path: Path
+) -> None:
+    """`--max-repeated-calls 3`: the third identical call ends the turn (scored); the model is
+    not asked again."""
+    calls = [chat_tool_call("buzz_dev_mcp__shell", ECHO_30, f"call_{n}") for n in range(6)]
+    llm.script(*calls)
+    done = run.benchmark(
+        manifest(tmp_path / "m.yaml"), endpoints(tmp_path / "e.json", llm),
+        "--skip-endpoint-check", "--max-repeated-calls", "3",
+    )  # fmt: skip
+    assert done.returncode in (0, 3), output(done)
+    (result,) = run.results()
+    assert result["status"] == "scored", output(done)
+    assert len(llm_calls(llm)) == 3
+    assert len(shell_results(run, result)) == 3  # the third call ran, then the turn ended

@@ -53,6 +53,7 @@ class AgentConfig(BaseModel):
     handoff_percent: int
     handoff_at_tokens: int | None
     max_rounds: int
+    max_repeated_calls: int  # 0: no limit
     max_token_recoveries: int
     llm_timeout_secs: int
     llm_max_retries: int
@@ -154,6 +155,7 @@ MAX_CONTEXT_TOKENS = _number("BUZZ_AGENT_MAX_CONTEXT_TOKENS", 200_000, 1024)
 HANDOFF_PERCENT = _number("BUZZ_AGENT_HANDOFF_PERCENT", 90, 1, 100)
 HANDOFF_AT_TOKENS = _number("BUZZ_AGENT_HANDOFF_AT_TOKENS", None, 1)
 MAX_ROUNDS = _number("BUZZ_AGENT_MAX_ROUNDS", 0, 0)
+MAX_REPEATED_CALLS = _number("BUZZ_AGENT_MAX_REPEATED_CALLS", 0, 0)
 MAX_TOKEN_RECOVERIES = _number("BUZZ_AGENT_MAX_TOKEN_RECOVERIES", 3, 0)
 LLM_TIMEOUT_SECS = _number("BUZZ_AGENT_LLM_TIMEOUT_SECS", 240, 1)
 LLM_MAX_RETRIES = _number("BUZZ_AGENT_LLM_MAX_RETRIES", 5, 0, 100)
@@ -281,6 +283,7 @@ def load_config(environ: Mapping[str, str]) -> AgentConfig:
         handoff_percent=HANDOFF_PERCENT.value(environ),
         handoff_at_tokens=handoff_at,
         max_rounds=MAX_ROUNDS.value(environ),
+        max_repeated_calls=MAX_REPEATED_CALLS.value(environ),
         max_token_recoveries=MAX_TOKEN_RECOVERIES.value(environ),
         llm_timeout_secs=LLM_TIMEOUT_SECS.value(environ),
         llm_max_retries=LLM_MAX_RETRIES.value(environ),

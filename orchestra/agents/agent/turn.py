@@ -38,6 +38,9 @@ CONTEXT_EXHAUSTED = "context_exhausted"
 #: the model's own output even after `INVALID_OUTPUT_RETRIES` corrective notes.
 INVALID_OUTPUT = "invalid_output"
 INVALID_OUTPUT_RETRIES = 2
+#: `_meta.buzz.stopDetail` of a turn that ended `end_turn` because the model made the same
+#: tool call (name and arguments) `max_repeated_calls` times in a row.
+REPEATED_CALLS = "repeated_calls"
 INVALID_OUTPUT_NOTE = (
     "The server could not parse your previous reply: its tool call was malformed. Answer "
     "again: call one of the given tools with valid JSON arguments, or reply in plain text."
@@ -48,7 +51,24 @@ INVALID_OUTPUT_NOTE = (
 class TurnResult:
     stop_reason: StopReason
     usage: Usage
-    detail: str | None = None  # CONTEXT_EXHAUSTED, INVALID_OUTPUT, or None
+    detail: str | None = None  # CONTEXT_EXHAUSTED, INVALID_OUTPUT, REPEATED_CALLS, or None
+
+
+@dataclass
+class RepeatedCalls:
+    """Counts consecutive identical tool calls (name and arguments) over a turn."""
+
+    limit: int  # 0: no limit
+    last: tuple[str, str] | None = None
+    run: int = 0
+
+    def reached(self, calls: list[ToolCall]) -> bool:
+        """Count `calls` in; True once `limit` identical calls came in a row."""
+        for call in calls:
+            key = (call.name, call.arguments)
+            self.run = self.run + 1 if key == self.last else 1
+            self.last = key
+        return self.limit > 0 and self.run >= self.limit
 
 
 class ContextExhausted(Exception):
@@ -82,6 +102,7 @@ class Turn:
         rounds = 0
         recoveries = 0
         invalid_in_a_row = 0
+        repeated = RepeatedCalls(self.config.max_repeated_calls)
         while True:
             self.session.round_start = len(history)
             if self.config.max_rounds and rounds == self.config.max_rounds:
@@ -116,6 +137,8 @@ class Turn:
             self.trajectory.response(self.session.id, response, message.tool_calls)
             if message.tool_calls:
                 await self._run_tools(message.tool_calls)
+                if repeated.reached(message.tool_calls):  # stuck in a loop: the model's end
+                    return self._stop("end_turn", REPEATED_CALLS)
             if response.outcome == "truncated":
                 recoveries += 1
                 if recoveries > self.config.max_token_recoveries:
