@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from documents_support import report_document
 from e2e_jobs import DATASET, JOB_TIMEOUT_SECONDS, N_CONCURRENT, NEGATIVE_SOLUTIONS, ORCHESTRA
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -21,13 +22,8 @@ FLIPPED, STEADY = "user-mention", "multiline-message"
 
 
 def baseline_report(path: Path) -> Path:
-    """Both tasks passed 30 of 30 attempts (a report.json as a comparison reads it)."""
-    rows = {
-        f"buzz-native/{name}": {"pass_rate": 1.0, "scored": 30, "successes": 30}
-        for name in (FLIPPED, STEADY)
-    }
-    report = {"conditions": [{"condition": "c", "layers": {"regression": {"tasks": rows}}}]}
-    path.write_text(json.dumps(report), encoding="utf-8")
+    """Both tasks passed 30 of 30 attempts (a report.json as `orchestra report` writes it)."""
+    report_document({f"buzz-native/{name}": (30, 30) for name in (FLIPPED, STEADY)}).write(path)
     return path
 
 

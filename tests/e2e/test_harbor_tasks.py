@@ -102,6 +102,16 @@ def test_the_grade_is_the_sandbox_state_the_agents_left(harbor_job: JobRun) -> N
     assert result["sandbox"] == "bwrap"
 
 
+def test_the_evidence_names_a_written_file_at_its_container_path(harbor_job: JobRun) -> None:
+    """hello-file's solution wrote /app/hello.txt: the evidence's agent_files row has the path
+    the agents saw and the bytes the sandbox holds."""
+    result = harbor_job.results["hello-file"]
+    trial = harbor_job.job_dir / result["trial_name"]
+    evidence = json.loads((trial / "agent" / "buzz" / "buzz-evidence.json").read_text())
+    rows = {row["path"]: row["content"] for row in evidence["agent_files"]}
+    assert rows.get("/app/hello.txt") == "Hello, Harbor!\n", sorted(rows)
+
+
 def test_the_export_round_trips_with_harbor_s_task_checksum(
     harbor_job: JobRun, scratch: Path
 ) -> None:

@@ -29,7 +29,8 @@ h2 { font-size: 17px; margin: 4px 0 10px; }
 h3 { font-size: 15px; margin: 14px 0 8px; }
 table.summary th { white-space: normal; }
 td { overflow-wrap: break-word; }
-table.summary td.num, table.summary td:first-child, table.summary td.pass-k { white-space: nowrap; }
+table.summary td.num, table.summary td:first-child { white-space: nowrap; }
+table.summary td.pass-k { min-width: 9em; }
 table.summary { font-size: 13px; }
 table.summary th, table.summary td { padding: 4px 5px; }
 table.summary td.task { min-width: 9em; }

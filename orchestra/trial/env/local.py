@@ -244,19 +244,27 @@ class LocalEnvironment:
             start_new_session=True,
         )
 
+    def _on_host(self, path: PurePath) -> Path:
+        """Where a path the agents see lies on the host: under a Harbor task's directory
+        (`/app`) it is that directory's copy in the sandbox."""
+        for mount in self._mounts:
+            if PurePosixPath(path).is_relative_to(mount.target):
+                return mount.source / PurePosixPath(path).relative_to(mount.target)
+        return Path(path)
+
     async def put_file(self, source: Path, target: PurePath, *, mode: int | None = None) -> None:
-        _copy_file(source, Path(target), mode)
+        _copy_file(source, self._on_host(target), mode)
 
     async def put_tree(self, source: Path, target: PurePath) -> None:
-        if not _same(source, Path(target)):
-            _replace_tree(source, Path(target))
+        if not _same(source, self._on_host(target)):
+            _replace_tree(source, self._on_host(target))
 
     async def get_tree(self, source: PurePath, target: Path) -> None:
-        if not _same(Path(source), target):
-            shutil.copytree(source, target, dirs_exist_ok=True)
+        if not _same(self._on_host(source), target):
+            shutil.copytree(self._on_host(source), target, dirs_exist_ok=True)
 
     async def read_file(self, path: PurePath, limit: int) -> bytes | None:
-        return read_regular_file(Path(path), limit)
+        return read_regular_file(self._on_host(path), limit)
 
     @contextlib.asynccontextmanager
     async def follow_file(self, path: PurePath, host_copy: Path) -> AsyncIterator[None]:
