@@ -147,6 +147,14 @@ class StatePaths:
         """Locked by the process that started the embedded stack and will stop it."""
         return self.embedded / "owner.lock"
 
+    @property
+    def floor_cache(self) -> Path:
+        """The do-nothing floor per task contract (`<contract digest>.json`, D114)."""
+        return self.root / "floor"
+
+    def floor_record(self, contract_digest: str) -> Path:
+        return self.floor_cache / f"{contract_digest}.json"
+
 
 # --- jobs directory (§10.1) -------------------------------------------------------------------
 
@@ -185,6 +193,11 @@ class RunPaths:
 
     def job(self, job_name: str) -> JobPaths:
         return JobPaths(self.root / job_name)
+
+    @property
+    def floor_json(self) -> Path:
+        """The do-nothing floor of the run's tasks (D114); its floor job is `job(FLOOR_JOB)`."""
+        return self.root / "floor.json"
 
 
 @dataclass(frozen=True)

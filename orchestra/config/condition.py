@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestra.config.endpoints import (
+    NULL_ENDPOINT,
     SUPPORTED_PROVIDERS,
     Endpoint,
     EndpointConfig,
@@ -16,6 +17,7 @@ from orchestra.config.endpoints import (
 from orchestra.config.errors import ConfigError, display_path, raise_if_any
 from orchestra.config.manifest import (
     Manifest,
+    Price,
     RosterEntry,
     default_artifact_root,
     load_manifest,
@@ -52,6 +54,19 @@ class Condition:
 
     def used_endpoints(self) -> dict[str, Endpoint]:
         return {name: self.endpoint_config[name] for name in self.manifest.endpoints_used()}
+
+    def do_nothing(self) -> Condition:
+        """The same roster with every endpoint it uses replaced by the built-in `null` one and
+        every price 0: what a do-nothing agent scores on a task (the floor, D114)."""
+        used = self.manifest.endpoints_used()
+        free = Price(
+            input_per_million_usd=0.0, cached_input_per_million_usd=0.0, output_per_million_usd=0.0
+        )
+        manifest = self.manifest.model_copy(update={"prices": {name: free for name in used}})
+        endpoints = EndpointConfig(
+            self.endpoint_config.path, {name: NULL_ENDPOINT for name in used}
+        )
+        return Condition(self.manifest_path, manifest, self.artifact_root, endpoints)
 
     def replay_fingerprint(self) -> dict[str, object]:
         """The endpoint part of the replay identity (§2.5), keyed by endpoint name."""

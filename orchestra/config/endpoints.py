@@ -172,6 +172,12 @@ class Endpoint(BaseModel):
         return summary
 
 
+#: The built-in `null` endpoint (`endpoints/null.json`): the oracle answering every model request
+#: with an empty end of turn, so its agents never act (the do-nothing floor, D114).
+NULL_ENDPOINT_NAME = "null"
+NULL_ENDPOINT = Endpoint(provider="oracle", env={"ORACLE_FAULTS": "silent:*"})
+
+
 @dataclass(frozen=True)
 class EndpointConfig:
     path: Path

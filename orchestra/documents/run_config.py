@@ -295,6 +295,13 @@ class RunConfig(Part):
         "and wall time, and stop (exit 2, no planned trial started) unless every seat acted: "
         "called a tool and posted.",
     )  # fmt: skip
+    no_floor: bool = option(
+        False, "--no-floor", exclude=True, resumable=True,
+        description="Do not compute the do-nothing floor: by default, a model condition's run "
+        "first runs each task whose floor is not cached once with every seat on the null "
+        "endpoint (in <run>/floor/, never counted in the rates) and shows what doing nothing "
+        "scores beside the condition.",
+    )  # fmt: skip
     #: the live endpoint check before the first trial (`--check-endpoints` on a dry run,
     #: `--skip-endpoint-check` on a real one: the commands' own flags)
     check_endpoints: bool = Field(default=True, exclude=True)

@@ -120,6 +120,8 @@ class TaskSummary(Rates, UsageSummary, Outcomes):
     pass_rate_interval: Interval | None = None
     pass_rate_all_interval: Interval | None = None
     confirmation: ConfirmationCount | None = None  # None: no attempt beyond k
+    #: what a do-nothing agent scores on the task (D114); None: unknown or not computed
+    floor: Annotated[float | None, Field(exclude_if=absent)] = None
 
 
 class GroupSummary(Rates, UsageSummary, Outcomes):
@@ -136,6 +138,19 @@ class GroupSummary(Rates, UsageSummary, Outcomes):
 
 class LayerSummary(GroupSummary):
     tasks: dict[str, TaskSummary]
+
+
+class FloorSummary(Part):
+    """The do-nothing floor over the condition's tasks (docs/decisions.md D114): what a roster
+    whose every seat is on the `null` endpoint scores, from the run's `floor.json`."""
+
+    value: float | None  # mean over the tasks whose floor is known; None: none is
+    n_tasks: Count  # tasks whose floor is known
+    unknown: list[str] = Field(default_factory=list)  # floor trial did not score: "—"
+    passing: list[str] = Field(default_factory=list)  # tasks a do-nothing agent passes (marked)
+    #: passes (rated, reward 1.0) on `passing` tasks by trials flagged `no-tool-call`:
+    #: indistinguishable from doing nothing
+    idle_passes: Count = 0
 
 
 class JobRef(Part):
@@ -180,6 +195,8 @@ class ConditionSummary(Part):
     #: endpoint name -> the model id sent (docs/decisions.md D87); conditions differing here are
     #: never pooled
     models: dict[str, str] = Field(default_factory=dict)
+    #: the do-nothing floor of the condition's tasks; absent when the run computed none
+    floor: Annotated[FloorSummary | None, Field(exclude_if=absent)] = None
 
     @property
     def never_acted(self) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestra.config.task import LAYERS, Layer
 from orchestra.documents.enums import Flag, TrialStatus
+from orchestra.documents.floor import TaskFloor
 from orchestra.documents.job import EndpointRecord, JobConfig, PlanRecord
 from orchestra.documents.summary import (
     AgentSummary,
@@ -23,6 +24,7 @@ from orchestra.documents.summary import (
     TaskSummary,
 )
 from orchestra.documents.trial import AgentTokens, BuzzAgent, TokenCounts, TrialResult
+from orchestra.jobs.floor import floor_summary
 from orchestra.jobs.tally import TOKEN_FIELDS, Counted, Tally, token_tuple
 
 LAYER_ORDER = LAYERS
@@ -55,6 +57,8 @@ class JobRecord:
     spent_usd: float | None = None
     #: endpoint name -> the model id its agents send (`served_models`); part of the grouping
     models: dict[str, str] = field(default_factory=dict)
+    #: task name -> its do-nothing floor, from the run's `floor.json` (`jobs.floor`)
+    floor: dict[str, TaskFloor] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, config: JobConfig, path: Path) -> JobRecord:
@@ -296,6 +300,7 @@ def aggregate(jobs: Iterable[JobRecord]) -> Summary:
                 totals=tally.totals(layers),
                 error_types=_error_types(all_trials),
                 agents=agent_summaries(all_trials),
+                floor=floor_summary(layers, records),
             )
         )
     return Summary(conditions=conditions)

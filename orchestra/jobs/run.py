@@ -25,6 +25,7 @@ from orchestra.documents.job import endpoint_records
 from orchestra.documents.run import RunJob, RunRecord, RunResume
 from orchestra.documents.run_config import RunConfig
 from orchestra.jobs.aggregate import JobRecord, served_models
+from orchestra.jobs.floor import attach_floor
 from orchestra.jobs.identity import differing_fields, replay_components, replay_record
 from orchestra.jobs.layout import load_job_record, orchestrator_version, plan_inventory, scan_trials
 from orchestra.jobs.plan import (
@@ -321,6 +322,7 @@ def run_job_records(paths: RunPaths, record: RunRecord) -> list[JobRecord]:
             oracle=record.is_oracle, models=served_models(record.endpoints), started=False,
         )  # fmt: skip
         records.append(not_started)
+    attach_floor(records, paths)
     return records
 
 
@@ -330,7 +332,10 @@ def job_records(path: Path) -> list[JobRecord]:
     paths = RunPaths(path)
     if paths.run_json.exists():
         return run_job_records(paths, RunRecord.load(paths.run_json))
-    return [load_job_record(path)]
+    records = [load_job_record(path)]
+    if RunPaths(path.parent).run_json.exists():  # one job of a run: the run's floor too
+        attach_floor(records, RunPaths(path.parent))
+    return records
 
 
 def job_dirs_in(jobs_dir: Path) -> list[tuple[str | None, Path]]:

@@ -46,6 +46,7 @@ from orchestra.run.execution import (
     start_executor,
     stop_executor,
 )
+from orchestra.run.floor import compute_floor, floor_wanted
 from orchestra.run.outcome import Refused, RunEnd, RunOutcome, refusal_of
 from orchestra.run.preflight import Preflight, check_endpoints, preflight
 from orchestra.run.prepare import RunPlan
@@ -345,11 +346,15 @@ class Run:
             )
             progress = Progress(self.console, quiet=effective.quiet)
             try:
+                runner = partial(run_job, run=shared, progress=progress, interrupt=interrupt)
                 if effective.smoke:
-                    runner = partial(run_job, run=shared, progress=progress, interrupt=interrupt)
                     self._say(
                         await smoke_gate(scope, services, runner, executor, effective.n_concurrent)
                     )
+                if floor_wanted(plan.condition, effective.no_floor, scope):
+                    await compute_floor(scope, services, runner, executor, self._say)
+                    if interrupt.requested.is_set():
+                        return outcomes
                 for job in scope.jobs:
                     outcome = await run_job(job, services, shared, progress, interrupt, executor)
                     outcomes.append(outcome)

@@ -53,6 +53,7 @@ CSV_FIELDS = (
     "pass_hat_k",
     "flaky",
     "cache_write_input_tokens",
+    "floor",
 )
 
 
@@ -96,6 +97,7 @@ def summary_csv(document: Summary) -> str:
                         task.pass_hat_ks.get(pass_k.k) if pass_k else None,
                         task.flaky,
                         task.tokens.cache_write_input,
+                        task.floor,
                     ]
                 )
     return buffer.getvalue()

@@ -28,6 +28,7 @@ from orchestra.documents.trial import TokenCounts
 from orchestra.plural import plural
 from orchestra.report.stats.clustered import CALIBRATED_ATTEMPTS, CALIBRATED_TASKS
 from orchestra.report.stats.estimates import with_intervals
+from orchestra.report.text.floor import FLOOR_COLUMN, floor_cell, floor_lines
 from orchestra.report.text.liveness import flags_text, liveness_lines, seat_activity_text
 from orchestra.report.text.table import Column, Row, fit_table
 
@@ -203,6 +204,14 @@ SUMMARY_COLUMNS = (
 )
 
 
+def summary_columns(condition: ConditionSummary) -> tuple[Column, ...]:
+    """The §11.2 columns; the do-nothing floor's after `Pass rate (all)` when it was computed."""
+    if condition.floor is None:
+        return SUMMARY_COLUMNS
+    at = next(i for i, c in enumerate(SUMMARY_COLUMNS) if c.key == "pass_rate_all") + 1
+    return (*SUMMARY_COLUMNS[:at], FLOOR_COLUMN, *SUMMARY_COLUMNS[at:])
+
+
 def summary_rows(condition: ConditionSummary) -> list[Row]:
     rows = []
     for layer_name, layer in condition.layers.items():
@@ -213,15 +222,18 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
                 "pass_at_k": task_pass_at_k_text(task.pass_at_k),
                 "pass_hat_k": task_pass_hat_k_text(task),
                 "failing": failing_text(task.failing_dimensions),
+                "floor": floor_cell(task.floor),
                 **_usage(task),
             }
             rows.append(Row(layer_name, task_name, cells))
+        floors = [task.floor for task in layer.tasks.values() if task.floor is not None]
         cells = {
             **_counts(layer),
             **_intervals(layer),
             "pass_at_k": layer_pass_at_k_text(layer),
             "pass_hat_k": group_pass_hat_k_text(layer),
             "failing": "",
+            "floor": f"{sum(floors) / len(floors):.2f}" if floors else "—",
             **_usage(layer),
         }
         rows.append(Row(layer_name, f"(layer, {plural(layer.n_tasks, 'task')})", cells, bold=True))
@@ -232,6 +244,7 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
         "pass_at_k": condition_pass_at_k_text(totals),
         "pass_hat_k": group_pass_hat_k_text(totals),
         "failing": "",
+        "floor": rate_text(condition.floor.value) if condition.floor else "—",
         **_usage(totals),
     }
     rows.append(Row("all", "(condition)", cells, bold=True))
@@ -260,7 +273,7 @@ def render_summary(
         )
         if condition.oracle:
             console.print(f"[yellow]{ORACLE_NOTE}[/yellow]")
-        table = fit_table(SUMMARY_COLUMNS, summary_rows(condition), width)
+        table = fit_table(summary_columns(condition), summary_rows(condition), width)
         for line in table.lines:
             console.print(line, soft_wrap=True)
         if table.dropped:
@@ -274,7 +287,7 @@ def render_summary(
                 highlight=False,
             )
         console.print(f"trials: {summary_counts_text(condition.totals)}", highlight=False)
-        for estimate_line in estimate_lines(condition.totals):
+        for estimate_line in [*estimate_lines(condition.totals), *floor_lines(condition)]:
             console.print(estimate_line, markup=False, highlight=False)
         for confirmation_line in confirmation_lines(condition):
             console.print(confirmation_line, markup=False, highlight=False)
