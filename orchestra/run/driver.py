@@ -351,8 +351,9 @@ class Run:
                     self._say(
                         await smoke_gate(scope, services, runner, executor, effective.n_concurrent)
                     )
-                if floor_wanted(plan.condition, effective.no_floor, scope):
-                    await compute_floor(scope, services, runner, executor, self._say)
+                if floor_wanted(plan.condition, effective.no_floor, scope):  # its trials unlisted
+                    quiet = partial(runner, progress=Progress(self.console, quiet=True))
+                    await compute_floor(scope, services, quiet, executor, self._say)
                     if interrupt.requested.is_set():
                         return outcomes
                 for job in scope.jobs:
