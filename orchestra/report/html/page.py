@@ -39,6 +39,7 @@ from orchestra.report.html.style import STYLE, page_head
 from orchestra.report.html.trajectory import TRAJECTORY_STYLE
 from orchestra.report.html.trend import report_trend_section
 from orchestra.report.html.trial import render_trial, status_cell, trial_anchor
+from orchestra.report.text.floor import floor_cell, floor_lines, layer_floor_text
 from orchestra.report.text.liveness import liveness_lines
 from orchestra.report.text.summary import (
     ORACLE_NOTE,
@@ -83,7 +84,11 @@ def _counted(counts: dict[str, int], name_of: Callable[[str], str] = escape) -> 
 
 
 def _numbers(
-    summary: TaskSummary | GroupSummary, pass_at_k: str, pass_hat_k: str, failing: str
+    summary: TaskSummary | GroupSummary,
+    pass_at_k: str,
+    pass_hat_k: str,
+    failing: str,
+    floor: str | None = None,
 ) -> str:
     cells = [
         *(
@@ -98,6 +103,7 @@ def _numbers(
         ),
         interval_cell(summary.pass_rate, summary.pass_rate_interval),
         f'<td class="num">{rate_text(summary.pass_rate_all)}</td>',
+        *([] if floor is None else [f'<td class="num">{escape(floor)}</td>']),
         f'<td class="pass-k">{pass_at_k}{pass_hat_k}</td>',
         f'<td class="failing">{failing}</td>',
         f"<td>{_counted(summary.stop_reasons or {})}</td>",
@@ -108,12 +114,14 @@ def _numbers(
 
 
 def _summary_table(condition: ConditionSummary) -> str:
+    floored = condition.floor is not None  # the do-nothing floor's column (D114)
     head = "".join(
         f'<th class="{"num" if numeric else ""}">{name}</th>'
         for name, numeric in (
             ("Layer", False), ("Task", False), ("Trials", True), ("Scored", True),
             ("Errors", True), ("Cancelled", True), ("Not started", True),
             ("Pass rate, 95% interval", False), ("Pass rate (all)", True),
+            *([("Floor", True)] if floored else []),
             ("pass@k, pass^k", False), ("Failing dimensions", False), ("Stop reasons", False),
             ("Tokens in / out", True), ("Cost", True),
         )
@@ -128,13 +136,15 @@ def _summary_table(condition: ConditionSummary) -> str:
                     task_pass_at_k_text(task.pass_at_k),
                     task_pass_hat_k(task),
                     _counted(task.failing_dimensions, breakable),
+                    floor_cell(task.floor) if floored else None,
                 )
                 + "</tr>"
             )
+        floor = layer_floor_text(layer) if floored else None
         rows.append(
             f'<tr class="group"><td>{escape(layer_name)}</td>'
             f"<td>(layer, {plural(layer.n_tasks, 'task')})</td>"
-            + _numbers(layer, layer_pass_at_k_text(layer), group_pass_hat_k(layer), "")
+            + _numbers(layer, layer_pass_at_k_text(layer), group_pass_hat_k(layer), "", floor)
             + "</tr>"
         )
     rows.append(
@@ -144,6 +154,7 @@ def _summary_table(condition: ConditionSummary) -> str:
             condition_pass_at_k(condition.totals),
             group_pass_hat_k(condition.totals),
             "",
+            rate_text(condition.floor.value) if condition.floor else None,
         )
         + "</tr>"
     )
@@ -217,6 +228,7 @@ def _condition_block(condition: ConditionSummary) -> str:
 {_summary_table(condition)}
 {estimates_block(condition.totals)}
 {_confirmations(condition)}
+{"".join(f'<p class="note">{escape(line)}</p>' for line in floor_lines(condition))}
 {"".join(f'<p class="note">{escape(line)}</p>' for line in liveness_lines(condition))}
 {_team(condition)}
 {f"<h3>Errors and cancellations</h3><ul>{errors}</ul>" if errors else ""}

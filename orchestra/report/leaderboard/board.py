@@ -3,7 +3,12 @@ markdown and HTML outputs read: the ranked entries and the pairwise verdicts."""
 
 from __future__ import annotations
 
-from orchestra.documents.summary import Estimate, Interval
+from typing import Annotated
+
+from pydantic import Field
+
+from orchestra.documents.io import absent
+from orchestra.documents.summary import Estimate, FloorSummary, Interval
 from orchestra.documents.trial import Part, TokenCounts
 
 
@@ -30,6 +35,8 @@ class Entry(Part):
     cost_usd: float
     tokens: TokenCounts
     mean_trial_seconds: float | None
+    #: what a do-nothing agent scores on the same tasks (D114); absent: not computed
+    floor: Annotated[FloorSummary | None, Field(exclude_if=absent)] = None
 
 
 class PairVerdict(Part):

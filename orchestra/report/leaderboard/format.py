@@ -9,12 +9,13 @@ from orchestra.documents.summary import Estimate
 from orchestra.report.html.error_bars import BAR_STYLE, error_bar
 from orchestra.report.html.style import STYLE, page_head
 from orchestra.report.leaderboard.board import Entry, Leaderboard
-from orchestra.report.text.summary import tokens_text, value_interval_text
+from orchestra.report.text.floor import floor_summary_lines
+from orchestra.report.text.summary import rate_text, tokens_text, value_interval_text
 
 #: A matrix cell reads "the row's condition against the column's".
 SYMBOLS = {"regression": "▼ worse", "improvement": "▲ better", "no significant change": "= same"}
-HEADERS = ("#", "Condition", "Tasks", "Mean over tasks [95%]", "Pass rate", "pass^k", "Cost",
-           "Tokens in/out", "Mean time")  # fmt: skip
+HEADERS = ("#", "Condition", "Tasks", "Mean over tasks [95%]", "Pass rate", "Floor", "pass^k",
+           "Cost", "Tokens in/out", "Mean time")  # fmt: skip
 
 
 def _estimate(estimate: Estimate | None) -> str:
@@ -35,6 +36,7 @@ def _row(rank: int, entry: Entry) -> list[str]:
         str(entry.n_tasks),
         _estimate(entry.task_mean),
         "—" if entry.pass_rate is None else f"{entry.pass_rate:.2f}",
+        rate_text(entry.floor.value) if entry.floor else "—",
         _pass_hat(entry),
         f"${entry.cost_usd:.4f}",
         tokens_text(tokens),
@@ -56,6 +58,12 @@ def _notes(board: Leaderboard) -> list[str]:
         f"{name}: runs of this name differ in manifest, endpoints (models, prices) or timeout "
         "multiplier; shown apart, never pooled"
         for name in board.shown_apart
+    ]
+    notes += [
+        f"{entry.label}: {line}"
+        for entry in board.entries
+        if entry.floor is not None
+        for line in floor_summary_lines(entry.floor)
     ]
     matrix = (
         "matrix: the row's condition against the column's, paired by task, compare's exact "

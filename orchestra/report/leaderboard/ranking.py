@@ -83,6 +83,7 @@ def _entry(label: str, key: ConditionKey, report: ReportDocument) -> Entry:
         cost_usd=totals.cost_usd,
         tokens=totals.tokens,
         mean_trial_seconds=totals.mean_trial_seconds,
+        floor=report.conditions[0].floor,
     )
 
 

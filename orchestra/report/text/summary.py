@@ -28,7 +28,7 @@ from orchestra.documents.trial import TokenCounts
 from orchestra.plural import plural
 from orchestra.report.stats.clustered import CALIBRATED_ATTEMPTS, CALIBRATED_TASKS
 from orchestra.report.stats.estimates import with_intervals
-from orchestra.report.text.floor import FLOOR_COLUMN, floor_cell, floor_lines
+from orchestra.report.text.floor import floor_cell, floor_lines, layer_floor_text, with_floor_column
 from orchestra.report.text.liveness import flags_text, liveness_lines, seat_activity_text
 from orchestra.report.text.table import Column, Row, fit_table
 
@@ -204,14 +204,6 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_columns(condition: ConditionSummary) -> tuple[Column, ...]:
-    """The §11.2 columns; the do-nothing floor's after `Pass rate (all)` when it was computed."""
-    if condition.floor is None:
-        return SUMMARY_COLUMNS
-    at = next(i for i, c in enumerate(SUMMARY_COLUMNS) if c.key == "pass_rate_all") + 1
-    return (*SUMMARY_COLUMNS[:at], FLOOR_COLUMN, *SUMMARY_COLUMNS[at:])
-
-
 def summary_rows(condition: ConditionSummary) -> list[Row]:
     rows = []
     for layer_name, layer in condition.layers.items():
@@ -226,14 +218,13 @@ def summary_rows(condition: ConditionSummary) -> list[Row]:
                 **_usage(task),
             }
             rows.append(Row(layer_name, task_name, cells))
-        floors = [task.floor for task in layer.tasks.values() if task.floor is not None]
         cells = {
             **_counts(layer),
             **_intervals(layer),
             "pass_at_k": layer_pass_at_k_text(layer),
             "pass_hat_k": group_pass_hat_k_text(layer),
             "failing": "",
-            "floor": f"{sum(floors) / len(floors):.2f}" if floors else "—",
+            "floor": layer_floor_text(layer),
             **_usage(layer),
         }
         rows.append(Row(layer_name, f"(layer, {plural(layer.n_tasks, 'task')})", cells, bold=True))
@@ -273,7 +264,9 @@ def render_summary(
         )
         if condition.oracle:
             console.print(f"[yellow]{ORACLE_NOTE}[/yellow]")
-        table = fit_table(summary_columns(condition), summary_rows(condition), width)
+        table = fit_table(
+            with_floor_column(SUMMARY_COLUMNS, condition), summary_rows(condition), width
+        )
         for line in table.lines:
             console.print(line, soft_wrap=True)
         if table.dropped:
