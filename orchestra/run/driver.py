@@ -351,7 +351,9 @@ class Run:
                     self._say(
                         await smoke_gate(scope, services, runner, executor, effective.n_concurrent)
                     )
-                if floor_wanted(plan.condition, effective.no_floor, scope):  # its trials unlisted
+                if floor_wanted(  # its trials are not listed one by one
+                    plan.condition, no_floor=effective.no_floor, run=scope.run is not None
+                ):
                     quiet = partial(runner, progress=Progress(self.console, quiet=True))
                     await compute_floor(scope, services, quiet, executor, self._say)
                     if interrupt.requested.is_set():

@@ -41,10 +41,10 @@ FLOOR_JOB = "floor"
 MAX_FLOOR_JOBS = 20
 
 
-def floor_wanted(condition: Condition, no_floor: bool, scope: RunScope) -> bool:
-    """A run (not a lone job from before runs) of a model: the oracle's floor is no news, and a
-    null condition is its own floor."""
-    return not no_floor and scope.run is not None and not condition.is_oracle
+def floor_wanted(condition: Condition, *, no_floor: bool, run: bool) -> bool:
+    """A run (`run`: not a lone job from before runs) of a model: the oracle's floor is no
+    news, and a null condition (the oracle too) is its own floor."""
+    return not no_floor and run and not condition.is_oracle
 
 
 def run_tasks(jobs: Iterable[PlannedJob]) -> list[Task]:

@@ -107,3 +107,18 @@ def test_a_report_that_does_not_match_is_one_line_naming_the_field(
         ReportDocument.load(path)
     assert str(caught.value).startswith(f"{path}: {message}")
     assert "\n" not in str(caught.value)
+
+
+def test_a_report_with_the_do_nothing_floor_reads_back_and_older_ones_lack_it() -> None:
+    floored = REPORTS / "2026-12-08-floor.json"
+    report = ReportDocument.load(floored)
+    assert report.to_json() == floored.read_text(encoding="utf-8")
+    floor = report.conditions[0].floor
+    assert floor is not None and floor.passing == ["buzz-contracts/fyi-mention-silence"]
+    assert (floor.value, floor.n_tasks, floor.idle_passes) == (0.5, 2, 1)
+    tasks = report.conditions[0].layers["regression"].tasks
+    assert tasks["buzz-contracts/fyi-mention-silence"].floor == 1.0
+    for name in ("2026-12-02.json", "2026-12-04.json", "2026-12-07.json", "2026-12-08.json"):
+        old = ReportDocument.load(REPORTS / name).conditions[0]
+        assert old.floor is None
+        assert all(t.floor is None for layer in old.layers.values() for t in layer.tasks.values())

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestra.documents.floor import FloorRecord, RunFloor
 from orchestra.documents.io import Document
 from orchestra.documents.job import JobConfig, JobResult
 from orchestra.documents.report import ReportDocument
@@ -25,6 +26,12 @@ WRITTEN: list[tuple[type[Document], Path]] = [
     (TrialConfig, TRIAL / "config.json"),
     (TrialResult, TRIAL / "result.json"),
     *((ReportDocument, path) for path in sorted((FIXTURES / "report-json").glob("*.json"))),
+    (RunFloor, FIXTURES / "floor" / "floor.json"),
+    *(
+        (FloorRecord, path)
+        for path in sorted((FIXTURES / "floor").glob("*.json"))
+        if path.name != "floor.json"
+    ),
 ]
 
 
