@@ -45,7 +45,7 @@ def test_every_option_with_a_flag_is_a_benchmark_option_and_resume_takes_the_res
         "endpoint_config", "n_concurrent", "stack", "env", "relay_url", "database_url",
         "relay_port", "state_dir", "timeout_multiplier", "settle_ms", "buzz_bin_dir", "report",
         "retries", "provider_error_limit", "max_cost_usd", "hard_cost_cap", "executor",
-        "ray_address", "ray_slots_per_node", "keep_errors", "quiet", "strict_endpoints",
+        "ray_address", "ray_slots_per_node", "keep_errors", "quiet", "strict_endpoints", "no_floor",
     }  # fmt: skip
 
 
