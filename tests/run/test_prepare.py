@@ -42,6 +42,7 @@ GIVEN: dict[str, Any] = {
     "keep_errors": True,
     "quiet": True,
     "strict_endpoints": True,
+    "no_floor": True,
 }
 #: what an option needs beside it to be valid
 NEEDS: dict[str, dict[str, Any]] = {
@@ -69,7 +70,9 @@ def test_each_resumable_option_given_is_in_effect_and_the_stored_config_keeps_it
     effective = resumed_config(stored, {**NEEDS.get(name, {}), name: value})
     assert effective.option_value(name) == value
     assert effective.stored().option_value(name) == (
-        stored.option_value(name) if name in ("keep_errors", "quiet", "strict_endpoints") else value
+        stored.option_value(name)
+        if name in ("keep_errors", "quiet", "strict_endpoints", "no_floor")
+        else value
     )  # the command's own options are never stored
     assert stored.option_value(name) != value  # the case changes something
 
