@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -138,16 +135,6 @@ def test_channel_operations_fall_back_to_the_end_state() -> None:
     removed = world.evidence(cases["Tomas added, then removed again"])
     assert score(removed)[0]["nobody_else_added"] == 0.0
     assert score(without_trace(removed))[0]["nobody_else_added"] == 1.0
-
-
-@pytest.fixture(scope="module")
-def stack_scratch() -> Iterator[Path]:
-    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
-    path = Path(tempfile.mkdtemp(prefix="buzz-whole-trace-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.e2e
