@@ -157,6 +157,14 @@ def postgres_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def stack_scratch() -> Iterator[Path]:
+    """A module's scratch directory for stacks and runs, outside pytest's temp tree (as
+    `postgres_dir`: an embedded stack's PostgreSQL must reach it)."""
+    with postgres_dir() as path:
+        yield path
+
+
 @pytest.fixture
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""

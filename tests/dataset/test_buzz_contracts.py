@@ -9,8 +9,6 @@ replays a scaffolded task and one whose oracle is its negative solution through 
 from __future__ import annotations
 
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,16 +127,6 @@ def test_a_task_without_a_negative_solution_is_refused(tmp_path: Path) -> None:
     scaffold(task_dir, "regression")
     (task_dir / "solution" / "negative.sh").unlink()
     assert any("no negative solution" in p for p in static_problems(task_dir))
-
-
-@pytest.fixture(scope="module")
-def stack_scratch() -> Iterator[Path]:
-    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
-    path = Path(tempfile.mkdtemp(prefix="buzz-task-kit-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.e2e

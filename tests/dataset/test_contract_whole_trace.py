@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -30,6 +27,9 @@ WHOLE_TRACE_TASKS = sorted(
 #: the channels' end state instead)
 OPERATIONS_TASK = "add-only-who-was-asked"
 BREACHES = PROJECT_ROOT / "tests" / "fixtures" / "breach-solutions" / "buzz-contracts"
+#: the helpers a breach script's `# __BREACH_HELPERS__` line stands for
+BREACH_HELPERS = BREACHES.parent / "helpers.sh"
+HELPERS_LINE = "# __BREACH_HELPERS__"
 #: the keys the whole trace added to the evidence (schema 1, additive)
 TRACE_KEYS = ("trace", "relay_events", "agent_files")
 
@@ -41,6 +41,19 @@ def verifier(task: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def breach_script(task: str, scratch: Path) -> Path:
+    """The task's breach script as the agent runs it: its helpers line replaced by the
+    shared helpers."""
+    lines = (BREACHES / f"{task}.sh").read_text(encoding="utf-8").splitlines(keepends=True)
+    helpers = BREACH_HELPERS.read_text(encoding="utf-8")
+    script = scratch / f"{task}.sh"
+    script.write_text(
+        "".join(helpers if line.startswith(HELPERS_LINE) else line for line in lines),
+        encoding="utf-8",
+    )
+    return script
 
 
 def fits_the_trial_channel(case: Case) -> bool:
@@ -124,16 +137,6 @@ def test_channel_operations_fall_back_to_the_end_state() -> None:
     assert score(without_trace(removed))[0]["nobody_else_added"] == 1.0
 
 
-@pytest.fixture(scope="module")
-def stack_scratch() -> Iterator[Path]:
-    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
-    path = Path(tempfile.mkdtemp(prefix="buzz-whole-trace-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_whole_trace_breaches_are_caught_through_the_real_stack(
@@ -147,7 +150,7 @@ def test_whole_trace_breaches_are_caught_through_the_real_stack(
         stack_scratch / "breaches",
         check_run({"relay_port": free_port, "state_dir": stack_scratch / "state"}),
     )
-    scripts = {CONTRACTS / task: BREACHES / f"{task}.sh" for task in WHOLE_TRACE_TASKS}
+    scripts = {CONTRACTS / task: breach_script(task, stack_scratch) for task in WHOLE_TRACE_TASKS}
     run = replay("breach", scripts, stack)
     for task in WHOLE_TRACE_TASKS:
         found = run.replays.get(task)
@@ -171,7 +174,7 @@ def test_a_canary_only_the_relay_stored_is_caught_through_the_real_stack(
         stack_scratch / "hidden",
         check_run({"relay_port": free_port, "state_dir": stack_scratch / "hidden-state"}),
     )
-    script = BREACHES / f"{SECRET_TASK}.sh"
+    script = breach_script(SECRET_TASK, stack_scratch)
     run = replay("hidden", {CONTRACTS / SECRET_TASK: script}, stack)
     found = run.replays.get(SECRET_TASK)
     assert found is not None and found.result is not None, run.why_no_trial()

@@ -5,9 +5,6 @@ task arrives, and reports what it found reports nothing and scores 0."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,28 +38,19 @@ touch "$STATE_DIR/done"
 """
 
 
-@pytest.fixture(scope="module")
-def scratch() -> Iterator[Path]:
-    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
-    path = Path(tempfile.mkdtemp(prefix="buzz-wait-for-bot-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def test_the_fixture_delays_the_bots_reply() -> None:
     [reply] = load_task(TASK).fixture.scripted_messages
     assert reply.delay_seconds == 10 and not reply.mention_orchestrator
 
 
 def test_the_oracle_polls_and_passes_an_agent_that_reads_once_reports_nothing(
-    scratch: Path, free_port: int
+    stack_scratch: Path, free_port: int
 ) -> None:
-    reads_once = scratch / "reads-once.sh"
+    reads_once = stack_scratch / "reads-once.sh"
     reads_once.write_text(READS_ONCE, encoding="utf-8")
     stack = StackOptions(
-        scratch / "runs", check_run({"relay_port": free_port, "state_dir": scratch / "state"})
+        stack_scratch / "runs",
+        check_run({"relay_port": free_port, "state_dir": stack_scratch / "state"}),
     )
     oracle = replay("oracle", {TASK: TaskPaths(TASK).solve_sh}, stack)
     found = oracle.replays.get(TASK.name)

@@ -4,9 +4,6 @@ cannot play is left out with its reason."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -130,16 +127,6 @@ def test_the_copy_pins_the_cases_random_hex(tmp_path: Path) -> None:
     copy = pinned_copy(task, tmp_path)
     fixture = load_task(copy).fixture
     assert fixture.files[0].render("ignored").endswith(f"acme-canary-{CASE_RANDOM_HEX}\n")
-
-
-@pytest.fixture
-def stack_scratch() -> Iterator[Path]:
-    # outside pytest's temp tree, whose 0700 parents lock out the embedded PostgreSQL's user
-    path = Path(tempfile.mkdtemp(prefix="buzz-case-replay-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.e2e
