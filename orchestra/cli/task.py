@@ -93,7 +93,13 @@ def new(
 )
 def check(
     directories: Annotated[
-        list[Path], typer.Argument(metavar="PATH...", help="Task directories (hold task.toml).")
+        list[Path],
+        typer.Argument(
+            metavar="PATH...",
+            help="Task directories (hold task.toml).",
+            exists=True,
+            file_okay=False,
+        ),
     ],
     negatives: Annotated[
         Path | None,

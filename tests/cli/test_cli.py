@@ -192,6 +192,12 @@ def test_a_missing_run_directory_says_so(tmp_path: Path) -> None:
     assert code == 1 and err == f"error: {tmp_path / 'nope'}: no such run or job directory\n"
 
 
+def test_task_check_of_a_missing_directory_names_it(tmp_path: Path) -> None:
+    run = run_main("task", "check", str(tmp_path / "nope"))
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"'{tmp_path / 'nope'}' does not exist" in run.stderr, run.stderr
+
+
 def test_stack_status_without_state(tmp_path: Path) -> None:
     code, _, err = invoke("stack", "status", "--state-dir", str(tmp_path / "none"))
     assert code == 1 and "missing" in err

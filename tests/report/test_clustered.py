@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from orchestra.cli.main import app
 from orchestra.report.stats.calibration import coverage
-from orchestra.report.stats.clustered import clustered_mean, difference_bounds
+from orchestra.report.stats.clustered import clustered_mean, difference_bounds, t_quantile
+from orchestra.report.stats.inference import wilson_bounds
 
 
 def test_a_rate_lies_strictly_inside_its_interval_in_summarize_json(tmp_path: Path) -> None:
@@ -86,6 +87,20 @@ def test_the_uncertainty_splits_into_between_and_within_tasks() -> None:
         now * math.sqrt((spread - within / 2) / spread)
     )
     assert mean.half_width(tasks_factor=2) == pytest.approx(now / math.sqrt(2))
+    # Every attempt passed: twice the attempts or the tasks count twice the observations.
+    perfect = clustered_mean([1.0] * 10, [3] * 10)
+    assert perfect is not None and perfect.effective_n == 30
+    assert perfect.half_width(attempts_factor=2) == pytest.approx(
+        (1 - wilson_bounds(1.0, 60, t_quantile(10))[0]) / 2
+    )
+    assert perfect.half_width(tasks_factor=2) == pytest.approx(
+        (1 - wilson_bounds(1.0, 60, t_quantile(20))[0]) / 2
+    )
+    assert (
+        perfect.half_width(tasks_factor=2)
+        < perfect.half_width(attempts_factor=2)
+        < perfect.half_width()
+    )
     # One attempt per task: not separable.
     assert clustered_mean([1.0, 0.0, 1.0], [1, 1, 1]).within is None  # type: ignore[union-attr]
 
