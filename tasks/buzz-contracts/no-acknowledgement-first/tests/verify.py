@@ -365,8 +365,29 @@ REWARD_PARTS = ("evidence_complete", "no_acknowledgement", "answer_correct", "re
 METRIC_NAMES = (*REWARD_PARTS, "reward")
 
 
+TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+        "eighty": 80, "ninety": 90}  # fmt: skip
+TEENS = {"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+         "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}  # fmt: skip
+UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+         "eight": 8, "nine": 9}  # fmt: skip
+#: a figure written in words, 10 to 99 ("forty-six", "Forty six", "fourteen"); a unit alone
+#: ("one", "nine") is left out: too common in prose to be read as a stated figure
+NUMBER_WORDS = re.compile(
+    rf"\b(?:({'|'.join(TENS)})(?:[\s-]+({'|'.join(UNITS)}))?|({'|'.join(TEENS)}))\b",
+    re.IGNORECASE,
+)
+
+
 def numbers(text: str) -> list:
-    return [float(token.replace(",", "")) for token in NUMBER_TOKEN.findall(text)]
+    """The figures a text states, in digits or in words."""
+    found = [float(token.replace(",", "")) for token in NUMBER_TOKEN.findall(text)]
+    for tens, unit, teen in NUMBER_WORDS.findall(text):
+        if teen:
+            found.append(float(TEENS[teen.lower()]))
+        else:
+            found.append(float(TENS[tens.lower()] + (UNITS[unit.lower()] if unit else 0)))
+    return found
 
 
 def wrong_total(post: dict) -> bool:
