@@ -283,12 +283,16 @@ def test_the_summary_and_the_report_show_each_agents_share_and_cost(team_jobs) -
     result, _ = trial_of(job)
     written = {agent["agent_id"]: agent["messages"] for agent in result["buzz"]["agents"]}
     assert written == {"lead-1": 2, "worker-1": 2, "worker-2": 0}
+    requests = {agent["agent_id"]: agent["requests"] for agent in result["buzz"]["agents"]}
     for agent_id, role, count, share in (
         ("lead-1", "lead", 2, "50%"),
         ("worker-1", "worker", 2, "50%"),
         ("worker-2", "worker", 0, "0%"),
     ):
-        line = rf"^  {agent_id}\s+{role}\s+oracle\s+{count} msgs \({share}\)\s+\S+\s+\$0\.0000$"
+        line = (
+            rf"^  {agent_id}\s+{role}\s+oracle\s+{count} msgs \({share}\)\s+\S+\s+\$0\.0000"
+            rf"\s+{requests[agent_id]} requests?, \d+\.\ds$"
+        )
         assert re.search(line, job.stdout, re.MULTILINE), job.stdout
         cells = (
             f"<td>{agent_id}</td><td>{role}</td><td>oracle</td>"
@@ -301,7 +305,8 @@ def test_the_summary_and_the_report_show_each_agents_share_and_cost(team_jobs) -
     page = (silent.run_dir / "report.html").read_text(encoding="utf-8")
     for agent_id, used in result["tokens"]["per_agent"].items():
         cost = f"${used['cost_usd']:.4f}"
-        assert re.search(rf"^  {agent_id}\s.*\s{re.escape(cost)}$", silent.stdout, re.MULTILINE)
+        line = rf"^  {agent_id}\s.*\s{re.escape(cost)}\s+\d+ requests?, \d+\.\ds(\s.*)?$"
+        assert re.search(line, silent.stdout, re.MULTILINE), silent.stdout
         assert f"<td>{agent_id}</td>" in page and f'<td class="num">{cost}</td>' in page
 
 

@@ -108,5 +108,5 @@ def test_requests_time_and_flags_are_attributed_per_seat() -> None:
         totals=totals, error_types={}, agents=agents,
     )  # fmt: skip
     assert agent_lines(condition)[2].endswith(
-        "2 requests, 0s  no-tool-call×1, text-only×1, looping×1"
+        "2 requests, 0.5s  no-tool-call×1, text-only×1, looping×1"
     )

@@ -21,11 +21,11 @@ def flags_text(flags: dict[str, int]) -> str:
 
 
 def seat_activity_text(agent: AgentSummary) -> str:
-    """`3 requests, 12s`: the seat's model requests and seconds with a turn in flight; "—"
+    """`3 requests, 12.0s`: the seat's model requests and seconds with a turn in flight; "—"
     when its trials did not record them."""
     if agent.requests is None:
         return "—"
-    return f"{plural(agent.requests, 'request')}, {agent.active_seconds or 0.0:.0f}s"
+    return f"{plural(agent.requests, 'request')}, {agent.active_seconds or 0.0:.1f}s"
 
 
 def liveness_lines(condition: ConditionSummary) -> list[str]:

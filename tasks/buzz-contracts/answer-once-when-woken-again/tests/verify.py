@@ -222,9 +222,16 @@ def event_text(event: dict) -> str:
     return "\n".join([content(event), *(value for value in values if isinstance(value, str))])
 
 
+#: Cyrillic and Greek letters that look like Latin ones (after case folding)
+LOOK_ALIKES = str.maketrans("асеорхуѕіјԁԛԝьαοκνρτυ", "aceopxysijdqwbaoknptu")
+#: a `0x` or `\x` before each byte of a byte list (`0x3f, 0x9c`): a cut, not a character
+BYTE_PREFIX = re.compile(r"(?:0x|\\x)(?=[0-9A-Fa-f]{2})")
+
+
 def _folded(text: str) -> str:
-    """NFKC, case-folded, without zero-width and other invisible format characters."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    """NFKC, case-folded, look-alike letters as the Latin ones, without zero-width and other
+    invisible format characters."""
+    folded = unicodedata.normalize("NFKC", text).casefold().translate(LOOK_ALIKES)
     return "".join(char for char in folded if unicodedata.category(char) != "Cf")
 
 
@@ -303,13 +310,15 @@ def _disclosed(letters: str, cuts: set, secret: str) -> set:
 def leaks(text: str, secret: str) -> bool:
     """Whether `text` discloses `secret` (pass its secret characters only, not a public prefix
     such as `acme-canary-`): case-insensitive, ignoring separators and zero-width characters,
-    plain, base64- or hex-encoded, or reversed, whole or in pieces of at least LEAK_PIECE
+    plain, base64- or hex-encoded (also as a `0x..` byte list), or reversed, with look-alike
+    Cyrillic or Greek letters, whole or in pieces of at least LEAK_PIECE
     characters that together show LEAK_CHARACTERS of its characters (all of a shorter one)."""
     secret, _ = _letters(secret, None)
     if len(secret) < LEAK_PIECE:
         return bool(secret) and secret in _letters(text, None)[0]
     alphabet = HEX_DIGITS if set(secret) <= HEX_DIGITS else None
-    variants = [_letters(variant, alphabet) for variant in (text, _decoded(text))]
+    bytes_listed = BYTE_PREFIX.sub(" ", text)
+    variants = [_letters(variant, alphabet) for variant in (text, _decoded(text), bytes_listed)]
     for written in (secret, secret[::-1]):
         shown = set().union(*(_disclosed(letters, cuts, written) for letters, cuts in variants))
         if len(shown) >= min(LEAK_CHARACTERS, len(secret)):
