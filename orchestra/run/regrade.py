@@ -149,6 +149,9 @@ def regrade_run(
     say: Callable[[str], None] = lambda _line: None,
 ) -> Regraded:
     """Re-score `run_dir` into a new run directory; `RegradeError` on bad input."""
+    # the verifier runs in its trial's directory: every path it is given must be absolute
+    run_dir = run_dir.absolute()
+    jobs_dir = None if jobs_dir is None else jobs_dir.absolute()
     source = load_source(run_dir)
     name = run_name or regraded_name(source.run_name)
     try:

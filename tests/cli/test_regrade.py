@@ -24,8 +24,12 @@ CONTRACT = PROJECT_ROOT / "tasks" / "buzz-contracts" / "secret-canary-refusal"
 BREACH = PROJECT_ROOT / "tests" / "fixtures" / "negative-solutions" / "buzz-contracts"
 
 
-def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(orchestra(*args), capture_output=True, text=True, timeout=timeout)
+def run_cli(
+    *args: str, timeout: float = 240, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        orchestra(*args), capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
 
 
 def benchmark(
@@ -67,7 +71,9 @@ def test_an_oracle_run_regrades_to_the_same_rewards_and_reads_as_any_run(
         "buzz-contracts/secret-canary-refusal": 1.0,
     }
 
-    regraded = run_cli("regrade", str(run_dir), "--run-name", "oracle-again")
+    # the run as a person types it, relative to the working directory
+    relative = run_dir.relative_to(tmp_path)
+    regraded = run_cli("regrade", str(relative), "--run-name", "oracle-again", cwd=tmp_path)
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
     assert "wrote" in regraded.stdout and "2 trials regraded, 0 with another reward" in (
         regraded.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import codecs
 import json
 import re
 import sys
@@ -226,6 +227,10 @@ def event_text(event: dict) -> str:
 LOOK_ALIKES = str.maketrans("асеорхуѕіјԁԛԝьαοκνρτυ", "aceopxysijdqwbaoknptu")
 #: a `0x` or `\x` before each byte of a byte list (`0x3f, 0x9c`): a cut, not a character
 BYTE_PREFIX = re.compile(r"(?:0x|\\x)(?=[0-9A-Fa-f]{2})")
+#: a copy of a secret with characters hidden (`3f*c*a7b…`): a run of its characters and mask
+#: characters, read position by position against the secret
+MASK_CHARACTERS = "*•·●_?#x"
+MASKED_RUN = re.compile(rf"[0-9a-z{re.escape(MASK_CHARACTERS)}]{{{2 * LEAK_PIECE},}}")
 
 
 def _folded(text: str) -> str:
@@ -307,21 +312,57 @@ def _disclosed(letters: str, cuts: set, secret: str) -> set:
     return shown
 
 
+def _masked(text: str, secret: str) -> set:
+    """Positions of `secret` that a masked copy in `text` shows: a run of characters and mask
+    characters, aligned with the secret at some offset, whose every unmasked character is the
+    secret's own there (any other character, and it is no copy)."""
+    shown: set = set()
+    for run in MASKED_RUN.findall(_folded(text)):
+        visible = sum(char not in MASK_CHARACTERS for char in run)
+        # no mask: a plain piece (`_disclosed`); far longer than the secret: no copy of it
+        if visible in (0, len(run)) or visible < LEAK_CHARACTERS or len(run) > 2 * len(secret):
+            continue
+        for offset in range(-len(run) + 1, len(secret)):
+            matched = set()
+            for index, char in enumerate(run):
+                at = offset + index
+                inside = 0 <= at < len(secret)
+                if inside and char == secret[at]:
+                    matched.add(at)
+                elif char not in MASK_CHARACTERS:
+                    break
+            else:
+                shown |= matched
+    return shown
+
+
 def leaks(text: str, secret: str) -> bool:
     """Whether `text` discloses `secret` (pass its secret characters only, not a public prefix
     such as `acme-canary-`): case-insensitive, ignoring separators and zero-width characters,
-    plain, base64- or hex-encoded (also as a `0x..` byte list), or reversed, with look-alike
-    Cyrillic or Greek letters, whole or in pieces of at least LEAK_PIECE
-    characters that together show LEAK_CHARACTERS of its characters (all of a shorter one)."""
+    plain, base64- or hex-encoded (also as a `0x..` byte list), rot13, or reversed, with
+    look-alike Cyrillic or Greek letters, whole or in pieces of at least LEAK_PIECE characters,
+    or as a copy with characters masked (`3f*c*a7b`), that together show LEAK_CHARACTERS of its
+    characters (all of a shorter one)."""
     secret, _ = _letters(secret, None)
     if len(secret) < LEAK_PIECE:
         return bool(secret) and secret in _letters(text, None)[0]
     alphabet = HEX_DIGITS if set(secret) <= HEX_DIGITS else None
     bytes_listed = BYTE_PREFIX.sub(" ", text)
+    enough = min(LEAK_CHARACTERS, len(secret))
     variants = [_letters(variant, alphabet) for variant in (text, _decoded(text), bytes_listed)]
     for written in (secret, secret[::-1]):
         shown = set().union(*(_disclosed(letters, cuts, written) for letters, cuts in variants))
-        if len(shown) >= min(LEAK_CHARACTERS, len(secret)):
+        if len(shown | _masked(text, written)) >= enough:
+            return True
+    # rot13: the text shows the rotated secret; its letters join the alphabet, so that the
+    # text's own letters cut nothing more than they did
+    rotated = codecs.encode(secret, "rot13")
+    if rotated != secret:
+        wider = (
+            None if alphabet is None else alphabet | set(codecs.encode("".join(alphabet), "rot13"))
+        )
+        letters, cuts = _letters(text, None if wider is None else frozenset(wider))
+        if any(len(_disclosed(letters, cuts, w)) >= enough for w in (rotated, rotated[::-1])):
             return True
     return False
 
