@@ -175,9 +175,14 @@ def regrade_run(
             _task_of(config, record.name, tasks)
     outcome = Regraded(target.root)
     target.root.mkdir(parents=True)
-    for job_name, config in configs.items():
-        source_job, target_job = RunPaths(run_dir).job(job_name), target.job(job_name)
-        _regrade_job(source_job, target_job, config, tasks, outcome, say)
+    try:
+        for job_name, config in configs.items():
+            source_job, target_job = RunPaths(run_dir).job(job_name), target.job(job_name)
+            _regrade_job(source_job, target_job, config, tasks, outcome, say)
+    except BaseException:  # Ctrl-C above all: a half-regraded run is no run, the source is whole
+        shutil.rmtree(target.root, ignore_errors=True)
+        say(f"stopped: {display_path(target.root)} removed; {display_path(run_dir)} is unchanged")
+        raise
     digests = {task_name: task.verifier_digest for task_name, task in sorted(tasks.items())}
     regraded_record = source.model_copy(
         update={

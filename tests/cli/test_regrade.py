@@ -16,6 +16,7 @@ import pytest
 from benchmark_runs import benchmark_args, orchestra
 
 from orchestra.paths import PROJECT_ROOT
+from orchestra.run.regrade import regrade_run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -87,6 +88,15 @@ def test_an_oracle_run_regrades_to_the_same_rewards_and_reads_as_any_run(
     record = json.loads((again_dir / "run.json").read_text())
     assert record["regrade"]["from_run"] == str(run_dir.absolute())
     assert set(record["regrade"]["verifier_digests"]) == set(before)
+
+    # interrupted (Ctrl-C) after its first trial: the half-regraded run is removed
+    def interrupt(line: str) -> None:
+        if line.startswith("regraded "):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        regrade_run(run_dir, run_name="oracle-interrupted", say=interrupt)
+    assert not (tmp_path / "jobs" / "oracle-interrupted").exists()
 
     summary = run_cli("summarize", "--json", str(again_dir))
     assert summary.returncode == 0, summary.stderr
