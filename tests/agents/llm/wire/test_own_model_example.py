@@ -52,8 +52,14 @@ def test_the_worked_example_runs_scored_against_a_local_server(
         )  # fmt: skip
     said = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert done.returncode == 0, said
-    results = [json.loads(p.read_text()) for p in (tmp_path / "jobs").rglob("*/result.json")]
-    trials = [r for r in results if "trial_name" in r]
-    assert [t["status"] for t in trials] == ["scored"], said
+
+    def trials(job: Path) -> list[dict]:
+        results = [json.loads(p.read_text()) for p in job.glob("*/result.json")]
+        return [r for r in results if "trial_name" in r]
+
+    run = tmp_path / "jobs" / "own"
+    assert [t["status"] for t in trials(run / "own")] == ["scored"], said
+    # the do-nothing floor's own trial (the null endpoint: no request reaches the server)
+    assert [t["status"] for t in trials(run / "floor")] == ["scored"], said
     assert {r.body["model"] for r in llm.requests} == {"Qwen/Qwen3-8B"}  # the id, not the name
     assert all("authorization" not in r.headers for r in llm.requests)  # keyless on loopback
