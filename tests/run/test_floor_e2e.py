@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_llm import DEFAULT_KEY, DEFAULT_MODEL, FakeLLM
+from fake_llm import DEFAULT_KEY, FakeLLM
+from fake_provider import endpoints, manifest
 
 from orchestra.paths import PROJECT_ROOT
 
@@ -22,45 +23,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 CONTRACTS = PROJECT_ROOT / "tasks" / "buzz-contracts"
 #: the silence contract (a do-nothing agent passes it) and one it fails
 TASKS = ("fyi-mention-silence", "exact-name-callback")
-PERSONA = "manifests/personas/buzz-native-solo.md"
-PERSONA_SHA256 = "29035c227f093a4b59dfd89a4d5bbf5efd950f8e7be78656cb3c83274aa819a5"
 
 
 def write_condition(root: Path, llm: FakeLLM) -> tuple[Path, Path]:
-    manifest = root / "m.yaml"
-    manifest.write_text(
-        f"""schema_version: "1"
-condition: fake-provider
-roster:
-  - id: solo
-    kind: orchestrator
-    role: solo
-    count: 1
-    endpoint: {DEFAULT_MODEL}
-    model_revision: {DEFAULT_MODEL}
-    prompt:
-      path: {PERSONA}
-      sha256: {PERSONA_SHA256}
-    include_platform_prompt: true
-prices:
-  {DEFAULT_MODEL}:
-    input_per_million_usd: 1.0
-    cached_input_per_million_usd: 1.0
-    output_per_million_usd: 1.0
-trial_budget:
-  timeout_seconds: 120
-""",
-        encoding="utf-8",
-    )
-    endpoints = root / "e.json"
-    endpoint = {
-        "provider": "openai",
-        "api_key_env": "FAKE_PROVIDER_KEY",
-        "base_url": f"{llm.base_url}/v1",
-        "env": {"OPENAI_COMPAT_API": "chat"},
-    }
-    endpoints.write_text(json.dumps({DEFAULT_MODEL: endpoint}), encoding="utf-8")
-    return manifest, endpoints
+    return manifest(root / "m.yaml"), endpoints(root / "e.json", llm)
 
 
 @pytest.fixture
