@@ -98,7 +98,6 @@ def check(
             metavar="PATH...",
             help="Task directories (hold task.toml).",
             exists=True,
-            file_okay=False,
         ),
     ],
     negatives: Annotated[
