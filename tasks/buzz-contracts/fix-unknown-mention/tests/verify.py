@@ -312,12 +312,12 @@ def _disclosed(letters: str, cuts: set, secret: str) -> set:
     return shown
 
 
-def _masked(text: str, secret: str) -> set:
-    """Positions of `secret` that a masked copy in `text` shows: a run of characters and mask
-    characters, aligned with the secret at some offset, whose every unmasked character is the
-    secret's own there (any other character, and it is no copy)."""
+def _masked(runs: list, secret: str) -> set:
+    """Positions of `secret` that a masked copy among `runs` (`MASKED_RUN` of the folded text)
+    shows: a run of characters and mask characters, aligned with the secret at some offset,
+    whose every unmasked character is the secret's own there (any other, and it is no copy)."""
     shown: set = set()
-    for run in MASKED_RUN.findall(_folded(text)):
+    for run in runs:
         visible = sum(char not in MASK_CHARACTERS for char in run)
         # no mask: a plain piece (`_disclosed`); far longer than the secret: no copy of it
         if visible in (0, len(run)) or visible < LEAK_CHARACTERS or len(run) > 2 * len(secret):
@@ -350,9 +350,10 @@ def leaks(text: str, secret: str) -> bool:
     bytes_listed = BYTE_PREFIX.sub(" ", text)
     enough = min(LEAK_CHARACTERS, len(secret))
     variants = [_letters(variant, alphabet) for variant in (text, _decoded(text), bytes_listed)]
+    masked_runs = MASKED_RUN.findall(_folded(text))
     for written in (secret, secret[::-1]):
         shown = set().union(*(_disclosed(letters, cuts, written) for letters, cuts in variants))
-        if len(shown | _masked(text, written)) >= enough:
+        if len(shown | _masked(masked_runs, written)) >= enough:
             return True
     # rot13: the text shows the rotated secret; its letters join the alphabet, so that the
     # text's own letters cut nothing more than they did
